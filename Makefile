@@ -1,0 +1,34 @@
+# wevent: `make test` (install + pytest + mypy --strict + ruff), `make demo` (the main job).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: test demo lint typecheck unit bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check pip==26.3
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $(STAMP)
+
+unit: $(STAMP)
+	$(PY) -m pytest -q
+
+typecheck: $(STAMP)
+	$(PY) -m mypy --strict accounting mechanisms verifier proofs wevent tests benchmarks
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+test: unit typecheck lint
+
+demo: $(STAMP)
+	$(VENV)/bin/wevent demo
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_accounting.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

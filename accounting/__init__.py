@@ -1,0 +1,1 @@
+"""wevent accounting vocabulary."""

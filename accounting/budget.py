@@ -1,0 +1,170 @@
+"""Exact privacy budgets.
+
+A `Budget` is a non-negative rational number. Decimal strings parse exactly (``"0.1"`` is 1/10),
+``"a/b"`` parses, and floats only enter through `Budget.round_float`, which names the direction in
+which the float's value is rounded. No verdict in wevent depends on a float tolerance.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from enum import Enum
+from fractions import Fraction
+from typing import Final
+
+__all__ = [
+    "Budget",
+    "BudgetError",
+    "Rounding",
+    "format_exact",
+    "parse_exact",
+    "parse_window",
+]
+
+# A decimal (optionally with exponent) or a fraction of two integers; no underscores, no "inf".
+_DECIMAL: Final = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE]([+-]?\d+))?")
+_RATIO: Final = re.compile(r"([+-]?\d+)\s*/\s*(\d+)")
+_MAX_EXPONENT: Final = 400  # 10**400 is already far outside any meaningful budget
+
+
+class BudgetError(ValueError):
+    """A value that cannot be used as an exact budget, window or evidence parameter."""
+
+
+class Rounding(Enum):
+    """Direction in which an inexact value is rounded to a rational."""
+
+    UP = "up"
+    DOWN = "down"
+
+
+def parse_exact(text: str, *, what: str = "value") -> Fraction:
+    """Parse a decimal string (``"0.1"``, ``"1e-18"``) or a ratio (``"1/3"``) exactly.
+
+    Raises `BudgetError` with a one-line message naming `what` for anything else (NaN, infinities,
+    empty strings, zero denominators, absurd exponents).
+    """
+    if not isinstance(text, str):
+        raise BudgetError(f"{what}: expected an exact number as text, got {type(text).__name__}")
+    s = text.strip()
+    if not s:
+        raise BudgetError(f"{what}: empty value (expected a decimal like 0.1 or a ratio like 1/3)")
+    ratio = _RATIO.fullmatch(s)
+    if ratio is not None:
+        den = int(ratio.group(2))
+        if den == 0:
+            raise BudgetError(f"{what}: {text!r} has a zero denominator")
+        return Fraction(int(ratio.group(1)), den)
+    dec = _DECIMAL.fullmatch(s)
+    if dec is None:
+        lowered = s.lower().lstrip("+-")
+        if lowered in {"nan", "inf", "infinity"}:
+            raise BudgetError(f"{what}: {text!r} is not a finite number")
+        raise BudgetError(
+            f"{what}: {text!r} is not an exact number (use a decimal like 0.1 or a ratio like 1/3)"
+        )
+    exponent = dec.group(1)
+    if exponent is not None and abs(int(exponent)) > _MAX_EXPONENT:
+        raise BudgetError(f"{what}: exponent of {text!r} is out of range")
+    return Fraction(s)
+
+
+def parse_window(text: str, *, what: str = "w", allow_infinite: bool = False) -> int | None:
+    """Parse a window size: a positive integer, or ``inf`` (returned as None) where allowed."""
+    s = text.strip() if isinstance(text, str) else str(text)
+    if allow_infinite and s.lower() in {"inf", "infinity"}:
+        return None
+    if not re.fullmatch(r"\+?\d+", s):
+        hint = " or inf" if allow_infinite else ""
+        raise BudgetError(f"{what}: {text!r} is not a positive whole number of slots{hint}")
+    value = int(s)
+    if value <= 0:
+        raise BudgetError(f"{what}: window size must be at least 1 slot, got {value}")
+    return value
+
+
+class Budget(Fraction):
+    """An exact, non-negative privacy budget (a `fractions.Fraction` that is never negative).
+
+    Arithmetic on budgets gives plain `Fraction` values (a difference may be negative); wrap a
+    result in `Budget(...)` to assert it is a budget again.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, value: Fraction | int | str = 0, *, what: str = "epsilon") -> Budget:
+        if isinstance(value, bool):
+            raise BudgetError(f"{what}: a boolean is not a budget")
+        if isinstance(value, float):
+            raise BudgetError(
+                f"{what}: floats are not exact; use Budget.round_float(x, Rounding.UP or DOWN)"
+            )
+        if isinstance(value, str):
+            frac = parse_exact(value, what=what)
+        elif isinstance(value, int | Fraction):
+            frac = Fraction(value)
+        else:
+            raise BudgetError(f"{what}: cannot make a budget from {type(value).__name__}")
+        if frac < 0:
+            raise BudgetError(f"{what}: a budget cannot be negative, got {format_exact(frac)}")
+        return super().__new__(cls, frac.numerator, frac.denominator)
+
+    @classmethod
+    def from_float(cls, f: float) -> Budget:
+        """Refused: a float has no rounding direction. Use `Budget.round_float`."""
+        raise BudgetError(
+            "epsilon: floats are not exact; use Budget.round_float(x, Rounding.UP or DOWN)"
+        )
+
+    @classmethod
+    def round_float(
+        cls, x: float, rounding: Rounding, *, places: int | None = 12, what: str = "epsilon"
+    ) -> Budget:
+        """Convert a float explicitly, rounding its exact binary value in the given direction.
+
+        With ``places`` set, the result is the nearest multiple of ``10**-places`` on the chosen side
+        of the float's exact value (so ``round_float(0.1, Rounding.DOWN)`` is 1/10). With
+        ``places=None`` the float's exact binary value is kept, whatever the direction.
+        """
+        if isinstance(x, bool) or not isinstance(x, float | int):
+            raise BudgetError(f"{what}: round_float expects a float, got {type(x).__name__}")
+        if not math.isfinite(x):
+            raise BudgetError(f"{what}: {x!r} is not a finite number")
+        exact = Fraction(x)
+        if places is not None:
+            if places < 0:
+                raise BudgetError("places must be >= 0")
+            scale = 10**places
+            scaled = exact * scale
+            n = math.ceil(scaled) if rounding is Rounding.UP else math.floor(scaled)
+            exact = Fraction(n, scale)
+        return cls(exact, what=what)
+
+    def __repr__(self) -> str:
+        return f"Budget('{format_exact(self)}')"
+
+    def __str__(self) -> str:
+        return format_exact(self)
+
+
+def format_exact(value: Fraction | int) -> str:
+    """Render a rational exactly: a terminating decimal where one exists, else ``a/b``."""
+    frac = Fraction(value)
+    den = frac.denominator
+    twos = fives = 0
+    while den % 2 == 0:
+        den //= 2
+        twos += 1
+    while den % 5 == 0:
+        den //= 5
+        fives += 1
+    if den != 1 or max(twos, fives) > 30:
+        return f"{frac.numerator}/{frac.denominator}"
+    places = max(twos, fives)
+    if places == 0:
+        return str(frac.numerator)
+    scaled = abs(frac.numerator) * (10**places // frac.denominator)
+    digits = str(scaled).rjust(places + 1, "0")
+    sign = "-" if frac < 0 else ""
+    return f"{sign}{digits[:-places]}.{digits[-places:]}"

@@ -1,0 +1,528 @@
+"""Reading and writing requirements and ledgers in the documented file formats (see README).
+
+Everything is exact: budgets and evidence numbers are decimal strings or ``a/b``. Every problem in
+an input file raises `FormatError` with the file, the line and what is wrong, in one line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from accounting.budget import Budget, BudgetError, format_exact, parse_window
+from accounting.evidence import Evidence, evidence_from_json, evidence_to_json
+from accounting.ledger import Ledger
+from accounting.population import Population
+from accounting.requirements import Declaration, Dynamic, Fixed, Requirement, WholeStream
+
+__all__ = [
+    "FormatError",
+    "read_ledger",
+    "read_requirements",
+    "write_ledger",
+    "write_requirements",
+]
+
+FIXED_COLUMNS = ("user", "w", "epsilon")
+DYNAMIC_COLUMNS = ("user", "slot", "w_back", "eps_back", "w_fwd", "eps_fwd")
+LEDGER_COLUMNS = ("slot", "user", "group", "epsilon", "part", "mechanism", "evidence")
+
+
+class FormatError(BudgetError):
+    """A malformed input file; the message names the file and line."""
+
+
+def _where(path: Path | str, line: int | None) -> str:
+    return f"{path}:{line}" if line is not None else str(path)
+
+
+# ============================================================================ requirements
+
+
+def _open_csv(path: Path) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FormatError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FormatError(f"{path}: cannot read ({exc})") from None
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise FormatError(f"{path}: empty file (expected a header line)") from None
+    header = [h.strip() for h in header]
+
+    def rows() -> Iterator[tuple[int, list[str]]]:
+        for row in reader:
+            if not row or all(not c.strip() for c in row):
+                continue
+            yield reader.line_num, row
+
+    return header, rows()
+
+
+def read_requirements(paths: Path | str | Iterable[Path | str]) -> Population:
+    """Read one or more requirement CSV files into a `Population`.
+
+    Fixed and whole-stream files have columns ``user,w,epsilon`` (``w`` = ``inf`` for whole-stream);
+    dynamic files have ``user,slot,w_back,eps_back,w_fwd,eps_fwd``, one row per declaration.
+    """
+    if isinstance(paths, str | Path):
+        paths = [paths]
+    reqs: dict[str, Requirement] = {}
+    dynamic: dict[str, list[Declaration]] = {}
+    origin: dict[str, str] = {}
+    for p in paths:
+        path = Path(p)
+        header, rows = _open_csv(path)
+        cols: tuple[str, ...]
+        if set(DYNAMIC_COLUMNS) <= set(header):
+            kind = "dynamic"
+            cols = DYNAMIC_COLUMNS
+        elif set(FIXED_COLUMNS) <= set(header):
+            kind = "fixed"
+            cols = FIXED_COLUMNS
+        else:
+            raise FormatError(
+                f"{path}:1: header {','.join(header)!r} is neither 'user,w,epsilon' nor "
+                "'user,slot,w_back,eps_back,w_fwd,eps_fwd'"
+            )
+        pos = {c: header.index(c) for c in cols}
+        for line, row in rows:
+            where = _where(path, line)
+            if len(row) != len(header):
+                raise FormatError(f"{where}: expected {len(header)} fields, found {len(row)}")
+            get = {c: row[i].strip() for c, i in pos.items()}
+            user = get["user"]
+            if not user:
+                raise FormatError(f"{where}: empty user id")
+            try:
+                if kind == "fixed":
+                    if user in origin:
+                        raise FormatError(
+                            f"{where}: user {user!r} already declared at {origin[user]}"
+                        )
+                    w = parse_window(get["w"], allow_infinite=True)
+                    eps = Budget(get["epsilon"], what="epsilon")
+                    reqs[user] = WholeStream(eps) if w is None else Fixed(w, eps)
+                else:
+                    if user in reqs:
+                        raise FormatError(
+                            f"{where}: user {user!r} already has a fixed requirement at {origin[user]}"
+                        )
+                    slot = parse_window(get["slot"], what="slot")
+                    assert slot is not None
+                    decl = Declaration(
+                        slot=slot,
+                        w_back=_window(get["w_back"], "w_back"),
+                        eps_back=Budget(get["eps_back"], what="eps_back"),
+                        w_fwd=_window(get["w_fwd"], "w_fwd"),
+                        eps_fwd=Budget(get["eps_fwd"], what="eps_fwd"),
+                    )
+                    dynamic.setdefault(user, []).append(decl)
+                origin.setdefault(user, where)
+            except FormatError:
+                raise
+            except BudgetError as exc:
+                raise FormatError(f"{where}: {exc}") from None
+    for user, decls in dynamic.items():
+        decls.sort(key=lambda d: d.slot)
+        for a, b in itertools.pairwise(decls):
+            if a.slot == b.slot:
+                raise FormatError(f"user {user!r} declares two requirements for slot {a.slot}")
+        reqs[user] = Dynamic(tuple(decls))
+    return Population(reqs)
+
+
+def _window(text: str, what: str) -> int:
+    w = parse_window(text, what=what)
+    assert w is not None
+    return w
+
+
+def write_requirements(population: Population, path: Path | str) -> None:
+    """Write a population back to CSV (fixed/whole-stream and dynamic users in separate files:
+    ``path`` gets the fixed and whole-stream users, ``<stem>.dynamic.csv`` the dynamic ones)."""
+    path = Path(path)
+    fixed_rows: list[list[str]] = []
+    dyn_rows: list[list[str]] = []
+    for user, req in population.items():
+        if isinstance(req, Fixed):
+            fixed_rows.append([user, str(req.w), format_exact(req.eps)])
+        elif isinstance(req, WholeStream):
+            fixed_rows.append([user, "inf", format_exact(req.eps)])
+        else:
+            for d in req.declarations:
+                dyn_rows.append(
+                    [
+                        user,
+                        str(d.slot),
+                        str(d.w_back),
+                        format_exact(d.eps_back),
+                        str(d.w_fwd),
+                        format_exact(d.eps_fwd),
+                    ]
+                )
+    targets: list[tuple[Path, tuple[str, ...], list[list[str]]]] = [
+        (path, FIXED_COLUMNS, fixed_rows)
+    ]
+    if dyn_rows:
+        dyn_path = path if not fixed_rows else path.with_name(path.stem + ".dynamic.csv")
+        targets = [(dyn_path, DYNAMIC_COLUMNS, dyn_rows)] + (
+            [(path, FIXED_COLUMNS, fixed_rows)] if fixed_rows else []
+        )
+    for target, header, rows in targets:
+        with target.open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh, lineterminator="\n")
+            writer.writerow(header)
+            writer.writerows(rows)
+
+
+# ============================================================================ ledgers
+
+
+def _ledger_kind(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix in {".jsonl", ".ndjson"}:
+        return "jsonl"
+    if suffix == ".csv":
+        return "csv"
+    if suffix in {".parquet", ".pq"}:
+        return "parquet"
+    raise FormatError(f"{path}: unknown ledger format (use .jsonl, .csv or .parquet)")
+
+
+class _RowParser:
+    """Parses ledger rows with caches for repeated amounts and evidence strings."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.amounts: dict[str, Budget] = {}
+        self.evidence: dict[str, Evidence] = {}
+        self.groups: dict[str, list[str]] = {}
+        self.charges: list[
+            tuple[int, Budget, str | None, str | None, str, str, Evidence | None]
+        ] = []
+        self.used_groups: set[str] = set()
+
+    def member(self, where: str, group: str, user: str) -> None:
+        if group in self.used_groups:
+            raise FormatError(f"{where}: members of group {group!r} must precede its charges")
+        if not user:
+            raise FormatError(f"{where}: membership row for group {group!r} has no user")
+        self.groups.setdefault(group, []).append(user)
+
+    def charge(self, where: str, fields: Mapping[str, Any]) -> None:
+        try:
+            slot_v = fields.get("slot")
+            if isinstance(slot_v, bool):
+                raise BudgetError("slot: not a slot number")
+            if isinstance(slot_v, int):
+                slot = slot_v
+                if slot < 1:
+                    raise BudgetError(f"slot: slots are numbered from 1, got {slot}")
+            else:
+                parsed = parse_window(str(slot_v), what="slot")
+                assert parsed is not None
+                slot = parsed
+            eps_v = fields.get("epsilon")
+            if eps_v is None or eps_v == "":
+                raise BudgetError("epsilon: missing")
+            if not isinstance(eps_v, str):
+                raise BudgetError(f"epsilon: write exact numbers as strings, got {eps_v!r}")
+            amount = self.amounts.get(eps_v)
+            if amount is None:
+                amount = Budget(eps_v, what="epsilon")
+                self.amounts[eps_v] = amount
+            user = fields.get("user") or None
+            group = fields.get("group") or None
+            if (user is None) == (group is None):
+                raise BudgetError("a charge names exactly one of user or group")
+            if group is not None:
+                if group not in self.groups:
+                    raise BudgetError(f"group {group!r} is used before its members are listed")
+                self.used_groups.add(group)
+            ev_v = fields.get("evidence")
+            evidence: Evidence | None = None
+            if ev_v not in (None, ""):
+                key = ev_v if isinstance(ev_v, str) else json.dumps(ev_v, sort_keys=True)
+                evidence = self.evidence.get(key)
+                if evidence is None:
+                    evidence = evidence_from_json(ev_v)
+                    self.evidence[key] = evidence
+            part = str(fields.get("part") or "")
+            mechanism = str(fields.get("mechanism") or "")
+        except BudgetError as exc:
+            raise FormatError(f"{where}: {exc}") from None
+        self.charges.append((slot, amount, user, group, part, mechanism, evidence))
+
+    def ledger(self) -> Ledger:
+        ledger = Ledger()
+        try:
+            for name, members in self.groups.items():
+                ledger.define_group(name, members)
+        except BudgetError as exc:
+            raise FormatError(f"{self.path}: {exc}") from None
+        for slot, amount, user, group, part, mechanism, evidence in self.charges:
+            ledger.append(
+                slot,
+                amount,
+                user=user,
+                group=group,
+                part=part,
+                mechanism=mechanism,
+                evidence=evidence,
+            )
+        return ledger
+
+
+def read_ledger(path: Path | str) -> Ledger:
+    """Read a ledger file (JSONL, CSV or Parquet; see README for the columns)."""
+    path = Path(path)
+    kind = _ledger_kind(path)
+    if not path.exists():
+        raise FormatError(f"{path}: no such file")
+    if kind == "parquet":
+        return _read_parquet(path)
+    parser = _RowParser(path)
+    if kind == "jsonl":
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise FormatError(f"{path}: cannot read ({exc})") from None
+        for number, text in enumerate(lines, start=1):
+            if not text.strip():
+                continue
+            where = _where(path, number)
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise FormatError(f"{where}: not valid JSON ({exc.msg})") from None
+            if not isinstance(obj, dict):
+                raise FormatError(f"{where}: each line must be a JSON object")
+            if "members" in obj:
+                group = obj.get("group")
+                members = obj["members"]
+                if not isinstance(group, str) or not group or not isinstance(members, list):
+                    raise FormatError(f"{where}: a group line needs 'group' and a 'members' list")
+                for m in members:
+                    parser.member(where, group, m if isinstance(m, str) else "")
+                continue
+            if "slot" not in obj:
+                raise FormatError(f"{where}: missing 'slot'")
+            parser.charge(where, obj)
+        return parser.ledger()
+    header, rows = _open_csv(path)
+    missing = [c for c in ("slot", "epsilon") if c not in header]
+    if missing or not ({"user", "group"} & set(header)):
+        need = ", ".join(missing + ([] if {"user", "group"} & set(header) else ["user"]))
+        raise FormatError(f"{path}:1: missing column(s): {need}")
+    for line, row in rows:
+        where = _where(path, line)
+        if len(row) != len(header):
+            raise FormatError(f"{where}: expected {len(header)} fields, found {len(row)}")
+        fields = {h: v.strip() for h, v in zip(header, row, strict=True)}
+        if not fields["slot"] and fields.get("group") and not fields.get("epsilon"):
+            parser.member(where, fields["group"], fields.get("user", ""))
+            continue
+        parser.charge(where, fields)
+    return parser.ledger()
+
+
+def _ledger_records(ledger: Ledger) -> Iterator[dict[str, Any]]:
+    for name, members in ledger.groups.items():
+        yield {"group": name, "members": list(members)}
+    for ch in ledger:
+        rec: dict[str, Any] = {"slot": ch.slot}
+        if ch.user is not None:
+            rec["user"] = ch.user
+        else:
+            rec["group"] = ch.group
+        rec["epsilon"] = format_exact(ch.amount)
+        if ch.part:
+            rec["part"] = ch.part
+        if ch.mechanism:
+            rec["mechanism"] = ch.mechanism
+        if ch.evidence is not None:
+            rec["evidence"] = evidence_to_json(ch.evidence)
+        yield rec
+
+
+def _table_rows(ledger: Ledger) -> Iterator[tuple[int | None, str, str, str, str, str, str]]:
+    for name, members in ledger.groups.items():
+        for m in members:
+            yield (None, m, name, "", "", "", "")
+    for ch in ledger:
+        ev = "" if ch.evidence is None else json.dumps(evidence_to_json(ch.evidence))
+        yield (
+            ch.slot,
+            ch.user or "",
+            ch.group or "",
+            format_exact(ch.amount),
+            ch.part,
+            ch.mechanism,
+            ev,
+        )
+
+
+def write_ledger(ledger: Ledger, path: Path | str) -> None:
+    """Write a ledger; the format follows the extension (.jsonl, .csv, .parquet).
+
+    The file is written to a temporary name and renamed into place, so a crash never leaves a
+    half-written ledger under the final name.
+    """
+    path = Path(path)
+    kind = _ledger_kind(path)
+    tmp = path.with_name(path.name + ".tmp")
+    if kind == "jsonl":
+        with tmp.open("w", encoding="utf-8") as fh:
+            for rec in _ledger_records(ledger):
+                fh.write(json.dumps(rec, separators=(",", ":")))
+                fh.write("\n")
+    elif kind == "csv":
+        with tmp.open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh, lineterminator="\n")
+            writer.writerow(LEDGER_COLUMNS)
+            for row in _table_rows(ledger):
+                writer.writerow(["" if v is None else v for v in row])
+    else:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        rows = list(_table_rows(ledger))
+        cols: list[tuple[Any, ...]] = (
+            list(zip(*rows, strict=True)) if rows else [() for _ in LEDGER_COLUMNS]
+        )
+        table = pa.table(
+            {
+                "slot": pa.array(cols[0], type=pa.int64()),
+                **{
+                    name: pa.array(col, type=pa.string())
+                    for name, col in zip(LEDGER_COLUMNS[1:], cols[1:], strict=True)
+                },
+            }
+        )
+        pq.write_table(table, tmp)
+    tmp.replace(path)
+
+
+def _read_parquet(path: Path) -> Ledger:
+    """Vectorized Parquet reader: values are parsed once per distinct string."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise FormatError(f"{path}: not a readable Parquet file ({exc})") from None
+    names = set(table.column_names)
+    missing = [c for c in ("slot", "epsilon") if c not in names]
+    if missing or not ({"user", "group"} & names):
+        raise FormatError(f"{path}: missing column(s): {', '.join(missing) or 'user'}")
+    n = table.num_rows
+
+    def strings(name: str) -> Any:
+        if name not in names:
+            return pa.array([""] * n, type=pa.string())
+        return pc.fill_null(table.column(name).cast(pa.string()), "")
+
+    slot_col = table.column("slot")
+    is_member = pc.is_null(slot_col)
+    user_all = strings("user")
+    group_all = strings("group")
+    groups: dict[str, list[str]] = {}
+    if pc.any(is_member).as_py():
+        mem = table.filter(is_member)
+        for g, u in zip(
+            mem.column("group").to_pylist() if "group" in names else [],
+            mem.column("user").to_pylist() if "user" in names else [],
+            strict=False,
+        ):
+            if not g or not u:
+                raise FormatError(f"{path}: a membership row (empty slot) needs group and user")
+            groups.setdefault(g, []).append(u)
+        keep = pc.invert(is_member)
+        table = table.filter(keep)
+        user_all = user_all.filter(keep)
+        group_all = group_all.filter(keep)
+        slot_col = table.column("slot")
+        n = table.num_rows
+    try:
+        slot = np.asarray(slot_col.cast(pa.int64()).to_numpy(zero_copy_only=False), np.int64)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise FormatError(f"{path}: slot: not whole numbers ({exc})") from None
+    if n and int(slot.min()) < 1:
+        bad = int(np.argmax(slot < 1))
+        raise FormatError(
+            f"{path}: row {bad + 1}: slot: slots are numbered from 1, got {slot[bad]}"
+        )
+
+    def encode(col: Any) -> tuple[np.ndarray[Any, Any], list[str]]:
+        enc = pc.dictionary_encode(col).combine_chunks()
+        return (
+            np.asarray(enc.indices.to_numpy(zero_copy_only=False), np.int64),
+            [str(v) for v in enc.dictionary.to_pylist()],
+        )
+
+    eps_codes, eps_strings = encode(strings("epsilon"))
+    try:
+        amounts = [Budget(s, what="epsilon") for s in eps_strings]
+    except BudgetError as exc:
+        raise FormatError(f"{path}: {exc}") from None
+    u_codes, u_strings = encode(user_all)
+    g_codes, g_strings = encode(group_all)
+    has_user = np.array([s != "" for s in u_strings], bool)[u_codes] if n else np.zeros(0, bool)
+    has_group = np.array([s != "" for s in g_strings], bool)[g_codes] if n else np.zeros(0, bool)
+    if n and bool(np.any(has_user == has_group)):
+        bad = int(np.argmax(has_user == has_group))
+        raise FormatError(f"{path}: row {bad + 1}: a charge names exactly one of user or group")
+    group_names = list(groups)
+    for g in g_strings:
+        if g and g not in groups:
+            raise FormatError(f"{path}: group {g!r} is charged but its members are not listed")
+    g_index = np.array([group_names.index(g) if g else 0 for g in g_strings], np.int64)
+    users = [s for s in u_strings if s]
+    position = {s: i for i, s in enumerate(users)}
+    u_map = np.array([position.get(s, 0) for s in u_strings] or [0], np.int64)
+    subject = np.where(has_user, u_map[u_codes], -g_index[g_codes] - 1 if n else 0).astype(np.int64)
+    ev_codes, ev_strings = encode(strings("evidence"))
+    evidences: list[Evidence] = []
+    ev_map: list[int] = []
+    for s in ev_strings:
+        if s == "":
+            ev_map.append(-1)
+            continue
+        try:
+            evidences.append(evidence_from_json(s))
+        except BudgetError as exc:
+            raise FormatError(f"{path}: {exc}") from None
+        ev_map.append(len(evidences) - 1)
+    ev_arr = np.array([*ev_map, -1], np.int32)[ev_codes] if n else np.zeros(0, np.int32)
+    p_codes, p_strings = encode(strings("part"))
+    m_codes, m_strings = encode(strings("mechanism"))
+    try:
+        return Ledger.from_codes(
+            slot=slot,
+            user_codes=subject,
+            users=users,
+            amount_codes=eps_codes.astype(np.int32),
+            amounts=amounts,
+            part_codes=p_codes.astype(np.int32),
+            parts=p_strings,
+            mechanism_codes=m_codes.astype(np.int32),
+            mechanisms=m_strings,
+            evidence_codes=ev_arr,
+            evidences=evidences,
+            groups={g: tuple(m) for g, m in groups.items()},
+        )
+    except BudgetError as exc:
+        raise FormatError(f"{path}: {exc}") from None

@@ -1,0 +1,301 @@
+"""The privacy ledger: append-only, typed, columnar charges.
+
+A charge is (slot, subject, amount, part, mechanism, evidence). The subject is one user or a named
+group of users (the compact form: the group's members are listed once and a group charge means the
+same charge to every member). Columns are stored as integer arrays with dictionary-encoded values
+(distinct amounts, parts, mechanisms, evidence), which is what the vectorized checker works on.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Generic, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from accounting.budget import Budget, BudgetError
+from accounting.evidence import Evidence
+
+__all__ = ["Charge", "Ledger", "LedgerColumns"]
+
+T = TypeVar("T")
+I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
+
+
+class _Interner(Generic[T]):
+    """Dictionary encoding: equal values share one small integer code."""
+
+    __slots__ = ("index", "values")
+
+    def __init__(self) -> None:
+        self.values: list[T] = []
+        self.index: dict[T, int] = {}
+
+    def code(self, value: T) -> int:
+        found = self.index.get(value)
+        if found is None:
+            found = len(self.values)
+            self.index[value] = found
+            self.values.append(value)
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class Charge:
+    """One ledger row: ``amount`` charged at ``slot`` to ``user`` or to every member of ``group``."""
+
+    slot: int
+    amount: Budget
+    user: str | None = None
+    group: str | None = None
+    part: str = ""
+    mechanism: str = ""
+    evidence: Evidence | None = None
+
+    @property
+    def subject(self) -> str:
+        return f"user {self.user!r}" if self.user is not None else f"group {self.group!r}"
+
+
+@dataclass(frozen=True)
+class LedgerColumns:
+    """A columnar snapshot of a ledger.
+
+    ``subject[i] >= 0`` is an index into ``users``; ``subject[i] < 0`` names group ``-subject-1``,
+    whose member user indices are ``group_members[g]``. ``evidence[i] == -1`` means no evidence.
+    """
+
+    slot: I64
+    subject: I64
+    amount: I32
+    part: I32
+    mechanism: I32
+    evidence: I32
+    users: list[str]
+    groups: list[str]
+    group_members: list[I64]
+    amounts: list[Budget]
+    parts: list[str]
+    mechanisms: list[str]
+    evidences: list[Evidence]
+
+
+class Ledger:
+    """An append-only ledger of exact charges, stored by column."""
+
+    def __init__(self) -> None:
+        self._slot = array("q")
+        self._subject = array("q")
+        self._amount = array("i")
+        self._part = array("i")
+        self._mechanism = array("i")
+        self._evidence = array("i")
+        self._users: _Interner[str] = _Interner()
+        self._groups: _Interner[str] = _Interner()
+        self._members: list[tuple[str, ...]] = []
+        self._member_codes: list[I64] = []
+        self._amounts: _Interner[Budget] = _Interner()
+        self._parts: _Interner[str] = _Interner()
+        self._mechanisms: _Interner[str] = _Interner()
+        self._evidences: _Interner[Evidence] = _Interner()
+
+    # ------------------------------------------------------------------ groups and users
+
+    def define_group(self, name: str, members: Iterable[str]) -> None:
+        """Name a set of users once. Redefining a name with other members is an error."""
+        if not isinstance(name, str) or not name:
+            raise BudgetError("group names must be non-empty strings")
+        members_t = tuple(members)
+        if not members_t:
+            raise BudgetError(f"group {name!r} has no members")
+        if len(set(members_t)) != len(members_t):
+            raise BudgetError(f"group {name!r} lists a member twice")
+        for m in members_t:
+            if not isinstance(m, str) or not m:
+                raise BudgetError(f"group {name!r}: user ids must be non-empty strings")
+        existing = self._groups.index.get(name)
+        if existing is not None:
+            if self._members[existing] != members_t:
+                raise BudgetError(f"group {name!r} is already defined with other members")
+            return
+        self._groups.code(name)
+        self._members.append(members_t)
+        self._member_codes.append(np.array([self._users.code(m) for m in members_t], np.int64))
+
+    @property
+    def groups(self) -> Mapping[str, tuple[str, ...]]:
+        return dict(zip(self._groups.values, self._members, strict=True))
+
+    def members(self, group: str) -> tuple[str, ...]:
+        code = self._groups.index.get(group)
+        if code is None:
+            raise BudgetError(f"group {group!r} is not defined")
+        return self._members[code]
+
+    @property
+    def users(self) -> tuple[str, ...]:
+        """Every user id the ledger mentions, directly or through a group."""
+        return tuple(self._users.values)
+
+    # ------------------------------------------------------------------ appending
+
+    def append(
+        self,
+        slot: int,
+        amount: Budget | Fraction | int | str,
+        *,
+        user: str | None = None,
+        group: str | None = None,
+        part: str = "",
+        mechanism: str = "",
+        evidence: Evidence | None = None,
+    ) -> int:
+        """Append one charge and return its row number."""
+        if isinstance(slot, bool) or not isinstance(slot, int) or slot < 1:
+            raise BudgetError(f"slot: slots are numbered from 1, got {slot!r}")
+        budget = amount if isinstance(amount, Budget) else Budget(amount)
+        subject = self._subject_code(user, group)
+        self._slot.append(slot)
+        self._subject.append(subject)
+        self._amount.append(self._amounts.code(budget))
+        self._part.append(self._parts.code(part))
+        self._mechanism.append(self._mechanisms.code(mechanism))
+        self._evidence.append(-1 if evidence is None else self._evidences.code(evidence))
+        return len(self._slot) - 1
+
+    def _subject_code(self, user: str | None, group: str | None) -> int:
+        if (user is None) == (group is None):
+            raise BudgetError("a charge names exactly one of user or group")
+        if user is not None:
+            if not isinstance(user, str) or not user:
+                raise BudgetError("user ids must be non-empty strings")
+            return self._users.code(user)
+        assert group is not None
+        code = self._groups.index.get(group)
+        if code is None:
+            raise BudgetError(f"group {group!r} is not defined (define_group first)")
+        return -code - 1
+
+    # ------------------------------------------------------------------ reading
+
+    def __len__(self) -> int:
+        return len(self._slot)
+
+    def charge(self, row: int) -> Charge:
+        subject = self._subject[row]
+        ev = self._evidence[row]
+        return Charge(
+            slot=self._slot[row],
+            amount=self._amounts.values[self._amount[row]],
+            user=self._users.values[subject] if subject >= 0 else None,
+            group=self._groups.values[-subject - 1] if subject < 0 else None,
+            part=self._parts.values[self._part[row]],
+            mechanism=self._mechanisms.values[self._mechanism[row]],
+            evidence=None if ev < 0 else self._evidences.values[ev],
+        )
+
+    def __iter__(self) -> Iterator[Charge]:
+        return (self.charge(i) for i in range(len(self)))
+
+    def per_user_rows(self) -> int:
+        """How many per-user charges the ledger stands for once group charges are expanded."""
+        sizes = [len(m) for m in self._members]
+        return sum(1 if s >= 0 else sizes[-s - 1] for s in self._subject)
+
+    def expanded(self) -> Iterator[tuple[str, Charge]]:
+        """Every (user, charge) pair the ledger means: group charges expanded to their members."""
+        for charge in self:
+            if charge.user is not None:
+                yield charge.user, charge
+            else:
+                assert charge.group is not None
+                for m in self.members(charge.group):
+                    yield m, charge
+
+    def columns(self) -> LedgerColumns:
+        """A columnar snapshot (numpy copies of the integer columns)."""
+        return LedgerColumns(
+            slot=np.array(self._slot, dtype=np.int64),
+            subject=np.array(self._subject, dtype=np.int64),
+            amount=np.array(self._amount, dtype=np.int32),
+            part=np.array(self._part, dtype=np.int32),
+            mechanism=np.array(self._mechanism, dtype=np.int32),
+            evidence=np.array(self._evidence, dtype=np.int32),
+            users=list(self._users.values),
+            groups=list(self._groups.values),
+            group_members=[m.copy() for m in self._member_codes],
+            amounts=list(self._amounts.values),
+            parts=list(self._parts.values),
+            mechanisms=list(self._mechanisms.values),
+            evidences=list(self._evidences.values),
+        )
+
+    # ------------------------------------------------------------------ bulk construction
+
+    @classmethod
+    def from_codes(
+        cls,
+        *,
+        slot: I64,
+        user_codes: I64,
+        users: list[str],
+        amount_codes: I32,
+        amounts: list[Budget],
+        part_codes: I32 | None = None,
+        parts: list[str] | None = None,
+        mechanism_codes: I32 | None = None,
+        mechanisms: list[str] | None = None,
+        evidence_codes: I32 | None = None,
+        evidences: list[Evidence] | None = None,
+        groups: Mapping[str, tuple[str, ...]] | None = None,
+    ) -> Ledger:
+        """Build a ledger from dictionary-encoded columns without a Python loop per row.
+
+        ``user_codes[i] >= 0`` indexes ``users``; ``< 0`` names group ``-code-1`` in the order of
+        ``groups``. Value tables are re-interned, so duplicate table entries are merged.
+        """
+        n = len(slot)
+        ledger = cls()
+        for name, members in (groups or {}).items():
+            ledger.define_group(name, members)
+        if n and int(slot.min()) < 1:
+            raise BudgetError("slot: slots are numbered from 1")
+        ngroups = len(ledger._members)
+        for col, size in ((user_codes, len(users)),):
+            if n and (int(col.max()) >= size or int(col.min()) < -ngroups):
+                raise BudgetError("subject code out of range")
+
+        def remap(
+            codes: npt.NDArray[np.int32] | None,
+            table: list[T] | None,
+            interner: _Interner[T],
+            default: T,
+        ) -> npt.NDArray[np.int32]:
+            if codes is None or table is None:
+                return np.full(n, interner.code(default), dtype=np.int32)
+            mapping = np.array([interner.code(v) for v in table], dtype=np.int32)
+            return mapping[codes] if n else np.zeros(0, np.int32)
+
+        user_map = np.array([ledger._users.code(u) for u in users], dtype=np.int64)
+        subj = np.where(
+            user_codes >= 0, user_map[np.maximum(user_codes, 0)] if len(users) else 0, user_codes
+        )
+        ledger._slot.frombytes(np.ascontiguousarray(slot, dtype=np.int64).tobytes())
+        ledger._subject.frombytes(np.ascontiguousarray(subj, dtype=np.int64).tobytes())
+        ledger._amount.frombytes(remap(amount_codes, amounts, ledger._amounts, Budget(0)).tobytes())
+        ledger._part.frombytes(remap(part_codes, parts, ledger._parts, "").tobytes())
+        ledger._mechanism.frombytes(
+            remap(mechanism_codes, mechanisms, ledger._mechanisms, "").tobytes()
+        )
+        if evidence_codes is None or evidences is None:
+            ev = np.full(n, -1, dtype=np.int32)
+        else:
+            ev_map = np.array([ledger._evidences.code(e) for e in evidences] + [-1], np.int32)
+            ev = ev_map[evidence_codes] if n else np.zeros(0, np.int32)  # -1 picks the sentinel
+        ledger._evidence.frombytes(ev.astype(np.int32).tobytes())
+        return ledger

@@ -1,0 +1,1 @@
+"""Stream mechanisms (later issues)."""

@@ -1,0 +1,1 @@
+"""Z3 proofs (later issue)."""

@@ -1,0 +1,1 @@
+"""Runtime guard and batch checker."""

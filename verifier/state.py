@@ -1,0 +1,207 @@
+"""Incremental per-account window state for the runtime guard.
+
+Each state answers, for a spend at the current slot, the binding window of every constraint the spend
+touches, in amortized O(1) (fixed, whole-stream) or O(log w) (dynamic) time, and keeps memory bounded
+by the largest window, not the stream length.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from fractions import Fraction
+
+from accounting.requirements import Dynamic, Fixed, Requirement, WholeStream
+from accounting.spending import WindowState
+
+__all__ = ["AccountState", "make_state"]
+
+_ZERO = Fraction(0)
+
+
+class _Prefix:
+    """Cumulative spends by slot, retaining only what windows of size ``retain`` can reach."""
+
+    __slots__ = ("base", "cums", "retain", "slots", "start", "total")
+
+    def __init__(self, retain: int) -> None:
+        self.retain = retain
+        self.slots: list[int] = []
+        self.cums: list[Fraction] = []
+        self.start = 0
+        self.base = _ZERO  # cumulative spend of everything dropped
+        self.total = _ZERO
+
+    def clone(self) -> _Prefix:
+        other = _Prefix(self.retain)
+        other.slots = self.slots[self.start :]
+        other.cums = self.cums[self.start :]
+        other.base = self.base
+        other.total = self.total
+        return other
+
+    def add(self, slot: int, amount: Fraction) -> None:
+        self.total += amount
+        if self.slots and self.slots[-1] == slot:
+            self.cums[-1] = self.total
+        else:
+            self.slots.append(slot)
+            self.cums.append(self.total)
+        # Drop entries no window can start before any more.
+        horizon = slot - self.retain
+        while self.start < len(self.slots) - 1 and self.slots[self.start] <= horizon:
+            self.base = self.cums[self.start]
+            self.start += 1
+        if self.start > 64 and self.start * 2 > len(self.slots):
+            del self.slots[: self.start]
+            del self.cums[: self.start]
+            self.start = 0
+
+    def through(self, slot: int) -> Fraction:
+        """Cumulative spend over slots ``<= slot`` (``slot`` within the retained horizon)."""
+        i = bisect.bisect_right(self.slots, slot, lo=self.start) - 1
+        return self.cums[i] if i >= self.start else self.base
+
+
+class AccountState:
+    """Window state of one account (users sharing a requirement and a charge history)."""
+
+    __slots__ = ()
+
+    def windows(self, slot: int) -> list[WindowState]:
+        """The binding window of each constraint touched by a spend at ``slot`` (spent so far)."""
+        raise NotImplementedError
+
+    def commit(self, slot: int, amount: Fraction) -> None:
+        raise NotImplementedError
+
+    def clone(self) -> AccountState:
+        raise NotImplementedError
+
+
+class _FixedState(AccountState):
+    __slots__ = ("eps", "prefix", "w")
+
+    def __init__(self, req: Fixed) -> None:
+        self.w = req.w
+        self.eps: Fraction = req.eps
+        self.prefix = _Prefix(req.w)
+
+    def windows(self, slot: int) -> list[WindowState]:
+        spent = self.prefix.total - self.prefix.through(slot - self.w)
+        return [WindowState("fixed", max(1, slot - self.w + 1), slot, spent, self.eps)]
+
+    def commit(self, slot: int, amount: Fraction) -> None:
+        self.prefix.add(slot, amount)
+
+    def clone(self) -> AccountState:
+        other = _FixedState.__new__(_FixedState)
+        other.w, other.eps, other.prefix = self.w, self.eps, self.prefix.clone()
+        return other
+
+
+class _WholeState(AccountState):
+    __slots__ = ("eps", "total")
+
+    def __init__(self, req: WholeStream) -> None:
+        self.eps: Fraction = req.eps
+        self.total = _ZERO
+
+    def windows(self, slot: int) -> list[WindowState]:
+        return [WindowState("whole-stream", 1, None, self.total, self.eps)]
+
+    def commit(self, slot: int, amount: Fraction) -> None:
+        self.total += amount
+
+    def clone(self) -> AccountState:
+        other = _WholeState.__new__(_WholeState)
+        other.eps, other.total = self.eps, self.total
+        return other
+
+
+class _DynamicState(AccountState):
+    """001 Definition 10 / Section 5.1: backward window at the slot, every open forward window.
+
+    Forward windows are kept in a heap keyed by ``P(tau-1) + E_F(tau)``: a spend at slot s fits all
+    open windows iff ``P(s) + amount <= min key``. Between two spend slots the prefix P is constant,
+    so per declaration segment only the latest-starting window matters (same key, latest expiry).
+    """
+
+    __slots__ = ("decl_slots", "decls", "heap", "prefix", "seen")
+
+    def __init__(self, req: Dynamic) -> None:
+        self.decls = req.declarations
+        self.decl_slots = req.slots
+        self.prefix = _Prefix(req.max_w_back)
+        # (key, expiry, tau, bound)
+        self.heap: list[tuple[Fraction, int, int, Fraction]] = []
+        self.seen = 0  # forward windows for slots <= seen are in the heap
+
+    def clone(self) -> AccountState:
+        other = _DynamicState.__new__(_DynamicState)
+        other.decls, other.decl_slots = self.decls, self.decl_slots
+        other.prefix = self.prefix.clone()
+        other.heap = list(self.heap)
+        other.seen = self.seen
+        return other
+
+    def _advance(self, slot: int) -> None:
+        if slot <= self.seen:
+            return
+        key_base = self.prefix.total  # P(t-1) for every t in (seen, slot]
+        j = max(bisect.bisect_right(self.decl_slots, self.seen + 1) - 1, 0)
+        while j < len(self.decls) and self.decls[j].slot <= slot:
+            d = self.decls[j]
+            seg_end = self.decls[j + 1].slot - 1 if j + 1 < len(self.decls) else slot
+            tau = min(slot, seg_end)
+            if tau > self.seen and tau >= d.slot:
+                expiry = tau + d.w_fwd - 1
+                if expiry >= slot:
+                    heapq.heappush(self.heap, (key_base + d.eps_fwd, expiry, tau, d.eps_fwd))
+            j += 1
+        self.seen = slot
+        while self.heap and self.heap[0][1] < slot:
+            heapq.heappop(self.heap)
+
+    def windows(self, slot: int) -> list[WindowState]:
+        self._advance(slot)
+        i = bisect.bisect_right(self.decl_slots, slot) - 1
+        total = self.prefix.total
+        if i < 0:
+            return [WindowState("unregistered", slot, slot, _ZERO, _ZERO)]
+        d = self.decls[i]
+        back = total - self.prefix.through(slot - d.w_back)
+        out = [WindowState("backward", max(1, slot - d.w_back + 1), slot, back, d.eps_back)]
+        if self.heap:
+            key, expiry, tau, bound = self.heap[0]
+            out.append(WindowState("forward", tau, expiry, total - (key - bound), bound))
+        return out
+
+    def commit(self, slot: int, amount: Fraction) -> None:
+        self._advance(slot)
+        self.prefix.add(slot, amount)
+
+
+class _UnregisteredState(AccountState):
+    """A user with no declared requirement: only zero spends are allowed."""
+
+    __slots__ = ()
+
+    def windows(self, slot: int) -> list[WindowState]:
+        return [WindowState("unregistered", slot, slot, _ZERO, _ZERO)]
+
+    def commit(self, slot: int, amount: Fraction) -> None:
+        return None
+
+    def clone(self) -> AccountState:
+        return self
+
+
+def make_state(req: Requirement | None) -> AccountState:
+    if isinstance(req, Fixed):
+        return _FixedState(req)
+    if isinstance(req, WholeStream):
+        return _WholeState(req)
+    if isinstance(req, Dynamic):
+        return _DynamicState(req)
+    return _UnregisteredState()

@@ -1,0 +1,1 @@
+"""wevent application layer: CLI and demo."""
