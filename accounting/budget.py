@@ -19,6 +19,7 @@ __all__ = [
     "Rounding",
     "format_exact",
     "parse_exact",
+    "parse_slot",
     "parse_window",
 ]
 
@@ -81,6 +82,17 @@ def parse_window(text: str, *, what: str = "w", allow_infinite: bool = False) ->
     value = int(s)
     if value <= 0:
         raise BudgetError(f"{what}: window size must be at least 1 slot, got {value}")
+    return value
+
+
+def parse_slot(text: str, *, what: str = "slot") -> int:
+    """Parse a slot number: slots are numbered from 1."""
+    s = text.strip() if isinstance(text, str) else str(text)
+    if not re.fullmatch(r"[+-]?\d+", s):
+        raise BudgetError(f"{what}: {text!r} is not a whole slot number")
+    value = int(s)
+    if value < 1:
+        raise BudgetError(f"{what}: slots are numbered from 1, got {value}")
     return value
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from accounting.budget import Budget, BudgetError, format_exact, parse_window
+from accounting.budget import Budget, BudgetError, format_exact, parse_slot, parse_window
 from accounting.evidence import Evidence, evidence_from_json, evidence_to_json
 from accounting.ledger import Ledger
 from accounting.population import Population
@@ -118,8 +118,7 @@ def read_requirements(paths: Path | str | Iterable[Path | str]) -> Population:
                         raise FormatError(
                             f"{where}: user {user!r} already has a fixed requirement at {origin[user]}"
                         )
-                    slot = parse_window(get["slot"], what="slot")
-                    assert slot is not None
+                    slot = parse_slot(get["slot"])
                     decl = Declaration(
                         slot=slot,
                         w_back=_window(get["w_back"], "w_back"),
@@ -230,9 +229,7 @@ class _RowParser:
                 if slot < 1:
                     raise BudgetError(f"slot: slots are numbered from 1, got {slot}")
             else:
-                parsed = parse_window(str(slot_v), what="slot")
-                assert parsed is not None
-                slot = parsed
+                slot = parse_slot(str(slot_v))
             eps_v = fields.get("epsilon")
             if eps_v is None or eps_v == "":
                 raise BudgetError("epsilon: missing")

@@ -41,6 +41,8 @@ def reference_check(
         last_slot = max(last_slot, charge.slot)
         if charge.evidence is not None:
             failures[(charge.evidence, Fraction(charge.amount))].append((row, charge.slot))
+    for user in ledger.users:  # every user the ledger mentions gets a utilization, even if 0
+        spends[user]
     for user, charge in ledger.expanded():
         per_user += 1
         spends[user][charge.slot] += charge.amount

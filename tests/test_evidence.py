@@ -1,0 +1,110 @@
+import math
+from fractions import Fraction
+from fractions import Fraction as F
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from accounting.budget import BudgetError
+from accounting.certified import exp_bounds, ln_bounds
+from accounting.evidence import (
+    GRR,
+    OUE,
+    DiscreteLaplace,
+    Evidence,
+    Laplace,
+    PostProcessing,
+    Sampled,
+    certify_cost,
+    cost_bounds,
+    evidence_from_json,
+    evidence_to_json,
+)
+
+# ln 2 and e to 40 significant digits (well-known constants).
+LN2 = Fraction("0.6931471805599453094172321214581765680755")
+E = Fraction("2.718281828459045235360287471352662497757")
+
+
+def test_certified_bounds_contain_known_constants() -> None:
+    lo, hi = ln_bounds(Fraction(2), Fraction(2), 30)
+    assert lo <= LN2 <= hi and hi - lo < Fraction(1, 10**27)
+    lo, hi = exp_bounds(Fraction(1), Fraction(1), 30)
+    assert lo <= E <= hi and hi - lo < Fraction(1, 10**27)
+
+
+@given(st.fractions(min_value=Fraction(-20), max_value=Fraction(20)))
+def test_exp_then_ln_brackets_the_input(x: Fraction) -> None:
+    elo, ehi = exp_bounds(x, x, 40)
+    lo, _ = ln_bounds(elo, elo, 40)
+    _, hi = ln_bounds(ehi, ehi, 40)
+    assert lo <= x <= hi
+
+
+def test_laplace_costs_are_exact() -> None:
+    assert cost_bounds(Laplace(F(1), F(2))) == (Fraction(1, 2), Fraction(1, 2))
+    assert cost_bounds(DiscreteLaplace(F(2), F("0.5"))) == (Fraction(4), Fraction(4))
+    assert certify_cost(Laplace(F(1), F(10)), Fraction(1, 10)).ok
+    assert not certify_cost(Laplace(F(1), F(10)), Fraction(1, 10) - Fraction(1, 10**18)).ok
+
+
+def test_grr_cost_is_log_of_p_over_q() -> None:
+    ev = GRR(4, Fraction(1, 2), Fraction(1, 6))  # ratio 3
+    lo, hi = cost_bounds(ev)
+    assert lo <= Fraction(math.log(3)) + Fraction(1, 10**12) and hi >= Fraction(
+        math.log(3)
+    ) - Fraction(1, 10**12)
+    assert certify_cost(ev, Fraction("1.0987")).ok
+    assert not certify_cost(ev, Fraction("1.0986")).ok
+    with pytest.raises(BudgetError, match="equal 1"):
+        GRR(4, Fraction(1, 2), Fraction(1, 5))
+
+
+def test_oue_and_sampling_costs() -> None:
+    # OUE with p = 1/2, q = 1/(e^eps + 1): cost eps; here q = 1/4 gives ln 3.
+    lo, hi = cost_bounds(OUE(Fraction(1, 2), Fraction(1, 4)))
+    assert lo <= Fraction(math.log(3)) + Fraction(1, 10**12) and hi >= Fraction(
+        math.log(3)
+    ) - Fraction(1, 10**12)
+    # Sampling with probability p amplifies eps to ln(1 + p (e^eps - 1)).
+    inner = Laplace(F(1), F(1))
+    lo, hi = cost_bounds(Sampled(inner, Fraction(1, 2)))
+    expected = math.log(1 + 0.5 * (math.e - 1))
+    assert lo <= Fraction(expected) + Fraction(1, 10**12)
+    assert hi >= Fraction(expected) - Fraction(1, 10**12)
+    assert hi - lo < Fraction(1, 10**20)
+    assert cost_bounds(Sampled(inner, Fraction(0))) == (F(0), F(0))
+    assert cost_bounds(Sampled(inner, Fraction(1)))[1] >= 1
+    assert cost_bounds(PostProcessing()) == (F(0), F(0))
+
+
+def test_evidence_json_round_trip_is_exact() -> None:
+    items: list[Evidence] = [
+        Laplace(F("1"), F("2.5")),
+        DiscreteLaplace(F(1), F("1/3")),
+        GRR(3, Fraction(1, 2), Fraction(1, 4)),
+        OUE(F("0.5"), F("1/7")),
+        Sampled(Laplace(F(1), F("0.3")), F("0.25")),
+        PostProcessing("pue"),
+    ]
+    for ev in items:
+        assert evidence_from_json(evidence_to_json(ev)) == ev
+
+
+@pytest.mark.parametrize(
+    "obj, message",
+    [
+        ({"kind": "laplace", "sensitivity": "1"}, "missing scale"),
+        ({"kind": "gauss"}, "unknown kind"),
+        ({"kind": "laplace", "sensitivity": "1", "scale": "0"}, "scale must be > 0"),
+        ({"kind": "laplace", "sensitivity": "1", "scale": "nan"}, "finite"),
+        ({"kind": "sampled", "probability": "2", "inner": {"kind": "postprocessing"}}, "[0, 1]"),
+        ("not json", "not valid JSON"),
+        ([], "JSON object"),
+    ],
+)
+def test_malformed_evidence(obj: object, message: str) -> None:
+    with pytest.raises(BudgetError) as info:
+        evidence_from_json(obj)
+    assert message in str(info.value)

@@ -1,0 +1,156 @@
+from fractions import Fraction as F
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from accounting.budget import Budget
+from accounting.evidence import Laplace, Sampled
+from accounting.formats import (
+    FormatError,
+    read_ledger,
+    read_requirements,
+    write_ledger,
+    write_requirements,
+)
+from accounting.ledger import Ledger
+from accounting.population import Population
+from accounting.requirements import Dynamic, Fixed, WholeStream
+
+from .strategies import ledgers, populations
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_requirements_csv(tmp_path: Path) -> None:
+    fixed = _write(tmp_path, "req.csv", "user,w,epsilon\na,3,0.3\nb,inf,1/2\n")
+    dyn = _write(
+        tmp_path,
+        "dyn.csv",
+        "user,slot,w_back,eps_back,w_fwd,eps_fwd\nc,3,2,2.4,4,3.2\nc,1,1,1.0,4,2.4\n",
+    )
+    pop = read_requirements([fixed, dyn])
+    assert pop.requirement_of("a") == Fixed(3, Budget("0.3"))
+    assert pop.requirement_of("b") == WholeStream(Budget("0.5"))
+    c = pop.requirement_of("c")
+    assert isinstance(c, Dynamic) and c.slots == (1, 3)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=40)
+@given(populations())
+def test_requirements_round_trip(tmp_path: Path, pop: Population) -> None:
+    path = tmp_path / "req.csv"
+    write_requirements(pop, path)
+    files = [p for p in (path, path.with_name("req.dynamic.csv")) if p.exists()]
+    back = read_requirements(files)
+    assert dict(back.items()) == dict(pop.items())
+    for p in files:
+        p.unlink()
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("user,w,epsilon\na,0,0.3\n", "at least 1 slot"),
+        ("user,w,epsilon\na,3,-0.3\n", "negative"),
+        ("user,w,epsilon\na,3,nan\n", "not a finite number"),
+        ("user,w,epsilon\na,3,abc\n", "not an exact number"),
+        ("user,w,epsilon\na,3\n", "expected 3 fields"),
+        ("user,eps\na,3\n", "header"),
+        ("user,w,epsilon\na,3,0.1\na,4,0.1\n", "already declared"),
+        ("user,slot,w_back,eps_back,w_fwd,eps_fwd\nc,0,1,1,1,1\n", "numbered from 1"),
+        ("", "empty file"),
+    ],
+)
+def test_malformed_requirements(tmp_path: Path, text: str, message: str) -> None:
+    path = _write(tmp_path, "bad.csv", text)
+    with pytest.raises(FormatError) as info:
+        read_requirements(path)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+    assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=25)
+@given(data=st.data())
+def test_ledger_round_trips_exactly(tmp_path: Path, suffix: str, data: st.DataObject) -> None:
+    pop = data.draw(populations())
+    ledger = data.draw(ledgers(pop))
+    if data.draw(st.booleans()) and len(ledger):
+        ledger.append(99, "1/3", user="x", evidence=Sampled(Laplace(F(1), F("0.7")), F("1/9")))
+    path = tmp_path / f"ledger{suffix}"
+    write_ledger(ledger, path)
+    back = read_ledger(path)
+    assert list(back) == list(ledger)
+    assert dict(back.groups) == dict(ledger.groups)
+
+
+def test_jsonl_compact_groups(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        "l.jsonl",
+        '{"group": "class-0", "members": ["a", "b"]}\n'
+        '{"slot": 1, "group": "class-0", "epsilon": "0.1", "part": "publication",'
+        ' "evidence": {"kind": "laplace", "sensitivity": "1", "scale": "10"}}\n'
+        '{"slot": 2, "user": "a", "epsilon": "1/3"}\n',
+    )
+    ledger = read_ledger(path)
+    assert ledger.per_user_rows() == 3
+    assert next(iter(ledger)).evidence == Laplace(F(1), F(10))
+
+
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        ("a.csv", "slot,user,epsilon\n0,a,0.1\n", "numbered from 1"),
+        ("a.csv", "slot,user,epsilon\n1,a,NaN\n", "not a finite number"),
+        ("a.csv", "slot,user,epsilon\n1,a,-1\n", "negative"),
+        ("a.csv", "slot,user,epsilon\nx,a,0.1\n", "slot"),
+        ("a.csv", "slot,user\n1,a\n", "missing column(s): epsilon"),
+        ("a.csv", "user,epsilon\na,1\n", "missing column(s): slot"),
+        ("a.jsonl", '{"slot": 1, "user": "a"}\n', "epsilon: missing"),
+        ("a.jsonl", '{"slot": 1, "user": "a", "epsilon": 0.1}\n', "as strings"),
+        ("a.jsonl", '{"slot": 1, "user": "a", "epsilon": "0.1"\n', "not valid JSON"),
+        ("a.jsonl", '{"slot": 1, "group": "g", "epsilon": "0.1"}\n', "before its members"),
+        (
+            "a.jsonl",
+            '{"slot": 1, "user": "a", "epsilon": "0.1", "evidence": {"kind": "x"}}\n',
+            "unknown kind",
+        ),
+        ("a.txt", "", "unknown ledger format"),
+    ],
+)
+def test_malformed_ledgers(tmp_path: Path, name: str, text: str, message: str) -> None:
+    path = _write(tmp_path, name, text)
+    with pytest.raises(FormatError) as info:
+        read_ledger(path)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(FormatError, match="no such file"):
+        read_ledger(tmp_path / "nope.jsonl")
+    with pytest.raises(FormatError, match="no such file"):
+        read_requirements(tmp_path / "nope.csv")
+
+
+def test_parquet_bad_slot(tmp_path: Path) -> None:
+    ledger = Ledger()
+    ledger.append(1, "0.1", user="a")
+    path = tmp_path / "l.parquet"
+    write_ledger(ledger, path)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    table = table.set_column(0, "slot", pa.array([0], pa.int64()))
+    pq.write_table(table, path)
+    with pytest.raises(FormatError, match="numbered from 1"):
+        read_ledger(path)

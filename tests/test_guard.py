@@ -1,0 +1,117 @@
+from fractions import Fraction
+from fractions import Fraction as F
+
+import pytest
+
+from accounting.budget import Budget, BudgetError
+from accounting.evidence import Laplace
+from accounting.population import Population
+from accounting.requirements import Declaration, Dynamic, Fixed, WholeStream
+from accounting.spending import BudgetExceeded, EvidenceRejected, Spender
+from verifier.check import check
+from verifier.guard import Guard
+
+
+def fixed_pop(n: int = 1, w: int = 3, eps: str = "0.3") -> Population:
+    return Population({f"u{i}": Fixed(w, Budget(eps)) for i in range(n)})
+
+
+def test_three_spends_of_a_tenth_fit_a_bound_of_three_tenths() -> None:
+    guard = Guard(fixed_pop())
+    for t in (1, 2, 3):
+        guard.spend(t, "0.1", user="u0")
+    with pytest.raises(BudgetExceeded) as info:
+        guard.spend(3, "1e-18", user="u0")
+    err = info.value
+    assert err.excess == Fraction(1, 10**18)
+    assert err.window.kind == "fixed" and (err.window.first, err.window.last) == (1, 3)
+    assert err.window.spent == Fraction(3, 10) and err.window.bound == Fraction(3, 10)
+    msg = str(err)
+    for piece in ("u0", "[1, 3]", "already spent 0.3", "asked 0.000000000000000001", "bound 0.3"):
+        assert piece in msg
+    assert len(guard.ledger) == 3  # nothing recorded after the refusal
+    guard.spend(4, "0.1", user="u0")  # the window slid: slot 1 left it
+
+
+def test_whole_stream() -> None:
+    guard = Guard(Population({"a": WholeStream(Budget(1))}))
+    guard.spend(1, "0.5", user="a")
+    guard.spend(50, "0.5", user="a")
+    with pytest.raises(BudgetExceeded, match="whole-stream window"):
+        guard.spend(1000, "0.001", user="a")
+    assert guard.headroom(1000, user="a") == 0
+
+
+def test_unregistered_users_can_only_spend_zero() -> None:
+    guard = Guard(fixed_pop())
+    guard.spend(1, 0, user="stranger")
+    with pytest.raises(BudgetExceeded, match="no requirement"):
+        guard.spend(1, "0.1", user="stranger")
+
+
+def test_slots_must_not_go_back() -> None:
+    guard = Guard(fixed_pop())
+    guard.spend(5, "0.1", user="u0")
+    with pytest.raises(BudgetError, match="slot order"):
+        guard.spend(4, "0.1", user="u0")
+    with pytest.raises(BudgetError, match="numbered from 1"):
+        guard.spend(0, "0.1", user="u0")
+
+
+def test_evidence_must_certify_the_charge() -> None:
+    guard = Guard(fixed_pop(eps="1"))
+    guard.spend(1, "0.1", user="u0", evidence=Laplace(F(1), F(10)))
+    with pytest.raises(EvidenceRejected, match=r"at least 0\.2"):
+        guard.spend(2, "0.1", user="u0", evidence=Laplace(F(1), F(5)))
+    assert len(guard.ledger) == 1
+
+
+def test_group_charges_split_accounts_only_where_needed() -> None:
+    guard = Guard(fixed_pop(n=4))
+    guard.define_group("all", ["u0", "u1", "u2", "u3"])
+    guard.spend(1, "0.1", group="all")
+    guard.spend(2, "0.1", user="u2")  # u2 now differs from the rest
+    guard.spend(2, "0.1", group="all")
+    with pytest.raises(BudgetExceeded) as info:
+        guard.spend(3, "0.1", group="all")
+    assert "member 'u2'" in str(info.value)
+    assert info.value.affected_users == 1
+    guard.spend(3, "0.1", user="u0")
+    assert guard.headroom(3, user="u1") == Fraction(1, 10)
+    assert guard.headroom(3, group="all") == 0
+    assert check(guard.ledger, guard.population).ok
+
+
+def test_dynamic_backward_and_forward_are_enforced() -> None:
+    # Forward requirement at slot 1: at most 1 over [1, 4]; backward: at most 0.8 over 2 slots.
+    dyn = Dynamic((Declaration(1, 2, Budget("0.8"), 4, Budget(1)),))
+    guard = Guard(Population({"d": dyn}))
+    guard.spend(1, "0.4", user="d")
+    with pytest.raises(BudgetExceeded) as info:
+        guard.spend(2, "0.5", user="d")
+    assert info.value.window.kind == "backward"
+    assert info.value.excess == Fraction(1, 10)
+    guard.spend(3, "0.4", user="d")
+    with pytest.raises(BudgetExceeded) as info:
+        guard.spend(4, "0.3", user="d")
+    # Backward [3, 4] would hold 0.7 <= 0.8; the forward window [1, 4] from slot 1 breaks.
+    assert info.value.window.kind == "forward"
+    assert (info.value.window.first, info.value.window.last) == (1, 4)
+    assert info.value.excess == Fraction(1, 10)
+
+
+def test_dynamic_spend_before_first_declaration_is_refused() -> None:
+    dyn = Dynamic((Declaration(3, 2, Budget(1), 2, Budget(1)),))
+    guard = Guard(Population({"d": dyn}))
+    with pytest.raises(BudgetExceeded, match="unregistered"):
+        guard.spend(1, "0.1", user="d")
+    guard.spend(3, "0.5", user="d")
+
+
+def test_guard_is_a_spender_and_resumes_from_a_ledger() -> None:
+    guard: Spender = Guard(fixed_pop())
+    guard.spend(1, Budget("0.2"), user="u0")
+    assert isinstance(guard, Guard)
+    resumed = Guard(guard.population, guard.ledger)
+    with pytest.raises(BudgetExceeded):
+        resumed.spend(2, "0.2", user="u0")

@@ -1,0 +1,73 @@
+from fractions import Fraction
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+
+from accounting.budget import Budget, BudgetError
+from accounting.evidence import Laplace
+from accounting.ledger import Ledger
+
+
+def test_append_and_read_back() -> None:
+    ledger = Ledger()
+    ledger.define_group("class-0", ["a", "b", "c"])
+    ledger.append(1, "0.1", user="a", part="dissimilarity", evidence=Laplace(F(1), F(10)))
+    ledger.append(1, Budget("0.2"), group="class-0", part="publication", mechanism="pbd")
+    assert len(ledger) == 2
+    first, second = list(ledger)
+    assert (
+        first.user == "a"
+        and first.amount == Fraction(1, 10)
+        and first.evidence == Laplace(F(1), F(10))
+    )
+    assert second.group == "class-0" and second.mechanism == "pbd"
+    assert ledger.per_user_rows() == 4
+    assert [u for u, _ in ledger.expanded()] == ["a", "a", "b", "c"]
+    assert set(ledger.users) == {"a", "b", "c"}
+
+
+def test_columns_are_dictionary_encoded() -> None:
+    ledger = Ledger()
+    for t in range(1, 6):
+        ledger.append(t, "0.1", user=f"u{t % 2}")
+    cols = ledger.columns()
+    assert cols.slot.tolist() == [1, 2, 3, 4, 5]
+    assert cols.amounts == [Budget("0.1")]
+    assert set(cols.amount.tolist()) == {0}
+    assert cols.evidence.tolist() == [-1] * 5
+
+
+def test_bad_appends_are_refused() -> None:
+    ledger = Ledger()
+    with pytest.raises(BudgetError, match="slot"):
+        ledger.append(0, "0.1", user="a")
+    with pytest.raises(BudgetError, match="exactly one"):
+        ledger.append(1, "0.1")
+    with pytest.raises(BudgetError, match="not defined"):
+        ledger.append(1, "0.1", group="nope")
+    with pytest.raises(BudgetError, match="negative"):
+        ledger.append(1, "-0.1", user="a")
+    ledger.define_group("g", ["a"])
+    with pytest.raises(BudgetError, match="other members"):
+        ledger.define_group("g", ["b"])
+    with pytest.raises(BudgetError, match="twice"):
+        ledger.define_group("h", ["a", "a"])
+    assert len(ledger) == 0
+
+
+def test_from_codes_matches_row_appends() -> None:
+    bulk = Ledger.from_codes(
+        slot=np.array([1, 2, 2], np.int64),
+        user_codes=np.array([0, 1, -1], np.int64),
+        users=["a", "b"],
+        amount_codes=np.array([0, 1, 0], np.int32),
+        amounts=[Budget("0.1"), Budget("1/3")],
+        groups={"g": ("a", "c")},
+    )
+    rows = Ledger()
+    rows.define_group("g", ["a", "c"])
+    rows.append(1, "0.1", user="a")
+    rows.append(2, "1/3", user="b")
+    rows.append(2, "0.1", group="g")
+    assert list(bulk) == list(rows)
