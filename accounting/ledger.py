@@ -219,13 +219,20 @@ class Ledger:
 
     def columns(self) -> LedgerColumns:
         """A columnar snapshot (numpy copies of the integer columns)."""
+
+        def i64(col: array[int]) -> I64:
+            return np.frombuffer(col, dtype=np.int64).copy() if len(col) else np.zeros(0, np.int64)
+
+        def i32(col: array[int]) -> I32:
+            return np.frombuffer(col, dtype=np.int32).copy() if len(col) else np.zeros(0, np.int32)
+
         return LedgerColumns(
-            slot=np.array(self._slot, dtype=np.int64),
-            subject=np.array(self._subject, dtype=np.int64),
-            amount=np.array(self._amount, dtype=np.int32),
-            part=np.array(self._part, dtype=np.int32),
-            mechanism=np.array(self._mechanism, dtype=np.int32),
-            evidence=np.array(self._evidence, dtype=np.int32),
+            slot=i64(self._slot),
+            subject=i64(self._subject),
+            amount=i32(self._amount),
+            part=i32(self._part),
+            mechanism=i32(self._mechanism),
+            evidence=i32(self._evidence),
             users=list(self._users.values),
             groups=list(self._groups.values),
             group_members=[m.copy() for m in self._member_codes],

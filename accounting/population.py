@@ -79,6 +79,11 @@ class Population:
         except KeyError:
             raise BudgetError(f"user {user!r} has no declared requirement") from None
 
+    def class_indices(self, users: list[str]) -> list[int]:
+        """The class index of each user, or -1 for users without a requirement."""
+        lookup = self._class_of
+        return [c.index if (c := lookup.get(u)) is not None else -1 for u in users]
+
     def get(self, user: str) -> Requirement | None:
         return self._by_user.get(user)
 

@@ -132,7 +132,8 @@ class Dynamic:
         return max(d.w_fwd for d in self.declarations)
 
     def describe(self) -> str:
-        return "dynamic " + "; ".join(d.describe() for d in self.declarations)
+        first = self.declarations[0].slot
+        return f"dynamic, {len(self.declarations)} declaration(s) from slot {first}"
 
 
 Requirement = Fixed | WholeStream | Dynamic

@@ -46,13 +46,15 @@ def per_user(verdict: Verdict) -> list[Violation]:
 def test_fast_checker_agrees_with_reference(data: st.DataObject) -> None:
     pop = data.draw(populations())
     ledger = data.draw(ledgers(pop))
-    fast = check(ledger, pop)
     ref = reference_check(ledger, pop)
-    assert per_user(fast) == list(ref.violations)
-    assert fast.user_utilization == ref.user_utilization
-    assert fast.class_utilization == ref.class_utilization
-    assert fast.ok == ref.ok
-    assert fast.per_user_charges == ref.per_user_charges == ledger.per_user_rows()
+    # dense_limit=0: sparse pass only; a huge limit: dense screening first, then detail.
+    for limit in (0, 10**9):
+        fast = check(ledger, pop, dense_limit=limit)
+        assert per_user(fast) == list(ref.violations)
+        assert fast.user_utilization == ref.user_utilization
+        assert fast.class_utilization == ref.class_utilization
+        assert fast.ok == ref.ok
+        assert fast.per_user_charges == ref.per_user_charges == ledger.per_user_rows()
 
 
 def admissible(spends: dict[int, Fraction], req: object, slot: int, amount: Fraction) -> bool:

@@ -1,19 +1,19 @@
 """The batch checker: ledger + population -> exact verdict, vectorized.
 
 Exactness: every amount and bound is scaled to an integer numerator over one common denominator L.
-When all sums fit comfortably in int64 the work runs on int64 arrays; otherwise the same code runs on
-arrays of Python integers (exact, slower). No float is involved anywhere.
+When all sums fit comfortably in int64 the work runs on int64 arrays; otherwise the same code runs
+on arrays of Python integers (exact, slower). No float is involved anywhere.
 
 Speed: users whose spends are provably identical (no direct charges, the same groups, the same
-requirement) are checked once (a *representative*); fixed and whole-stream requirements are checked
-with sorted-array searches, dynamic ones per representative over dense per-slot arrays.
-Semantics of the reported violations: see `verifier.verdict`.
+requirement) are checked once, as one *representative*; fixed and whole-stream requirements are
+checked with sorted-array searches over all representatives at once, dynamic ones per
+representative over dense per-slot arrays. Semantics of the reported violations: `verifier.verdict`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -30,50 +30,97 @@ __all__ = ["check"]
 
 Arr = npt.NDArray[Any]
 _INT64_SAFE = 2**62
+_FIXED, _WHOLE, _DYNAMIC, _NONE = 0, 1, 2, 3
+
+
+def _kind(req: Requirement | None) -> int:
+    if isinstance(req, Fixed):
+        return _FIXED
+    if isinstance(req, WholeStream):
+        return _WHOLE
+    if isinstance(req, Dynamic):
+        return _DYNAMIC
+    return _NONE
 
 
 class _Reps:
-    """Representatives: classes of users with provably identical spends and requirement."""
+    """Representatives: classes of users with provably identical spends and requirement.
+
+    A user with direct charges is its own representative; users charged only through groups
+    share one when they have the same requirement and belong to the same groups.
+    """
 
     def __init__(self, cols: LedgerColumns, population: Population) -> None:
         n_users = len(cols.users)
+        n_classes = len(population.classes)
+        self.requirements: list[Requirement | None] = [c.requirement for c in population.classes]
+        self.requirements.append(None)
+        self.class_names = [c.name for c in population.classes] + ["unregistered"]
+        user_class = np.array(population.class_indices(cols.users) or [0], dtype=np.int64)[:n_users]
+        user_class[user_class < 0] = n_classes
         direct = np.zeros(n_users, dtype=bool)
         direct[cols.subject[cols.subject >= 0]] = True
-        groups_of: list[list[int]] = [[] for _ in range(n_users)]
-        for g, members in enumerate(cols.group_members):
-            for m in members.tolist():
-                groups_of[m].append(g)
-        index: dict[tuple[Requirement | None, tuple[int, ...]], int] = {}
-        self.members: list[list[str]] = []
-        self.requirement: list[Requirement | None] = []
-        rep_of = np.empty(n_users, dtype=np.int64)
-        for u, name in enumerate(cols.users):
-            req = population.get(name)
-            if direct[u]:
-                rep = len(self.members)
-                self.members.append([])
-                self.requirement.append(req)
-            else:
-                key = (req, tuple(groups_of[u]))
-                found = index.get(key)
-                if found is None:
-                    found = len(self.members)
-                    index[key] = found
-                    self.members.append([])
-                    self.requirement.append(req)
-                rep = found
-            rep_of[u] = rep
-            self.members[rep].append(name)
+        rep_of = np.full(n_users, -1, dtype=np.int64)
+        direct_users = np.flatnonzero(direct)
+        rep_of[direct_users] = np.arange(len(direct_users))
+        rep_class = [user_class[direct_users]]
+        n_reps = len(direct_users)
+        if cols.group_members:
+            mem_user = np.concatenate(cols.group_members)
+            mem_group = np.concatenate(
+                [np.full(len(m), g, dtype=np.int64) for g, m in enumerate(cols.group_members)]
+            )
+            keep = ~direct[mem_user]
+            mem_user, mem_group = mem_user[keep], mem_group[keep]
+            counts = np.bincount(mem_user, minlength=n_users)
+            if len(mem_user) and int(counts.max()) == 1:
+                # Each group-only user is in exactly one group: signature = (class, group).
+                sig = user_class[mem_user] * (len(cols.group_members) + 1) + mem_group
+                uniq, inverse = np.unique(sig, return_inverse=True)
+                rep_of[mem_user] = n_reps + inverse
+                rep_class.append(user_class[mem_user][np.unique(inverse, return_index=True)[1]])
+                n_reps += len(uniq)
+            elif len(mem_user):
+                groups_of: dict[int, list[int]] = {}
+                for u, g in zip(mem_user.tolist(), mem_group.tolist(), strict=True):
+                    groups_of.setdefault(u, []).append(g)
+                index: dict[tuple[int, tuple[int, ...]], int] = {}
+                extra: list[int] = []
+                for u, gs in groups_of.items():
+                    key = (int(user_class[u]), tuple(sorted(gs)))
+                    found = index.get(key)
+                    if found is None:
+                        found = n_reps + len(extra)
+                        index[key] = found
+                        extra.append(key[0])
+                    rep_of[u] = found
+                rep_class.append(np.array(extra, dtype=np.int64))
+                n_reps += len(extra)
+        self.n = n_reps
         self.rep_of = rep_of
-        self.group_reps = [np.unique(rep_of[m]) if len(m) else m for m in cols.group_members]
+        self.rep_class = np.concatenate(rep_class) if rep_class else np.zeros(0, np.int64)
+        kinds = np.array([_kind(r) for r in self.requirements], dtype=np.int8)
+        self.rep_kind = kinds[self.rep_class] if n_reps else np.zeros(0, np.int8)
+        self.group_reps = [np.unique(rep_of[m]) for m in cols.group_members]
+        self.users = cols.users
+        self._order: Arr | None = None
+        self._starts: Arr | None = None
 
-    def __len__(self) -> int:
-        return len(self.members)
+    def members(self, rep: int) -> tuple[str, ...]:
+        if self._order is None:
+            self._order = np.argsort(self.rep_of, kind="stable")
+            self._starts = np.searchsorted(self.rep_of[self._order], np.arange(self.n + 1))
+        assert self._starts is not None
+        idx = self._order[self._starts[rep] : self._starts[rep + 1]]
+        return tuple(sorted(self.users[i] for i in idx.tolist()))
 
 
-def _expand(cols: LedgerColumns, reps: _Reps) -> tuple[Arr, Arr]:
-    """Per-representative rows: (representative, row index into the ledger)."""
+def _expand(cols: LedgerColumns, reps: _Reps) -> tuple[Arr, Arr | None]:
+    """Per-representative rows: (representative, row index into the ledger); the row index is
+    None when there are no group charges (the rows are the ledger's own, in order)."""
     is_direct = cols.subject >= 0
+    if bool(is_direct.all()):
+        return reps.rep_of[cols.subject], None
     direct_rows = np.flatnonzero(is_direct)
     rep_parts = [reps.rep_of[cols.subject[direct_rows]]]
     row_parts = [direct_rows]
@@ -82,10 +129,8 @@ def _expand(cols: LedgerColumns, reps: _Reps) -> tuple[Arr, Arr]:
         gidx = -cols.subject[group_rows] - 1
         order = np.argsort(gidx, kind="stable")
         group_rows, gidx = group_rows[order], gidx[order]
-        bounds = np.flatnonzero(np.diff(gidx)) + 1
-        for chunk in np.split(group_rows, bounds):
-            g = int(-cols.subject[chunk[0]] - 1)
-            g_reps = reps.group_reps[g]
+        for chunk in np.split(group_rows, np.flatnonzero(np.diff(gidx)) + 1):
+            g_reps = reps.group_reps[int(-cols.subject[chunk[0]] - 1)]
             rep_parts.append(np.repeat(g_reps, len(chunk)))
             row_parts.append(np.tile(chunk, len(g_reps)))
     return np.concatenate(rep_parts), np.concatenate(row_parts)
@@ -99,14 +144,52 @@ def _bounds_of(req: Requirement | None) -> list[Fraction]:
     return []
 
 
+class _Utilization(Mapping[str, Fraction | None]):
+    """Per-user utilization, materialized on access (a large population costs nothing until
+    read). A zero bound with a positive spend is reported as None (unbounded)."""
+
+    def __init__(
+        self, reps: _Reps, num: Arr, den: Arr, special: dict[int, Fraction | None]
+    ) -> None:
+        self._reps, self._num, self._den, self._special = reps, num, den, special
+        self._index: dict[str, int] | None = None
+
+    def _rep(self, user: str) -> int:
+        if self._index is None:
+            self._index = {u: i for i, u in enumerate(self._reps.users)}
+        return int(self._reps.rep_of[self._index[user]])
+
+    def rep_value(self, rep: int) -> Fraction | None:
+        if rep in self._special:
+            return self._special[rep]
+        num, den = int(self._num[rep]), int(self._den[rep])
+        if den == 0:
+            return Fraction(0) if num == 0 else None
+        return Fraction(num, den)
+
+    def __getitem__(self, user: str) -> Fraction | None:
+        return self.rep_value(self._rep(user))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._reps.users)
+
+    def __len__(self) -> int:
+        return len(self._reps.users)
+
+
 def check(
     ledger: Ledger,
     population: Population,
     *,
     horizon: int | None = None,
     progress: Callable[[str], None] | None = None,
+    dense_limit: int | None = None,
 ) -> Verdict:
-    """Check every evidence cost and every window of every charged user; see `verifier.verdict`."""
+    """Check every evidence cost and every window of every charged user; see `verifier.verdict`.
+
+    ``dense_limit`` caps the cells (representatives x slots) of the dense screening table for
+    fixed requirements (default: 4 per charge plus 4M); 0 disables dense screening.
+    """
     say = progress or (lambda _msg: None)
     cols = ledger.columns()
     say("evidence")
@@ -115,65 +198,78 @@ def check(
     reps = _Reps(cols, population)
     rep_idx, rows = _expand(cols, reps)
     sizes = np.array([len(m) for m in cols.group_members] + [0], dtype=np.int64)
-    group_rows = cols.subject[cols.subject < 0]
-    per_user = int(np.count_nonzero(cols.subject >= 0) + sizes[-group_rows - 1].sum())
+    per_user = int(
+        np.count_nonzero(cols.subject >= 0) + sizes[-cols.subject[cols.subject < 0] - 1].sum()
+    )
 
-    # Common denominator over amounts and bounds; integer numerators.
-    denominators = {a.denominator for a in cols.amounts}
-    for req in reps.requirement:
-        denominators.update(b.denominator for b in _bounds_of(req))
+    # Common denominator over amounts and the bounds of the classes present; integer numerators.
+    present = np.unique(reps.rep_class).tolist()
+    bounds = [b for c in present for b in _bounds_of(reps.requirements[c])]
     lcd = 1
-    for d in denominators:
+    for d in {a.denominator for a in cols.amounts} | {b.denominator for b in bounds}:
         lcd = lcd * d // math.gcd(lcd, d)
     numerators = [int(a * lcd) for a in cols.amounts]
-    biggest = max(
-        numerators + [int(b * lcd) for r in reps.requirement for b in _bounds_of(r)] + [1]
-    )
-    fits = biggest * (len(rows) + 1) < _INT64_SAFE
-    dtype: Any = np.int64 if fits else object
+    biggest = max([*numerators, *(int(b * lcd) for b in bounds), 1])
+    dtype: Any = np.int64 if biggest * (len(rep_idx) + 1) < _INT64_SAFE else object
     amount_num = np.array(numerators or [0], dtype=dtype)
 
-    slots = cols.slot[rows]
     last_slot = int(cols.slot.max()) if len(cols.slot) else 0
     horizon_t = max(last_slot, horizon or 0)
+    slots_all = cols.slot if rows is None else cols.slot[rows]
+    vals_all = amount_num[cols.amount if rows is None else cols.amount[rows]]
+
+    say("screening")
+    util_num = np.zeros(reps.n, dtype=dtype)
+    util_den = np.ones(reps.n, dtype=dtype)
+    need_detail = np.ones(reps.n, dtype=bool)  # representatives the sparse pass must examine
+    if dtype is np.int64:
+        limit = 4 * len(rep_idx) + 2**22 if dense_limit is None else dense_limit
+        _screen_fixed(
+            reps,
+            rep_idx,
+            slots_all,
+            vals_all,
+            horizon_t,
+            lcd,
+            limit,
+            util_num,
+            util_den,
+            need_detail,
+        )
+        _screen_whole(reps, rep_idx, vals_all, lcd, util_num, util_den, need_detail)
+    if not bool(need_detail.all()):
+        selected = need_detail[rep_idx]
+        rep_idx, slots_all, vals_all = rep_idx[selected], slots_all[selected], vals_all[selected]
+
     modulus = horizon_t + 2
     say("sorting")
-    key = rep_idx * modulus + slots
+    key = rep_idx * modulus + slots_all
     order = np.argsort(key, kind="stable")
     key = key[order]
-    vals = amount_num[cols.amount[rows[order]]] if len(rows) else np.zeros(0, dtype=dtype)
-    if len(key):
+    vals = vals_all[order]
+    if len(key) and not bool(np.all(key[1:] != key[:-1])):
+        # Merge the charges of one representative in one slot.
         starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
         key = key[starts]
         vals = np.add.reduceat(vals, starts)
+    if len(vals) and bool(np.any(vals == 0)):  # zero charges cannot break a window
         nonzero = vals != 0
         key, vals = key[nonzero], vals[nonzero]
     rep = key // modulus
-    slot = key % modulus
     cum = np.concatenate((np.zeros(1, dtype=dtype), np.cumsum(vals, dtype=dtype)))
+    ctx = _Ctx(reps, rep, key % modulus, vals, cum, key, modulus, lcd, dtype, horizon_t)
 
-    ctx = _Ctx(reps, rep, slot, vals, cum, key, modulus, lcd, dtype, horizon_t)
     say("windows")
+    special: dict[int, Fraction | None] = {}
     violations: list[Violation] = []
-    rep_util: list[Fraction | None] = [Fraction(0)] * len(reps)
-    kinds = np.array([_kind(r) for r in reps.requirement] or [0], dtype=np.int8)
-    row_kind = kinds[rep] if len(rep) else np.zeros(0, np.int8)
-    _check_fixed(ctx, np.flatnonzero(row_kind == 0), violations, rep_util)
-    _check_whole(ctx, np.flatnonzero(row_kind == 1), violations, rep_util)
-    for r in np.unique(rep[row_kind >= 2]).tolist():
-        _check_dynamic_or_unregistered(ctx, int(r), violations, rep_util)
+    row_kind = reps.rep_kind[rep] if len(rep) else np.zeros(0, np.int8)
+    _check_fixed(ctx, np.flatnonzero(row_kind == _FIXED), violations, util_num, util_den)
+    _check_whole(ctx, np.flatnonzero(row_kind == _WHOLE), violations, util_num, util_den)
+    for r in np.unique(rep[row_kind >= _DYNAMIC]).tolist():
+        special[int(r)] = _check_dynamic_or_unregistered(ctx, int(r), violations)
+    user_util = _Utilization(reps, util_num, util_den, special)
 
-    user_util: dict[str, Fraction | None] = {}
-    class_util: dict[str, Fraction | None] = {}
-    for r, members in enumerate(reps.members):
-        u = rep_util[r]
-        for name in members:
-            user_util[name] = u
-        cname = (
-            population.class_of(members[0]).name if members[0] in population else ("unregistered")
-        )
-        prev = class_util.get(cname, Fraction(0))
-        class_util[cname] = None if (u is None or prev is None) else max(prev, u)
+    class_util = _class_utilization(ctx, util_num, special)
     return Verdict(
         violations=tuple(sorted(violations, key=Violation.sort_key)),
         evidence_failures=evidence_failures,
@@ -184,12 +280,96 @@ def check(
     )
 
 
-def _kind(req: Requirement | None) -> int:
-    if isinstance(req, Fixed):
-        return 0
-    if isinstance(req, WholeStream):
-        return 1
-    return 2
+def _screen_fixed(
+    reps: _Reps,
+    rep_idx: Arr,
+    slots: Arr,
+    vals: Arr,
+    horizon: int,
+    lcd: int,
+    limit: int,
+    util_num: Arr,
+    util_den: Arr,
+    need_detail: Arr,
+) -> None:
+    """Dense screening of fixed requirements: a representatives x slots prefix-sum table gives
+    every window sum with array arithmetic and no sort. Only representatives with a violation
+    go on to the sparse pass, which finds their exact minimal violations."""
+    fixed = np.flatnonzero(reps.rep_kind == _FIXED)
+    width = horizon + 1
+    if not len(fixed) or len(fixed) * width > limit:
+        return
+    pos = np.full(reps.n, -1, dtype=np.int64)
+    pos[fixed] = np.arange(len(fixed))
+    row_pos = pos[rep_idx]
+    mask = row_pos >= 0
+    table = np.zeros(len(fixed) * width, dtype=np.int64)
+    if bool(mask.all()):
+        np.add.at(table, row_pos * width + slots, vals)
+    else:
+        np.add.at(table, row_pos[mask] * width + slots[mask], vals[mask])
+    prefix = np.cumsum(table.reshape(len(fixed), width), axis=1)  # prefix[:, t]: slots <= t
+    cls_of = reps.rep_class[fixed]
+    for c in np.unique(cls_of).tolist():
+        req = reps.requirements[c]
+        assert isinstance(req, Fixed)
+        idx = np.flatnonzero(cls_of == c)
+        block = prefix[idx]
+        sums = block.copy()
+        if req.w < width:
+            sums[:, req.w :] -= block[:, : -req.w]  # window [t-w+1, t] for t >= w
+        top = sums.max(axis=1)
+        eps = int(req.eps * lcd)
+        util_num[fixed[idx]] = top
+        util_den[fixed[idx]] = eps
+        need_detail[fixed[idx]] = top > eps
+
+
+def _screen_whole(
+    reps: _Reps,
+    rep_idx: Arr,
+    vals: Arr,
+    lcd: int,
+    util_num: Arr,
+    util_den: Arr,
+    need_detail: Arr,
+) -> None:
+    """Whole-stream totals per representative; only those over their bound need detail."""
+    whole = np.flatnonzero(reps.rep_kind == _WHOLE)
+    if not len(whole):
+        return
+    totals = np.zeros(reps.n, dtype=np.int64)
+    np.add.at(totals, rep_idx, vals)
+    eps_class = np.array(
+        [int(r.eps * lcd) if isinstance(r, WholeStream) else 0 for r in reps.requirements],
+        dtype=np.int64,
+    )
+    eps = eps_class[reps.rep_class[whole]]
+    util_num[whole] = totals[whole]
+    util_den[whole] = eps
+    need_detail[whole] = totals[whole] > eps
+
+
+def _class_utilization(
+    ctx: _Ctx, util_num: Arr, special: dict[int, Fraction | None]
+) -> dict[str, Fraction | None]:
+    """Largest utilization per class: fixed and whole-stream representatives of a class share
+    its bound, so the largest numerator decides; dynamic ones are merged exactly one by one."""
+    reps = ctx.reps
+    out: dict[str, Fraction | None] = {}
+    plain = np.ones(reps.n, dtype=bool)
+    plain[list(special)] = False
+    class_max = np.zeros(len(reps.requirements), dtype=ctx.dtype)
+    np.maximum.at(class_max, reps.rep_class[plain], util_num[plain])
+    for c in np.unique(reps.rep_class[plain]).tolist():
+        req = reps.requirements[c]
+        bound = req.eps if isinstance(req, Fixed | WholeStream) else Fraction(0)
+        out[reps.class_names[c]] = _ratio(ctx.frac(class_max[c]), bound)
+    for r, value in special.items():
+        name = reps.class_names[int(reps.rep_class[r])]
+        prev = out.get(name, Fraction(0))
+        out[name] = None if (value is None or prev is None) else max(prev, value)
+    return out
 
 
 class _Ctx:
@@ -218,6 +398,9 @@ class _Ctx:
     def frac(self, numerator: Any) -> Fraction:
         return Fraction(int(numerator), self.lcd)
 
+    def num(self, value: Fraction) -> int:
+        return int(value * self.lcd)
+
     def spends(self, lo: int, hi: int) -> tuple[tuple[int, Fraction], ...]:
         """Rows lo..hi inclusive as (slot, amount)."""
         return tuple(
@@ -227,39 +410,34 @@ class _Ctx:
             )
         )
 
-    def users(self, r: int) -> tuple[str, ...]:
-        return tuple(sorted(self.reps.members[r]))
+    def per_class(self, values: Callable[[Requirement | None], int]) -> Arr:
+        return np.array([values(r) for r in self.reps.requirements], dtype=self.dtype)
 
-    def rep_segments(self, rows: Arr) -> tuple[Arr, Arr]:
-        """Start offsets (into ``rows``) of each representative's run, and the reps."""
-        if not len(rows):
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    def segments(self, rows: Arr) -> tuple[Arr, Arr]:
+        """Start offsets (into ``rows``) of each representative's run, and those reps."""
         r = self.rep[rows]
         starts = np.flatnonzero(np.concatenate(([True], r[1:] != r[:-1])))
         return starts, r[starts]
 
 
-def _check_fixed(ctx: _Ctx, rows: Arr, out: list[Violation], util: list[Fraction | None]) -> None:
+def _check_fixed(ctx: _Ctx, rows: Arr, out: list[Violation], util_num: Arr, util_den: Arr) -> None:
     if not len(rows):
         return
-    reqs = ctx.reps.requirement
-    w_rep = np.array([r.w if isinstance(r, Fixed) else 1 for r in reqs], dtype=np.int64)
-    eps_rep = np.array(
-        [int(r.eps * ctx.lcd) if isinstance(r, Fixed) else 0 for r in reqs], dtype=ctx.dtype
-    )
-    r = ctx.rep[rows]
-    s = ctx.slot[rows]
-    w = w_rep[r]
-    eps = eps_rep[r]
+    reqs = ctx.reps.requirements
+    w_class = np.array([r.w if isinstance(r, Fixed) else 1 for r in reqs], dtype=np.int64)
+    eps_class = ctx.per_class(lambda r: ctx.num(r.eps) if isinstance(r, Fixed) else 0)
+    everything = len(rows) == len(ctx.rep)  # all rows are fixed: skip the row gathers
+    r = ctx.rep if everything else ctx.rep[rows]
+    rep_cls = ctx.reps.rep_class
+    w = w_class[rep_cls][r]
+    eps = eps_class[rep_cls][r]
+    slot = ctx.slot if everything else ctx.slot[rows]
     # First row of the window of w slots ending at this row's slot.
-    lo = np.searchsorted(ctx.key, r * ctx.modulus + np.maximum(s - w, 0), side="right")
-    wsum = ctx.cum[rows + 1] - ctx.cum[lo]
-    starts, seg_reps = ctx.rep_segments(rows)
-    maxima = np.maximum.reduceat(wsum, starts)
-    for rr, m in zip(seg_reps.tolist(), maxima.tolist(), strict=True):
-        req = reqs[rr]
-        assert isinstance(req, Fixed)
-        util[rr] = _ratio(ctx.frac(m), req.eps)
+    lo = np.searchsorted(ctx.key, r * ctx.modulus + np.maximum(slot - w, 0), side="right")
+    wsum = (ctx.cum[1:] if everything else ctx.cum[rows + 1]) - ctx.cum[lo]
+    starts, seg_reps = ctx.segments(rows)
+    util_num[seg_reps] = np.maximum.reduceat(wsum, starts)
+    util_den[seg_reps] = eps[starts]
     bad = np.flatnonzero(wsum > eps)
     if not len(bad):
         return
@@ -269,13 +447,13 @@ def _check_fixed(ctx: _Ctx, rows: Arr, out: list[Violation], util: list[Fraction
     _, keep = np.unique(first, return_index=True)  # the earliest end for each start is minimal
     for i, j in zip(first[keep].tolist(), ends[keep].tolist(), strict=True):
         rr = int(ctx.rep[j])
-        req = reqs[rr]
+        req = reqs[int(ctx.reps.rep_class[rr])]
         assert isinstance(req, Fixed)
         spends = ctx.spends(i, j)
         out.append(
             Violation(
                 "fixed",
-                ctx.users(rr),
+                ctx.reps.members(rr),
                 spends[0][0],
                 spends[-1][0],
                 spends[-1][0],
@@ -287,32 +465,36 @@ def _check_fixed(ctx: _Ctx, rows: Arr, out: list[Violation], util: list[Fraction
         )
 
 
-def _check_whole(ctx: _Ctx, rows: Arr, out: list[Violation], util: list[Fraction | None]) -> None:
+def _check_whole(ctx: _Ctx, rows: Arr, out: list[Violation], util_num: Arr, util_den: Arr) -> None:
     if not len(rows):
         return
-    starts, seg_reps = ctx.rep_segments(rows)
-    ends = np.append(starts[1:], len(rows)) - 1
-    for st, en, rr in zip(starts.tolist(), ends.tolist(), seg_reps.tolist(), strict=True):
-        req = ctx.reps.requirement[rr]
+    reqs = ctx.reps.requirements
+    eps_class = ctx.per_class(lambda r: ctx.num(r.eps) if isinstance(r, WholeStream) else 0)
+    starts, seg_reps = ctx.segments(rows)
+    first_rows = rows[starts]
+    last_rows = rows[np.append(starts[1:], len(rows)) - 1]
+    totals = ctx.cum[last_rows + 1] - ctx.cum[first_rows]
+    eps = eps_class[ctx.reps.rep_class[seg_reps]]
+    util_num[seg_reps] = totals
+    util_den[seg_reps] = eps
+    for k in np.flatnonzero(totals > eps).tolist():
+        rr = int(seg_reps[k])
+        req = reqs[int(ctx.reps.rep_class[rr])]
         assert isinstance(req, WholeStream)
-        i, j = int(rows[st]), int(rows[en])
-        total = ctx.frac(ctx.cum[j + 1] - ctx.cum[i])
-        util[rr] = _ratio(total, req.eps)
-        if total > req.eps:
-            spends = ctx.spends(i, j)
-            out.append(
-                Violation(
-                    "whole-stream",
-                    ctx.users(rr),
-                    spends[0][0],
-                    spends[-1][0],
-                    0,
-                    spends,
-                    total,
-                    req.eps,
-                    req.describe(),
-                )
+        spends = ctx.spends(int(first_rows[k]), int(last_rows[k]))
+        out.append(
+            Violation(
+                "whole-stream",
+                ctx.reps.members(rr),
+                spends[0][0],
+                spends[-1][0],
+                0,
+                spends,
+                ctx.frac(totals[k]),
+                req.eps,
+                req.describe(),
             )
+        )
 
 
 def _ratio(total: Fraction, bound: Fraction) -> Fraction | None:
@@ -321,13 +503,12 @@ def _ratio(total: Fraction, bound: Fraction) -> Fraction | None:
     return total / bound
 
 
-def _check_dynamic_or_unregistered(
-    ctx: _Ctx, r: int, out: list[Violation], util: list[Fraction | None]
-) -> None:
+def _check_dynamic_or_unregistered(ctx: _Ctx, r: int, out: list[Violation]) -> Fraction | None:
+    """Dense per-slot check of one representative; returns its utilization."""
     lo = int(np.searchsorted(ctx.key, r * ctx.modulus, side="left"))
     hi = int(np.searchsorted(ctx.key, (r + 1) * ctx.modulus, side="left")) - 1
-    req = ctx.reps.requirement[r]
-    users = ctx.users(r)
+    req = ctx.reps.requirements[int(ctx.reps.rep_class[r])]
+    users = ctx.reps.members(r)
     slots = ctx.slot[lo : hi + 1]
     if not isinstance(req, Dynamic):
         spends = ctx.spends(lo, hi)
@@ -345,8 +526,7 @@ def _check_dynamic_or_unregistered(
                 "no requirement",
             )
         )
-        util[r] = None
-        return
+        return None
     best: Fraction | None = Fraction(0)
     first_decl = req.declarations[0].slot
     early = int(np.searchsorted(slots, first_decl, side="left"))
@@ -367,38 +547,33 @@ def _check_dynamic_or_unregistered(
         )
         best = None
     horizon = ctx.horizon
+    t = np.arange(first_decl, horizon + 1, dtype=np.int64)
+    if not len(t):
+        return best
     dense = np.zeros(horizon + 1, dtype=ctx.dtype)
     dense[slots] = ctx.vals[lo : hi + 1]
     prefix = np.cumsum(dense, dtype=ctx.dtype)  # prefix[t] = spends over slots 1..t
-    t = np.arange(first_decl, horizon + 1, dtype=np.int64)
-    if not len(t):
-        util[r] = best
-        return
     decl_idx = np.searchsorted(np.array(req.slots), t, side="right") - 1
-    w_b = np.array([d.w_back for d in req.declarations], np.int64)[decl_idx]
-    w_f = np.array([d.w_fwd for d in req.declarations], np.int64)[decl_idx]
-    e_b = [d.eps_back for d in req.declarations]
-    e_f = [d.eps_fwd for d in req.declarations]
-    eb_num = np.array([int(e * ctx.lcd) for e in e_b], dtype=ctx.dtype)[decl_idx]
-    ef_num = np.array([int(e * ctx.lcd) for e in e_f], dtype=ctx.dtype)[decl_idx]
+    decls = req.declarations
+    w_b = np.array([d.w_back for d in decls], np.int64)[decl_idx]
+    w_f = np.array([d.w_fwd for d in decls], np.int64)[decl_idx]
+    e_b = [d.eps_back for d in decls]
+    e_f = [d.eps_fwd for d in decls]
     b_lo = np.maximum(t - w_b, 0)
-    b_sum = prefix[t] - prefix[b_lo]
     f_hi = np.minimum(t + w_f - 1, horizon)
-    f_sum = prefix[f_hi] - prefix[t - 1]
     seen: set[tuple[str, int, int, Fraction]] = set()
-    for kind, sums, bound_num, a_arr, b_arr, bounds in (
-        ("backward", b_sum, eb_num, b_lo + 1, t, e_b),
-        ("forward", f_sum, ef_num, t, f_hi, e_f),
+    for kind, sums, bounds, a_arr, b_arr in (
+        ("backward", prefix[t] - prefix[b_lo], e_b, b_lo + 1, t),
+        ("forward", prefix[f_hi] - prefix[t - 1], e_f, t, f_hi),
     ):
-        # Utilization: the largest sum/bound, compared exactly per declaration segment.
-        for k in np.unique(decl_idx).tolist():
-            seg = decl_idx == k
-            top = ctx.frac(sums[seg].max())
-            best = None if best is None else _max_opt(best, _ratio(top, bounds[k]))
+        bound_num = np.array([ctx.num(e) for e in bounds], dtype=ctx.dtype)[decl_idx]
+        for k in np.unique(decl_idx).tolist():  # utilization: the largest sum per declaration
+            top = ctx.frac(sums[decl_idx == k].max())
+            ratio = _ratio(top, bounds[k])
+            best = None if best is None or ratio is None else max(best, ratio)
         for i in np.flatnonzero(sums > bound_num).tolist():
-            a, b = int(a_arr[i]), int(b_arr[i])
-            i0 = lo + int(np.searchsorted(slots, a, side="left"))
-            i1 = lo + int(np.searchsorted(slots, b, side="right")) - 1
+            i0 = lo + int(np.searchsorted(slots, int(a_arr[i]), side="left"))
+            i1 = lo + int(np.searchsorted(slots, int(b_arr[i]), side="right")) - 1
             spends = ctx.spends(i0, i1)
             bound = bounds[int(decl_idx[i])]
             key = (kind, spends[0][0], spends[-1][0], bound)
@@ -418,23 +593,20 @@ def _check_dynamic_or_unregistered(
                     req.describe(),
                 )
             )
-    util[r] = best
-
-
-def _max_opt(a: Fraction, b: Fraction | None) -> Fraction | None:
-    return None if b is None else max(a, b)
+    return best
 
 
 def _check_evidence(cols: LedgerColumns) -> tuple[EvidenceFailure, ...]:
     has = np.flatnonzero(cols.evidence >= 0)
     if not len(has):
         return ()
-    pair = cols.amount[has].astype(np.int64) * (len(cols.evidences) + 1) + cols.evidence[has]
+    width = len(cols.evidences) + 1
+    pair = cols.amount[has].astype(np.int64) * width + cols.evidence[has]
     uniq, first, counts = np.unique(pair, return_index=True, return_counts=True)
     failures = []
     for p, f, c in zip(uniq.tolist(), first.tolist(), counts.tolist(), strict=True):
-        amount = cols.amounts[p // (len(cols.evidences) + 1)]
-        evidence = cols.evidences[p % (len(cols.evidences) + 1)]
+        amount = cols.amounts[p // width]
+        evidence = cols.evidences[p % width]
         result = certify_cost(evidence, amount)
         if not result.ok:
             row = int(has[f])

@@ -19,6 +19,7 @@ reported once, listing every such user.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -136,7 +137,7 @@ class Verdict:
 
     violations: tuple[Violation, ...]
     evidence_failures: tuple[EvidenceFailure, ...]
-    user_utilization: dict[str, Fraction | None] = field(repr=False)
+    user_utilization: Mapping[str, Fraction | None] = field(repr=False)
     class_utilization: dict[str, Fraction | None]
     horizon: int
     per_user_charges: int

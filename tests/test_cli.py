@@ -1,0 +1,101 @@
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from wevent.cli import cli
+from wevent.demo import example_path
+
+REQ = [str(example_path("requirements.csv")), str(example_path("requirements.dynamic.csv"))]
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def req_args() -> list[str]:
+    return [a for r in REQ for a in ("-r", r)]
+
+
+def test_compliant_example_passes() -> None:
+    code, out, _ = run("check", str(example_path("compliant.jsonl")), *req_args())
+    assert code == 0
+    assert "COMPLIANT" in out and "NOT COMPLIANT" not in out
+
+
+def test_violating_example_reports_each_kind_exactly() -> None:
+    code, out, _ = run("check", str(example_path("violating.jsonl")), *req_args(), "--json")
+    assert code == 1
+    verdict = json.loads(out)
+    assert verdict["ok"] is False
+    kinds = {(v["kind"], v["users"][0], v["excess"]) for v in verdict["violations"]}
+    assert ("fixed", "alice", "1/1000000000000000000") in kinds
+    assert ("whole-stream", "carol", "1/2") in kinds
+    assert ("backward", "dave", "1/10") in kinds
+    assert ("forward", "dave", "1/10") in kinds
+    backward = next(v for v in verdict["violations"] if v["kind"] == "backward")
+    assert backward["window"] == [1, 5] and backward["anchor"] == 5
+    assert backward["spends"] == [[1, "9/10"], [2, "9/10"], [3, "7/10"], [5, "3/5"]]
+    assert backward["sum"] == "31/10" and backward["bound"] == "3"
+    assert verdict["evidence_failures"][0]["evidence"]["scale"] == "5"
+    assert verdict["utilization"]["classes"]["class-2"] == "5/4"
+
+
+def test_three_tenths_pass_and_an_excess_of_1e_18_fails(tmp_path: Path) -> None:
+    req = tmp_path / "req.csv"
+    req.write_text("user,w,epsilon\nu,3,0.3\n")
+    ok = tmp_path / "ok.csv"
+    ok.write_text("slot,user,epsilon\n1,u,0.1\n2,u,0.1\n3,u,0.1\n")
+    assert run("check", str(ok), "-r", str(req))[0] == 0
+    bad = tmp_path / "bad.csv"
+    bad.write_text("slot,user,epsilon\n1,u,0.1\n2,u,0.1\n3,u,0.100000000000000001\n")
+    code, out, _ = run("check", str(bad), "-r", str(req))
+    assert code == 1
+    assert "excess 0.000000000000000001" in out
+
+
+@pytest.mark.parametrize(
+    "ledger_text, req_text, message",
+    [
+        ("slot,user,epsilon\n1,u,abc\n", "user,w,epsilon\nu,3,0.3\n", "not an exact number"),
+        ("slot,user\n1,u\n", "user,w,epsilon\nu,3,0.3\n", "missing column"),
+        ("slot,user,epsilon\n0,u,0.1\n", "user,w,epsilon\nu,3,0.3\n", "numbered from 1"),
+        ("slot,user,epsilon\n1,u,0.1\n", "user,w,epsilon\nu,0,0.3\n", "at least 1 slot"),
+        ("slot,user,epsilon\n1,u,0.1\n", "user,w,epsilon\nu,3,-0.3\n", "negative"),
+        ("slot,user,epsilon\n1,u,NaN\n", "user,w,epsilon\nu,3,0.3\n", "not a finite number"),
+    ],
+)
+def test_malformed_input_is_one_line_and_exit_2(
+    tmp_path: Path, ledger_text: str, req_text: str, message: str
+) -> None:
+    ledger = tmp_path / "l.csv"
+    ledger.write_text(ledger_text)
+    req = tmp_path / "r.csv"
+    req.write_text(req_text)
+    code, out, err = run("check", str(ledger), "-r", str(req))
+    assert code == 2
+    assert out == ""
+    assert err.startswith("wevent: error: ") and message in err
+    assert err.count("\n") == 1
+
+
+def test_missing_requirements_is_a_usage_error() -> None:
+    code, _, err = run("check", str(example_path("compliant.jsonl")))
+    assert code == 2 and "--requirements" in err
+
+
+def test_help_teaches() -> None:
+    code, out, _ = run("--help")
+    assert code == 0 and "wevent demo" in out and "check" in out
+    code, out, _ = run("check", "--help")
+    assert code == 0 and "Exit 0" in out and "w=inf" in out
+
+
+def test_demo_prints_both_verdicts() -> None:
+    code, out, _ = run("demo")
+    assert code == 0
+    assert "compliant.jsonl" in out and "violating.jsonl" in out
+    assert out.count("NOT COMPLIANT") == 1
+    assert "4 spend(s) refused" in out

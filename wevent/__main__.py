@@ -1,0 +1,3 @@
+from wevent.cli import main
+
+main()
