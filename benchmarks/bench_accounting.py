@@ -157,20 +157,29 @@ def bench_guard_per_class(n_users: int, n_slots: int) -> list[tuple[str, str]]:
         guard.define_group(cls.name, cls.members)
     amount = Budget(Fraction(1, 200))
 
+    def first_slot() -> None:  # resolves each group's members to accounts once: O(members)
+        for cls in pop.classes:
+            guard.spend(1, amount, group=cls.name)
+
     def run() -> None:
-        for t in range(1, n_slots + 1):
+        for t in range(2, n_slots + 1):
             for cls in pop.classes:
                 guard.spend(t, amount, group=cls.name)
 
+    setup, _ = timed(first_slot)
     seconds, _ = timed(run)
-    spends = n_slots * len(pop.classes)
+    spends = (n_slots - 1) * len(pop.classes)
+    per_user = spends * (len(pop) // len(pop.classes))
     return [
         (
-            f"guard, class-level spends ({len(pop):,} users in {len(pop.classes)} classes x "
-            f"{n_slots} slots)",
+            f"guard, first class-level spend of {len(pop.classes)} groups ({len(pop):,} users)",
+            f"{setup:.2f} s (one-time: members resolved to accounts)",
+        ),
+        (
+            f"guard, class-level spends after that ({len(pop.classes)} classes x {n_slots - 1} slots)",
             f"{seconds:.2f} s = {spends / seconds:,.0f} spends/s "
-            f"({spends * len(pop) // len(pop.classes) / seconds / 1e6:.0f} M per-user charges/s)",
-        )
+            f"({per_user / seconds / 1e6:,.0f} M per-user charges/s)",
+        ),
     ]
 
 

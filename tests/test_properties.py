@@ -46,6 +46,8 @@ def per_user(verdict: Verdict) -> list[Violation]:
 def test_fast_checker_agrees_with_reference(data: st.DataObject) -> None:
     pop = data.draw(populations())
     ledger = data.draw(ledgers(pop))
+    if data.draw(st.booleans()):  # a class nobody in the ledger has, with an int64-hostile bound
+        pop = Population({**dict(pop.items()), "absent": Fixed(2, Budget(Fraction(1, 2**70 + 3)))})
     ref = reference_check(ledger, pop)
     # dense_limit=0: sparse pass only; a huge limit: dense screening first, then detail.
     for limit in (0, 10**9):
@@ -138,6 +140,8 @@ def test_int64_and_python_int_paths_agree(pop: Population, data: st.DataObject) 
     for ch in ledger:
         forced.append(ch.slot, ch.amount, user=ch.user, group=ch.group)
     forced.append(1, Fraction(1, 2**70 + 1), user="zz-huge")
+    # A class nobody in the ledger belongs to, with a bound no int64 could hold over the lcd.
+    pop = Population({**dict(pop.items()), "absent": Fixed(2, Budget(Fraction(1, 2**70 + 3)))})
     a = check(forced, pop)
     b = reference_check(forced, pop)
     assert per_user(a) == list(b.violations)

@@ -5,9 +5,11 @@ When all sums fit comfortably in int64 the work runs on int64 arrays; otherwise 
 on arrays of Python integers (exact, slower). No float is involved anywhere.
 
 Speed: users whose spends are provably identical (no direct charges, the same groups, the same
-requirement) are checked once, as one *representative*; fixed and whole-stream requirements are
-checked with sorted-array searches over all representatives at once, dynamic ones per
-representative over dense per-slot arrays. Semantics of the reported violations: `verifier.verdict`.
+requirement) are checked once, as one *representative*. A screening pass computes every window
+sum with array arithmetic and no sort (a representatives x slots prefix-sum table for fixed and
+dynamic classes, totals for whole-stream ones); only representatives that fail it (or that it
+cannot take) go to the sparse pass, which sorts their charges and finds the exact minimal
+violations. Semantics of the reported violations: `verifier.verdict`.
 """
 
 from __future__ import annotations
@@ -102,6 +104,9 @@ class _Reps:
         kinds = np.array([_kind(r) for r in self.requirements], dtype=np.int8)
         self.rep_kind = kinds[self.rep_class] if n_reps else np.zeros(0, np.int8)
         self.group_reps = [np.unique(rep_of[m]) for m in cols.group_members]
+        # Classes with at least one representative; only their bounds enter the arithmetic
+        # (the common denominator does not cover the others).
+        self.present: set[int] = set(np.unique(self.rep_class).tolist())
         self.users = cols.users
         self._order: Arr | None = None
         self._starts: Arr | None = None
@@ -203,8 +208,7 @@ def check(
     )
 
     # Common denominator over amounts and the bounds of the classes present; integer numerators.
-    present = np.unique(reps.rep_class).tolist()
-    bounds = [b for c in present for b in _bounds_of(reps.requirements[c])]
+    bounds = [b for c in sorted(reps.present) for b in _bounds_of(reps.requirements[c])]
     lcd = 1
     for d in {a.denominator for a in cols.amounts} | {b.denominator for b in bounds}:
         lcd = lcd * d // math.gcd(lcd, d)
@@ -219,24 +223,21 @@ def check(
     vals_all = amount_num[cols.amount if rows is None else cols.amount[rows]]
 
     say("screening")
+    # Utilization of representative r is util_num[r] / class_den[class of r]; the sparse pass
+    # records dynamic and unregistered representatives' utilization exactly in `special`.
     util_num = np.zeros(reps.n, dtype=dtype)
-    util_den = np.ones(reps.n, dtype=dtype)
+    class_den = np.array(
+        [_plain_bound(r, lcd) if c in reps.present else 1 for c, r in enumerate(reps.requirements)],
+        dtype=dtype,
+    )
     need_detail = np.ones(reps.n, dtype=bool)  # representatives the sparse pass must examine
     if dtype is np.int64:
         limit = 4 * len(rep_idx) + 2**22 if dense_limit is None else dense_limit
-        _screen_fixed(
-            reps,
-            rep_idx,
-            slots_all,
-            vals_all,
-            horizon_t,
-            lcd,
-            limit,
-            util_num,
-            util_den,
-            need_detail,
+        screen = _Screen(
+            reps, rep_idx, slots_all, vals_all, horizon_t, lcd, util_num, class_den, need_detail
         )
-        _screen_whole(reps, rep_idx, vals_all, lcd, util_num, util_den, need_detail)
+        screen.dense(limit)
+        screen.whole()
     if not bool(need_detail.all()):
         selected = need_detail[rep_idx]
         rep_idx, slots_all, vals_all = rep_idx[selected], slots_all[selected], vals_all[selected]
@@ -263,13 +264,13 @@ def check(
     special: dict[int, Fraction | None] = {}
     violations: list[Violation] = []
     row_kind = reps.rep_kind[rep] if len(rep) else np.zeros(0, np.int8)
-    _check_fixed(ctx, np.flatnonzero(row_kind == _FIXED), violations, util_num, util_den)
-    _check_whole(ctx, np.flatnonzero(row_kind == _WHOLE), violations, util_num, util_den)
+    _check_fixed(ctx, np.flatnonzero(row_kind == _FIXED), violations, util_num)
+    _check_whole(ctx, np.flatnonzero(row_kind == _WHOLE), violations, util_num)
     for r in np.unique(rep[row_kind >= _DYNAMIC]).tolist():
         special[int(r)] = _check_dynamic_or_unregistered(ctx, int(r), violations)
+    util_den = class_den[reps.rep_class] if reps.n else np.zeros(0, dtype=dtype)
     user_util = _Utilization(reps, util_num, util_den, special)
-
-    class_util = _class_utilization(ctx, util_num, special)
+    class_util = _class_utilization(reps, util_num, class_den, special)
     return Verdict(
         violations=tuple(sorted(violations, key=Violation.sort_key)),
         evidence_failures=evidence_failures,
@@ -280,91 +281,145 @@ def check(
     )
 
 
-def _screen_fixed(
-    reps: _Reps,
-    rep_idx: Arr,
-    slots: Arr,
-    vals: Arr,
-    horizon: int,
-    lcd: int,
-    limit: int,
-    util_num: Arr,
-    util_den: Arr,
-    need_detail: Arr,
-) -> None:
-    """Dense screening of fixed requirements: a representatives x slots prefix-sum table gives
-    every window sum with array arithmetic and no sort. Only representatives with a violation
-    go on to the sparse pass, which finds their exact minimal violations."""
-    fixed = np.flatnonzero(reps.rep_kind == _FIXED)
-    width = horizon + 1
-    if not len(fixed) or len(fixed) * width > limit:
-        return
-    pos = np.full(reps.n, -1, dtype=np.int64)
-    pos[fixed] = np.arange(len(fixed))
-    row_pos = pos[rep_idx]
-    mask = row_pos >= 0
-    table = np.zeros(len(fixed) * width, dtype=np.int64)
-    if bool(mask.all()):
-        np.add.at(table, row_pos * width + slots, vals)
-    else:
-        np.add.at(table, row_pos[mask] * width + slots[mask], vals[mask])
-    prefix = np.cumsum(table.reshape(len(fixed), width), axis=1)  # prefix[:, t]: slots <= t
-    cls_of = reps.rep_class[fixed]
-    for c in np.unique(cls_of).tolist():
-        req = reps.requirements[c]
-        assert isinstance(req, Fixed)
-        idx = np.flatnonzero(cls_of == c)
-        block = prefix[idx]
+def _plain_bound(req: Requirement | None, lcd: int) -> int:
+    """The bound numerator utilization is measured against (1 for dynamic classes until the
+    screening sets a common denominator; 0 for no requirement)."""
+    if isinstance(req, Fixed | WholeStream):
+        return int(req.eps * lcd)
+    return 1 if isinstance(req, Dynamic) else 0
+
+
+class _Screen:
+    """Vectorized screening without sorting: window sums for every representative at once.
+
+    Representatives that pass keep the utilization computed here; those that fail (or cannot be
+    screened) stay marked in ``need_detail`` for the sparse pass, which finds their exact
+    minimal violations.
+    """
+
+    def __init__(
+        self,
+        reps: _Reps,
+        rep_idx: Arr,
+        slots: Arr,
+        vals: Arr,
+        horizon: int,
+        lcd: int,
+        util_num: Arr,
+        class_den: Arr,
+        need_detail: Arr,
+    ) -> None:
+        self.reps, self.rep_idx, self.slots, self.vals = reps, rep_idx, slots, vals
+        self.horizon, self.lcd = horizon, lcd
+        self.util_num, self.class_den, self.need_detail = util_num, class_den, need_detail
+
+    def dense(self, limit: int) -> None:
+        """Fixed and dynamic classes: a representatives x slots prefix-sum table."""
+        reps = self.reps
+        chosen = np.flatnonzero((reps.rep_kind == _FIXED) | (reps.rep_kind == _DYNAMIC))
+        width = self.horizon + 1
+        if not len(chosen) or len(chosen) * width > limit:
+            return
+        pos = np.full(reps.n, -1, dtype=np.int64)
+        pos[chosen] = np.arange(len(chosen))
+        row_pos = pos[self.rep_idx]
+        table = np.zeros(len(chosen) * width, dtype=np.int64)
+        if bool((row_pos >= 0).all()):
+            np.add.at(table, row_pos * width + self.slots, self.vals)
+        else:
+            mask = row_pos >= 0
+            np.add.at(table, row_pos[mask] * width + self.slots[mask], self.vals[mask])
+        prefix = np.cumsum(table.reshape(len(chosen), width), axis=1)  # [:, t]: slots <= t
+        cls_of = reps.rep_class[chosen]
+        for c in np.unique(cls_of).tolist():
+            idx = np.flatnonzero(cls_of == c)
+            req = reps.requirements[c]
+            if isinstance(req, Fixed):
+                self._fixed(req, chosen[idx], prefix[idx])
+            else:
+                assert isinstance(req, Dynamic)
+                self._dynamic(c, req, chosen[idx], prefix[idx])
+
+    def _fixed(self, req: Fixed, members: Arr, block: Arr) -> None:
         sums = block.copy()
-        if req.w < width:
+        if req.w < block.shape[1]:
             sums[:, req.w :] -= block[:, : -req.w]  # window [t-w+1, t] for t >= w
         top = sums.max(axis=1)
-        eps = int(req.eps * lcd)
-        util_num[fixed[idx]] = top
-        util_den[fixed[idx]] = eps
-        need_detail[fixed[idx]] = top > eps
+        self.util_num[members] = top
+        self.need_detail[members] = top > int(req.eps * self.lcd)
 
+    def _dynamic(self, c: int, req: Dynamic, members: Arr, block: Arr) -> None:
+        """001 Definition 10 for a whole class at once (the same declarations for all)."""
+        decls = req.declarations
+        first = decls[0].slot
+        t = np.arange(first, self.horizon + 1, dtype=np.int64)
+        early = block[:, min(first - 1, self.horizon)] > 0  # spends before the first declaration
+        if not len(t):
+            self.need_detail[members] = early
+            return
+        k = np.searchsorted(np.array(req.slots), t, side="right") - 1
+        w_b = np.array([d.w_back for d in decls], np.int64)[k]
+        w_f = np.array([d.w_fwd for d in decls], np.int64)[k]
+        back = block[:, t] - block[:, np.maximum(t - w_b, 0)]
+        fwd = block[:, np.minimum(t + w_f - 1, self.horizon)] - block[:, t - 1]
+        lcd = self.lcd
+        eb = np.array([int(d.eps_back * lcd) for d in decls], np.int64)
+        ef = np.array([int(d.eps_fwd * lcd) for d in decls], np.int64)
+        bad = early | (back > eb[k]).any(axis=1) | (fwd > ef[k]).any(axis=1)
+        # Utilization: the largest sum/bound over all windows, exactly, as integers over the
+        # least common multiple of the class's bounds (if that fits in int64).
+        columns: list[tuple[Arr, int]] = []
+        segs = np.unique(k).tolist()
+        starts = np.searchsorted(k, segs, side="left")
+        for sums, bounds in ((back, eb), (fwd, ef)):
+            tops = np.maximum.reduceat(sums, starts, axis=1)
+            for j, seg in enumerate(segs):
+                columns.append((tops[:, j], int(bounds[seg])))
+        positive = [b for _, b in columns if b > 0]
+        common = 1
+        for b in positive:
+            common = common * b // math.gcd(common, b)
+        biggest = max([int(col.max(initial=0)) for col, _ in columns] + [0])
+        if biggest * common >= _INT64_SAFE:
+            self.need_detail[members] = True  # let the sparse pass compute utilization exactly
+            return
+        best = np.zeros(len(members), dtype=np.int64)
+        for col, bound in columns:
+            if bound == 0:
+                bad |= col > 0  # a positive spend against a zero bound is a violation
+            else:
+                best = np.maximum(best, col * (common // bound))
+        self.class_den[c] = common
+        self.util_num[members] = best
+        self.need_detail[members] = bad
 
-def _screen_whole(
-    reps: _Reps,
-    rep_idx: Arr,
-    vals: Arr,
-    lcd: int,
-    util_num: Arr,
-    util_den: Arr,
-    need_detail: Arr,
-) -> None:
-    """Whole-stream totals per representative; only those over their bound need detail."""
-    whole = np.flatnonzero(reps.rep_kind == _WHOLE)
-    if not len(whole):
-        return
-    totals = np.zeros(reps.n, dtype=np.int64)
-    np.add.at(totals, rep_idx, vals)
-    eps_class = np.array(
-        [int(r.eps * lcd) if isinstance(r, WholeStream) else 0 for r in reps.requirements],
-        dtype=np.int64,
-    )
-    eps = eps_class[reps.rep_class[whole]]
-    util_num[whole] = totals[whole]
-    util_den[whole] = eps
-    need_detail[whole] = totals[whole] > eps
+    def whole(self) -> None:
+        """Whole-stream totals per representative."""
+        reps = self.reps
+        whole = np.flatnonzero(reps.rep_kind == _WHOLE)
+        if not len(whole):
+            return
+        totals = np.zeros(reps.n, dtype=np.int64)
+        np.add.at(totals, self.rep_idx, self.vals)
+        self.util_num[whole] = totals[whole]
+        self.need_detail[whole] = totals[whole] > self.class_den[reps.rep_class[whole]]
 
 
 def _class_utilization(
-    ctx: _Ctx, util_num: Arr, special: dict[int, Fraction | None]
+    reps: _Reps, util_num: Arr, class_den: Arr, special: dict[int, Fraction | None]
 ) -> dict[str, Fraction | None]:
-    """Largest utilization per class: fixed and whole-stream representatives of a class share
-    its bound, so the largest numerator decides; dynamic ones are merged exactly one by one."""
-    reps = ctx.reps
+    """Largest utilization per class: representatives measured in the class's common
+    denominator compare by numerator; exactly computed ones are merged one by one."""
     out: dict[str, Fraction | None] = {}
     plain = np.ones(reps.n, dtype=bool)
     plain[list(special)] = False
-    class_max = np.zeros(len(reps.requirements), dtype=ctx.dtype)
+    class_max = np.zeros(len(reps.requirements), dtype=util_num.dtype)
     np.maximum.at(class_max, reps.rep_class[plain], util_num[plain])
     for c in np.unique(reps.rep_class[plain]).tolist():
-        req = reps.requirements[c]
-        bound = req.eps if isinstance(req, Fixed | WholeStream) else Fraction(0)
-        out[reps.class_names[c]] = _ratio(ctx.frac(class_max[c]), bound)
+        num, den = int(class_max[c]), int(class_den[c])
+        out[reps.class_names[c]] = (
+            Fraction(num, den) if den else (Fraction(0) if num == 0 else None)
+        )
     for r, value in special.items():
         name = reps.class_names[int(reps.rep_class[r])]
         prev = out.get(name, Fraction(0))
@@ -411,7 +466,12 @@ class _Ctx:
         )
 
     def per_class(self, values: Callable[[Requirement | None], int]) -> Arr:
-        return np.array([values(r) for r in self.reps.requirements], dtype=self.dtype)
+        """A value per class; 0 for classes with no representative."""
+        present = self.reps.present
+        return np.array(
+            [values(r) if c in present else 0 for c, r in enumerate(self.reps.requirements)],
+            dtype=self.dtype,
+        )
 
     def segments(self, rows: Arr) -> tuple[Arr, Arr]:
         """Start offsets (into ``rows``) of each representative's run, and those reps."""
@@ -420,7 +480,7 @@ class _Ctx:
         return starts, r[starts]
 
 
-def _check_fixed(ctx: _Ctx, rows: Arr, out: list[Violation], util_num: Arr, util_den: Arr) -> None:
+def _check_fixed(ctx: _Ctx, rows: Arr, out: list[Violation], util_num: Arr) -> None:
     if not len(rows):
         return
     reqs = ctx.reps.requirements
@@ -437,7 +497,6 @@ def _check_fixed(ctx: _Ctx, rows: Arr, out: list[Violation], util_num: Arr, util
     wsum = (ctx.cum[1:] if everything else ctx.cum[rows + 1]) - ctx.cum[lo]
     starts, seg_reps = ctx.segments(rows)
     util_num[seg_reps] = np.maximum.reduceat(wsum, starts)
-    util_den[seg_reps] = eps[starts]
     bad = np.flatnonzero(wsum > eps)
     if not len(bad):
         return
@@ -465,7 +524,7 @@ def _check_fixed(ctx: _Ctx, rows: Arr, out: list[Violation], util_num: Arr, util
         )
 
 
-def _check_whole(ctx: _Ctx, rows: Arr, out: list[Violation], util_num: Arr, util_den: Arr) -> None:
+def _check_whole(ctx: _Ctx, rows: Arr, out: list[Violation], util_num: Arr) -> None:
     if not len(rows):
         return
     reqs = ctx.reps.requirements
@@ -476,7 +535,6 @@ def _check_whole(ctx: _Ctx, rows: Arr, out: list[Violation], util_num: Arr, util
     totals = ctx.cum[last_rows + 1] - ctx.cum[first_rows]
     eps = eps_class[ctx.reps.rep_class[seg_reps]]
     util_num[seg_reps] = totals
-    util_den[seg_reps] = eps
     for k in np.flatnonzero(totals > eps).tolist():
         rr = int(seg_reps[k])
         req = reqs[int(ctx.reps.rep_class[rr])]
