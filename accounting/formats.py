@@ -10,7 +10,7 @@ import csv
 import io
 import itertools
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,8 @@ def _where(path: Path | str, line: int | None) -> str:
 # ============================================================================ requirements
 
 
-def _open_csv(path: Path) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
+def _open_csv(path: Path) -> tuple[list[str], Iterator[tuple[int, list[str]]], int]:
+    """Header, rows (with their line numbers) and the number of lines, of a CSV file."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -66,7 +67,7 @@ def _open_csv(path: Path) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
                 continue
             yield reader.line_num, row
 
-    return header, rows()
+    return header, rows(), text.count("\n")
 
 
 def read_requirements(paths: Path | str | Iterable[Path | str]) -> Population:
@@ -82,7 +83,7 @@ def read_requirements(paths: Path | str | Iterable[Path | str]) -> Population:
     origin: dict[str, str] = {}
     for p in paths:
         path = Path(p)
-        header, rows = _open_csv(path)
+        header, rows, _ = _open_csv(path)
         cols: tuple[str, ...]
         if set(DYNAMIC_COLUMNS) <= set(header):
             kind = "dynamic"
@@ -281,8 +282,14 @@ class _RowParser:
         return ledger
 
 
-def read_ledger(path: Path | str) -> Ledger:
-    """Read a ledger file (JSONL, CSV or Parquet; see README for the columns)."""
+_PROGRESS_EVERY = 50_000
+
+
+def read_ledger(path: Path | str, *, progress: Callable[[int, int], None] | None = None) -> Ledger:
+    """Read a ledger file (JSONL, CSV or Parquet; see README for the columns).
+
+    ``progress(done, total)`` is called every 50,000 lines of a text file (for a progress bar).
+    """
     path = Path(path)
     kind = _ledger_kind(path)
     if not path.exists():
@@ -296,6 +303,8 @@ def read_ledger(path: Path | str) -> Ledger:
         except (OSError, UnicodeDecodeError) as exc:
             raise FormatError(f"{path}: cannot read ({exc})") from None
         for number, text in enumerate(lines, start=1):
+            if progress is not None and number % _PROGRESS_EVERY == 0:
+                progress(number, len(lines))
             if not text.strip():
                 continue
             where = _where(path, number)
@@ -317,12 +326,14 @@ def read_ledger(path: Path | str) -> Ledger:
                 raise FormatError(f"{where}: missing 'slot'")
             parser.charge(where, obj)
         return parser.ledger()
-    header, rows = _open_csv(path)
+    header, rows, total = _open_csv(path)
     missing = [c for c in ("slot", "epsilon") if c not in header]
     if missing or not ({"user", "group"} & set(header)):
         need = ", ".join(missing + ([] if {"user", "group"} & set(header) else ["user"]))
         raise FormatError(f"{path}:1: missing column(s): {need}")
     for line, row in rows:
+        if progress is not None and line % _PROGRESS_EVERY == 0:
+            progress(line, total)
         where = _where(path, line)
         if len(row) != len(header):
             raise FormatError(f"{where}: expected {len(header)} fields, found {len(row)}")

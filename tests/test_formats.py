@@ -154,3 +154,18 @@ def test_parquet_bad_slot(tmp_path: Path) -> None:
     pq.write_table(table, path)
     with pytest.raises(FormatError, match="numbered from 1"):
         read_ledger(path)
+
+
+def test_reading_reports_progress(tmp_path: Path) -> None:
+    ledger = Ledger()
+    for t in range(1, 120_001):
+        ledger.append(t, "0.001", user="a")
+    seen: list[tuple[int, int]] = []
+    for suffix in (".jsonl", ".csv"):
+        path = tmp_path / f"big{suffix}"
+        write_ledger(ledger, path)
+        seen.clear()
+        back = read_ledger(path, progress=lambda done, total: seen.append((done, total)))
+        assert len(back) == len(ledger)
+        assert [d for d, _ in seen] == [50_000, 100_000]
+        assert all(total >= 120_000 for _, total in seen)

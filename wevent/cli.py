@@ -46,6 +46,21 @@ def _stage_printer(enabled: bool) -> Callable[[str], None] | None:
     return say
 
 
+def _reading_bar(path: Path) -> Callable[[int, int], None] | None:
+    """A progress bar for reading a large text ledger (stderr, only when it is a terminal)."""
+    if not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    bar = tqdm(desc=f"reading {path.name}", unit="line", leave=False, file=sys.stderr)
+
+    def update(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    return update
+
+
 def _percent(x: Fraction | None) -> str:
     """Utilization as a percentage: exact where it terminates, else to 0.1% (display only)."""
     if x is None:
@@ -134,7 +149,7 @@ def check_cmd(
     """
     try:
         population = read_requirements(requirements)
-        book = read_ledger(ledger)
+        book = read_ledger(ledger, progress=_reading_bar(ledger))
     except BudgetError as exc:
         _fail(str(exc))
     verdict = check(book, population, horizon=horizon, progress=_stage_printer(not as_json))
