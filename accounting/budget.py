@@ -103,7 +103,8 @@ class Budget(Fraction):
     result in `Budget(...)` to assert it is a budget again.
     """
 
-    __slots__ = ()
+    __slots__ = ("_hash",)
+    _hash: int
 
     def __new__(cls, value: Fraction | int | str = 0, *, what: str = "epsilon") -> Budget:
         if isinstance(value, bool):
@@ -152,6 +153,24 @@ class Budget(Fraction):
             n = math.ceil(scaled) if rounding is Rounding.UP else math.floor(scaled)
             exact = Fraction(n, scale)
         return cls(exact, what=what)
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        # Budgets key the ledger's dictionary encoding on every charge: hash once (equal to the
+        # hash of the equal Fraction, so Budget and Fraction keys stay interchangeable).
+        try:
+            return self._hash
+        except AttributeError:
+            self._hash = super().__hash__()
+            return self._hash
+
+    def __copy__(self) -> Budget:
+        return self  # immutable
+
+    def __deepcopy__(self, memo: object) -> Budget:
+        return self
+
+    def __reduce__(self) -> tuple[type[Budget], tuple[str]]:
+        return (Budget, (format_exact(self),))
 
     def __repr__(self) -> str:
         return f"Budget('{format_exact(self)}')"

@@ -82,3 +82,15 @@ def test_format_exact_prefers_decimals() -> None:
     assert format_exact(Fraction(-5, 4)) == "-1.25"
     assert format_exact(Fraction(7)) == "7"
     assert str(Budget("0.30")) == "0.3"
+
+
+def test_budgets_copy_pickle_and_hash_like_fractions() -> None:
+    import copy
+    import pickle
+
+    b = Budget("1/3")
+    assert copy.copy(b) is b and copy.deepcopy(b) is b
+    back = pickle.loads(pickle.dumps(b))
+    assert isinstance(back, Budget) and back == b
+    assert hash(b) == hash(Fraction(1, 3)) == hash(back)
+    assert {b: "x"}[Fraction(1, 3)] == "x"
