@@ -97,7 +97,9 @@ def test_guard_refuses_exactly_the_inadmissible_spends(data: st.DataObject) -> N
             st.tuples(
                 st.integers(1, 12),
                 st.lists(st.sampled_from(users), min_size=1, max_size=3, unique=True),
-                st.one_of(budgets, st.just(Budget("0.1"))),
+                st.one_of(
+                    budgets, st.sampled_from([Budget("0.1"), Budget("1e-18"), Budget("1/7")])
+                ),
             ),
             max_size=30,
         )

@@ -7,6 +7,7 @@ refinement), copying the window state; per-user charges therefore cost O(1) acco
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from fractions import Fraction
 
@@ -14,10 +15,19 @@ from accounting.budget import Budget, BudgetError
 from accounting.evidence import CostCheck, Evidence, certify_cost
 from accounting.ledger import Ledger
 from accounting.population import Population
+from accounting.requirements import Dynamic, Fixed, Requirement, WholeStream
 from accounting.spending import BudgetExceeded, EvidenceRejected, WindowState
-from verifier.state import AccountState, make_state
+from verifier.state import AccountState, Window, make_state
 
 __all__ = ["Guard"]
+
+
+def _bounds(req: Requirement) -> list[Fraction]:
+    if isinstance(req, Fixed | WholeStream):
+        return [req.eps]
+    if isinstance(req, Dynamic):
+        return [b for d in req.declarations for b in (d.eps_back, d.eps_fwd)]
+    return []
 
 
 class _Account:
@@ -42,11 +52,20 @@ class Guard:
     ) -> None:
         self.population = population
         self.check_evidence = check_evidence
+        # Every value is kept as an integer numerator over the common denominator D.
+        self._scale = 1
+        for cls in population.classes:
+            for bound in _bounds(cls.requirement):
+                self._scale = math.lcm(self._scale, bound.denominator)
         self._account_of: dict[str, _Account] = {}
+        self._accounts: list[_Account] = []
         for cls in population.classes:
             acc = _Account(
-                set(cls.members), cls.requirement.describe(), make_state(cls.requirement)
+                set(cls.members),
+                cls.requirement.describe(),
+                make_state(cls.requirement, self._scale),
             )
+            self._accounts.append(acc)
             for m in cls.members:
                 self._account_of[m] = acc
         self._epoch = 0
@@ -81,8 +100,9 @@ class Guard:
     def _account(self, user: str) -> _Account:
         acc = self._account_of.get(user)
         if acc is None:  # a user with no requirement: an account that only admits zero
-            acc = _Account({user}, "no requirement", make_state(None))
+            acc = _Account({user}, "no requirement", make_state(None, self._scale))
             self._account_of[user] = acc
+            self._accounts.append(acc)
         return acc
 
     def _split(self, acc: _Account, inside: set[str]) -> _Account:
@@ -91,12 +111,14 @@ class Guard:
         outside_n = len(acc.members) - len(inside)
         if len(inside) <= outside_n:
             new = _Account(inside, acc.requirement, acc.state.clone())
+            self._accounts.append(new)
             acc.members -= inside
             for m in inside:
                 self._account_of[m] = new
             return new
         outside = acc.members - inside
         new = _Account(outside, acc.requirement, acc.state.clone())
+        self._accounts.append(new)
         acc.members = inside
         for m in outside:
             self._account_of[m] = new
@@ -152,9 +174,10 @@ class Guard:
             self.ledger.members(group)  # raises for an undefined group
         if evidence is not None and self.check_evidence:
             self._check_evidence(evidence, budget, subject, slot)
+        asked = self._numerator(budget)
         accounts = self._accounts_for(user, group)
         for acc in accounts:
-            window = self._refusal(acc.state.windows(slot), budget)
+            window = self._refusal(acc.state.windows(slot), asked)
             if window is not None:
                 who = subject
                 if group is not None:
@@ -164,7 +187,7 @@ class Guard:
                     subject=who,
                     slot=slot,
                     asked=budget,
-                    window=window,
+                    window=self._window_state(window),
                     requirement=acc.requirement,
                     affected_users=len(acc.members),
                 )
@@ -172,15 +195,32 @@ class Guard:
             slot, budget, user=user, group=group, part=part, mechanism=mechanism, evidence=evidence
         )
         for acc in accounts:
-            acc.state.commit(slot, budget)
+            acc.state.commit(slot, asked)
         self._slot = slot
 
+    def _numerator(self, amount: Fraction) -> int:
+        """``amount * D`` as an integer, growing D (and rescaling every account) if needed."""
+        den = amount.denominator
+        if self._scale % den:
+            factor = math.lcm(self._scale, den) // self._scale
+            for acc in self._accounts:
+                acc.state.rescale(factor)
+            self._scale *= factor
+        return amount.numerator * (self._scale // den)
+
+    def _window_state(self, w: Window) -> WindowState:
+        scale = self._scale
+        return WindowState(
+            w.kind, w.first, w.last, Fraction(w.spent, scale), Fraction(w.bound, scale)
+        )
+
     @staticmethod
-    def _refusal(windows: list[WindowState], amount: Fraction) -> WindowState | None:
-        worst: WindowState | None = None
+    def _refusal(windows: list[Window], amount: int) -> Window | None:
+        """The window the spend breaks by the most, if any."""
+        worst: Window | None = None
         for w in windows:
             if w.spent + amount > w.bound and (
-                worst is None or w.spent + amount - w.bound > worst.spent + amount - worst.bound
+                worst is None or w.spent - w.bound > worst.spent - worst.bound
             ):
                 worst = w
         return worst
@@ -206,12 +246,12 @@ class Guard:
         else:
             assert group is not None
             accounts = self._accounts_for(None, group)
-        room: Fraction | None = None
+        room: int | None = None
         for acc in accounts:
             for w in acc.state.windows(slot):
                 r = w.bound - w.spent
                 room = r if room is None else min(room, r)
-        return max(room if room is not None else Fraction(0), Fraction(0))
+        return Fraction(max(room or 0, 0), self._scale)
 
     def __repr__(self) -> str:
         return (

@@ -1,8 +1,13 @@
 """Incremental per-account window state for the runtime guard.
 
-Each state answers, for a spend at the current slot, the binding window of every constraint the spend
-touches, in amortized O(1) (fixed, whole-stream) or O(log w) (dynamic) time, and keeps memory bounded
-by the largest window, not the stream length.
+Each state answers, for a spend at the current slot, the binding window of every constraint the
+spend touches, in amortized O(1) (fixed, whole-stream) or O(log w) (dynamic) time, and keeps memory
+bounded by the largest window, not the stream length.
+
+Values are exact integers: every amount and bound is stored as its numerator over the guard's
+common denominator D (``value * D``). When a spend brings a denominator D does not cover, the guard
+multiplies D by a factor and calls `AccountState.rescale` on every account, so integer arithmetic
+stays exact and the hot path never touches `Fraction`.
 """
 
 from __future__ import annotations
@@ -10,13 +15,28 @@ from __future__ import annotations
 import bisect
 import heapq
 from fractions import Fraction
+from typing import NamedTuple
 
 from accounting.requirements import Dynamic, Fixed, Requirement, WholeStream
-from accounting.spending import WindowState
 
-__all__ = ["AccountState", "make_state"]
+__all__ = ["AccountState", "Window", "make_state"]
 
-_ZERO = Fraction(0)
+
+class Window(NamedTuple):
+    """A constraint window at a slot, in scaled integers: ``spent`` so far and its ``bound``."""
+
+    kind: str  # "fixed", "backward", "forward", "whole-stream", "unregistered"
+    first: int
+    last: int | None  # None: unbounded (whole stream)
+    spent: int
+    bound: int
+
+
+def _scaled(value: Fraction, scale: int) -> int:
+    scaled = value * scale
+    if scaled.denominator != 1:  # the guard chooses the scale to cover every bound
+        raise ValueError(f"{value} is not a multiple of 1/{scale}")
+    return scaled.numerator
 
 
 class _Prefix:
@@ -27,10 +47,10 @@ class _Prefix:
     def __init__(self, retain: int) -> None:
         self.retain = retain
         self.slots: list[int] = []
-        self.cums: list[Fraction] = []
+        self.cums: list[int] = []
         self.start = 0
-        self.base = _ZERO  # cumulative spend of everything dropped
-        self.total = _ZERO
+        self.base = 0  # cumulative spend of everything dropped
+        self.total = 0
 
     def clone(self) -> _Prefix:
         other = _Prefix(self.retain)
@@ -40,7 +60,12 @@ class _Prefix:
         other.total = self.total
         return other
 
-    def add(self, slot: int, amount: Fraction) -> None:
+    def rescale(self, factor: int) -> None:
+        self.cums = [c * factor for c in self.cums]
+        self.base *= factor
+        self.total *= factor
+
+    def add(self, slot: int, amount: int) -> None:
         self.total += amount
         if self.slots and self.slots[-1] == slot:
             self.cums[-1] = self.total
@@ -57,7 +82,7 @@ class _Prefix:
             del self.cums[: self.start]
             self.start = 0
 
-    def through(self, slot: int) -> Fraction:
+    def through(self, slot: int) -> int:
         """Cumulative spend over slots ``<= slot`` (``slot`` within the retained horizon)."""
         i = bisect.bisect_right(self.slots, slot, lo=self.start) - 1
         return self.cums[i] if i >= self.start else self.base
@@ -68,30 +93,34 @@ class AccountState:
 
     __slots__ = ()
 
-    def windows(self, slot: int) -> list[WindowState]:
+    def windows(self, slot: int) -> list[Window]:
         """The binding window of each constraint touched by a spend at ``slot`` (spent so far)."""
         raise NotImplementedError
 
-    def commit(self, slot: int, amount: Fraction) -> None:
+    def commit(self, slot: int, amount: int) -> None:
         raise NotImplementedError
 
     def clone(self) -> AccountState:
+        raise NotImplementedError
+
+    def rescale(self, factor: int) -> None:
+        """Multiply every stored value by ``factor`` (the guard's denominator grew)."""
         raise NotImplementedError
 
 
 class _FixedState(AccountState):
     __slots__ = ("eps", "prefix", "w")
 
-    def __init__(self, req: Fixed) -> None:
+    def __init__(self, req: Fixed, scale: int) -> None:
         self.w = req.w
-        self.eps: Fraction = req.eps
+        self.eps = _scaled(req.eps, scale)
         self.prefix = _Prefix(req.w)
 
-    def windows(self, slot: int) -> list[WindowState]:
+    def windows(self, slot: int) -> list[Window]:
         spent = self.prefix.total - self.prefix.through(slot - self.w)
-        return [WindowState("fixed", max(1, slot - self.w + 1), slot, spent, self.eps)]
+        return [Window("fixed", max(1, slot - self.w + 1), slot, spent, self.eps)]
 
-    def commit(self, slot: int, amount: Fraction) -> None:
+    def commit(self, slot: int, amount: int) -> None:
         self.prefix.add(slot, amount)
 
     def clone(self) -> AccountState:
@@ -99,24 +128,32 @@ class _FixedState(AccountState):
         other.w, other.eps, other.prefix = self.w, self.eps, self.prefix.clone()
         return other
 
+    def rescale(self, factor: int) -> None:
+        self.eps *= factor
+        self.prefix.rescale(factor)
+
 
 class _WholeState(AccountState):
     __slots__ = ("eps", "total")
 
-    def __init__(self, req: WholeStream) -> None:
-        self.eps: Fraction = req.eps
-        self.total = _ZERO
+    def __init__(self, req: WholeStream, scale: int) -> None:
+        self.eps = _scaled(req.eps, scale)
+        self.total = 0
 
-    def windows(self, slot: int) -> list[WindowState]:
-        return [WindowState("whole-stream", 1, None, self.total, self.eps)]
+    def windows(self, slot: int) -> list[Window]:
+        return [Window("whole-stream", 1, None, self.total, self.eps)]
 
-    def commit(self, slot: int, amount: Fraction) -> None:
+    def commit(self, slot: int, amount: int) -> None:
         self.total += amount
 
     def clone(self) -> AccountState:
         other = _WholeState.__new__(_WholeState)
         other.eps, other.total = self.eps, self.total
         return other
+
+    def rescale(self, factor: int) -> None:
+        self.eps *= factor
+        self.total *= factor
 
 
 class _DynamicState(AccountState):
@@ -127,23 +164,32 @@ class _DynamicState(AccountState):
     so per declaration segment only the latest-starting window matters (same key, latest expiry).
     """
 
-    __slots__ = ("decl_slots", "decls", "heap", "prefix", "seen")
+    __slots__ = ("decl_slots", "decls", "e_back", "e_fwd", "heap", "prefix", "seen")
 
-    def __init__(self, req: Dynamic) -> None:
+    def __init__(self, req: Dynamic, scale: int) -> None:
         self.decls = req.declarations
         self.decl_slots = req.slots
+        self.e_back = [_scaled(d.eps_back, scale) for d in self.decls]
+        self.e_fwd = [_scaled(d.eps_fwd, scale) for d in self.decls]
         self.prefix = _Prefix(req.max_w_back)
-        # (key, expiry, tau, bound)
-        self.heap: list[tuple[Fraction, int, int, Fraction]] = []
+        self.heap: list[tuple[int, int, int, int]] = []  # (key, expiry, tau, bound)
         self.seen = 0  # forward windows for slots <= seen are in the heap
 
     def clone(self) -> AccountState:
         other = _DynamicState.__new__(_DynamicState)
         other.decls, other.decl_slots = self.decls, self.decl_slots
+        other.e_back, other.e_fwd = list(self.e_back), list(self.e_fwd)
         other.prefix = self.prefix.clone()
         other.heap = list(self.heap)
         other.seen = self.seen
         return other
+
+    def rescale(self, factor: int) -> None:
+        self.e_back = [e * factor for e in self.e_back]
+        self.e_fwd = [e * factor for e in self.e_fwd]
+        self.prefix.rescale(factor)
+        # Multiplying by a positive factor keeps the heap order.
+        self.heap = [(k * factor, x, t, b * factor) for k, x, t, b in self.heap]
 
     def _advance(self, slot: int) -> None:
         if slot <= self.seen:
@@ -157,27 +203,28 @@ class _DynamicState(AccountState):
             if tau > self.seen and tau >= d.slot:
                 expiry = tau + d.w_fwd - 1
                 if expiry >= slot:
-                    heapq.heappush(self.heap, (key_base + d.eps_fwd, expiry, tau, d.eps_fwd))
+                    bound = self.e_fwd[j]
+                    heapq.heappush(self.heap, (key_base + bound, expiry, tau, bound))
             j += 1
         self.seen = slot
         while self.heap and self.heap[0][1] < slot:
             heapq.heappop(self.heap)
 
-    def windows(self, slot: int) -> list[WindowState]:
+    def windows(self, slot: int) -> list[Window]:
         self._advance(slot)
         i = bisect.bisect_right(self.decl_slots, slot) - 1
         total = self.prefix.total
         if i < 0:
-            return [WindowState("unregistered", slot, slot, _ZERO, _ZERO)]
+            return [Window("unregistered", slot, slot, 0, 0)]
         d = self.decls[i]
         back = total - self.prefix.through(slot - d.w_back)
-        out = [WindowState("backward", max(1, slot - d.w_back + 1), slot, back, d.eps_back)]
+        out = [Window("backward", max(1, slot - d.w_back + 1), slot, back, self.e_back[i])]
         if self.heap:
             key, expiry, tau, bound = self.heap[0]
-            out.append(WindowState("forward", tau, expiry, total - (key - bound), bound))
+            out.append(Window("forward", tau, expiry, total - (key - bound), bound))
         return out
 
-    def commit(self, slot: int, amount: Fraction) -> None:
+    def commit(self, slot: int, amount: int) -> None:
         self._advance(slot)
         self.prefix.add(slot, amount)
 
@@ -187,21 +234,25 @@ class _UnregisteredState(AccountState):
 
     __slots__ = ()
 
-    def windows(self, slot: int) -> list[WindowState]:
-        return [WindowState("unregistered", slot, slot, _ZERO, _ZERO)]
+    def windows(self, slot: int) -> list[Window]:
+        return [Window("unregistered", slot, slot, 0, 0)]
 
-    def commit(self, slot: int, amount: Fraction) -> None:
+    def commit(self, slot: int, amount: int) -> None:
         return None
 
     def clone(self) -> AccountState:
         return self
 
+    def rescale(self, factor: int) -> None:
+        return None
 
-def make_state(req: Requirement | None) -> AccountState:
+
+def make_state(req: Requirement | None, scale: int) -> AccountState:
+    """Fresh state for a requirement; ``scale`` (the guard's D) must cover its bounds."""
     if isinstance(req, Fixed):
-        return _FixedState(req)
+        return _FixedState(req, scale)
     if isinstance(req, WholeStream):
-        return _WholeState(req)
+        return _WholeState(req, scale)
     if isinstance(req, Dynamic):
-        return _DynamicState(req)
+        return _DynamicState(req, scale)
     return _UnregisteredState()
