@@ -1,1 +1,45 @@
-"""wevent accounting vocabulary."""
+"""wevent's accounting vocabulary: exact budgets, requirements, populations, evidence, ledgers.
+
+Imports nothing else of the project; mechanisms spend through `accounting.spending.Spender`.
+"""
+
+from accounting.budget import Budget, BudgetError, Rounding, format_exact
+from accounting.evidence import (
+    GRR,
+    OUE,
+    DiscreteLaplace,
+    Evidence,
+    Laplace,
+    PostProcessing,
+    Sampled,
+)
+from accounting.ledger import Charge, Ledger
+from accounting.population import Population, RequirementClass
+from accounting.requirements import Declaration, Dynamic, Fixed, Requirement, WholeStream
+from accounting.spending import BudgetExceeded, EvidenceRejected, Spender
+
+__all__ = [
+    "GRR",
+    "OUE",
+    "Budget",
+    "BudgetError",
+    "BudgetExceeded",
+    "Charge",
+    "Declaration",
+    "DiscreteLaplace",
+    "Dynamic",
+    "Evidence",
+    "EvidenceRejected",
+    "Fixed",
+    "Laplace",
+    "Ledger",
+    "Population",
+    "PostProcessing",
+    "Requirement",
+    "RequirementClass",
+    "Rounding",
+    "Sampled",
+    "Spender",
+    "WholeStream",
+    "format_exact",
+]
