@@ -93,4 +93,5 @@ def test_budgets_copy_pickle_and_hash_like_fractions() -> None:
     back = pickle.loads(pickle.dumps(b))
     assert isinstance(back, Budget) and back == b
     assert hash(b) == hash(Fraction(1, 3)) == hash(back)
-    assert {b: "x"}[Fraction(1, 3)] == "x"
+    table: dict[Fraction, str] = {b: "x"}
+    assert table[Fraction(1, 3)] == "x"
