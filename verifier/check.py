@@ -26,7 +26,7 @@ from accounting.evidence import certify_cost
 from accounting.ledger import Ledger, LedgerColumns
 from accounting.population import Population
 from accounting.requirements import Dynamic, Fixed, Requirement, WholeStream
-from verifier.verdict import EvidenceFailure, Verdict, Violation
+from verifier.verdict import EvidenceFailure, Verdict, Violation, ratio
 
 __all__ = ["check"]
 
@@ -510,12 +510,9 @@ def _check_fixed(ctx: _Ctx, rows: Arr, out: list[Violation], util_num: Arr) -> N
         assert isinstance(req, Fixed)
         spends = ctx.spends(i, j)
         out.append(
-            Violation(
+            Violation.from_spends(
                 "fixed",
                 ctx.reps.members(rr),
-                spends[0][0],
-                spends[-1][0],
-                spends[-1][0],
                 spends,
                 ctx.frac(ctx.cum[j + 1] - ctx.cum[i]),
                 req.eps,
@@ -541,24 +538,16 @@ def _check_whole(ctx: _Ctx, rows: Arr, out: list[Violation], util_num: Arr) -> N
         assert isinstance(req, WholeStream)
         spends = ctx.spends(int(first_rows[k]), int(last_rows[k]))
         out.append(
-            Violation(
+            Violation.from_spends(
                 "whole-stream",
                 ctx.reps.members(rr),
-                spends[0][0],
-                spends[-1][0],
-                0,
                 spends,
                 ctx.frac(totals[k]),
                 req.eps,
                 req.describe(),
+                anchor=0,
             )
         )
-
-
-def _ratio(total: Fraction, bound: Fraction) -> Fraction | None:
-    if bound == 0:
-        return Fraction(0) if total == 0 else None
-    return total / bound
 
 
 def _check_dynamic_or_unregistered(ctx: _Ctx, r: int, out: list[Violation]) -> Fraction | None:
@@ -572,16 +561,8 @@ def _check_dynamic_or_unregistered(ctx: _Ctx, r: int, out: list[Violation]) -> F
         spends = ctx.spends(lo, hi)
         total = ctx.frac(ctx.cum[hi + 1] - ctx.cum[lo])
         out.append(
-            Violation(
-                "unregistered",
-                users,
-                spends[0][0],
-                spends[-1][0],
-                spends[-1][0],
-                spends,
-                total,
-                Fraction(0),
-                "no requirement",
+            Violation.from_spends(
+                "unregistered", users, spends, total, Fraction(0), "no requirement"
             )
         )
         return None
@@ -591,12 +572,9 @@ def _check_dynamic_or_unregistered(ctx: _Ctx, r: int, out: list[Violation]) -> F
     if early > 0:
         spends = ctx.spends(lo, lo + early - 1)
         out.append(
-            Violation(
+            Violation.from_spends(
                 "unregistered",
                 users,
-                spends[0][0],
-                spends[-1][0],
-                spends[-1][0],
                 spends,
                 ctx.frac(ctx.cum[lo + early] - ctx.cum[lo]),
                 Fraction(0),
@@ -627,8 +605,8 @@ def _check_dynamic_or_unregistered(ctx: _Ctx, r: int, out: list[Violation]) -> F
         bound_num = np.array([ctx.num(e) for e in bounds], dtype=ctx.dtype)[decl_idx]
         for k in np.unique(decl_idx).tolist():  # utilization: the largest sum per declaration
             top = ctx.frac(sums[decl_idx == k].max())
-            ratio = _ratio(top, bounds[k])
-            best = None if best is None or ratio is None else max(best, ratio)
+            share = ratio(top, bounds[k])
+            best = None if best is None or share is None else max(best, share)
         for i in np.flatnonzero(sums > bound_num).tolist():
             i0 = lo + int(np.searchsorted(slots, int(a_arr[i]), side="left"))
             i1 = lo + int(np.searchsorted(slots, int(b_arr[i]), side="right")) - 1
@@ -639,16 +617,8 @@ def _check_dynamic_or_unregistered(ctx: _Ctx, r: int, out: list[Violation]) -> F
                 continue
             seen.add(key)
             out.append(
-                Violation(
-                    kind,
-                    users,
-                    spends[0][0],
-                    spends[-1][0],
-                    int(t[i]),
-                    spends,
-                    ctx.frac(sums[i]),
-                    bound,
-                    req.describe(),
+                Violation.from_spends(
+                    kind, users, spends, ctx.frac(sums[i]), bound, req.describe(), anchor=int(t[i])
                 )
             )
     return best

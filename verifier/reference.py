@@ -13,15 +13,9 @@ from accounting.evidence import Evidence, certify_cost
 from accounting.ledger import Ledger
 from accounting.population import Population
 from accounting.requirements import Dynamic, Fixed, WholeStream
-from verifier.verdict import EvidenceFailure, Verdict, Violation
+from verifier.verdict import EvidenceFailure, Verdict, Violation, ratio
 
 __all__ = ["reference_check"]
-
-
-def _ratio(total: Fraction, bound: Fraction) -> Fraction | None:
-    if bound == 0:
-        return Fraction(0) if total == 0 else None
-    return total / bound
 
 
 def _max_util(a: Fraction | None, b: Fraction | None) -> Fraction | None:
@@ -64,12 +58,9 @@ def reference_check(
             if positive:
                 total = sum((x for _, x in positive), Fraction(0))
                 violations.append(
-                    Violation(
+                    Violation.from_spends(
                         "unregistered",
                         (user,),
-                        positive[0][0],
-                        positive[-1][0],
-                        positive[-1][0],
                         tuple(positive),
                         total,
                         Fraction(0),
@@ -90,12 +81,9 @@ def reference_check(
                     continue
                 chunk = tuple(positive[i : j + 1])
                 violations.append(
-                    Violation(
+                    Violation.from_spends(
                         "fixed",
                         (user,),
-                        chunk[0][0],
-                        chunk[-1][0],
-                        chunk[-1][0],
                         chunk,
                         sum((x for _, x in chunk), Fraction(0)),
                         req.eps,
@@ -104,40 +92,30 @@ def reference_check(
                 )
             for t in range(1, horizon_t + 1):
                 total = sum((x for _, x in window(t - req.w + 1, t)), Fraction(0))
-                util = _max_util(util, _ratio(total, req.eps))
+                util = _max_util(util, ratio(total, req.eps))
         elif isinstance(req, WholeStream):
             total = sum((x for _, x in positive), Fraction(0))
             if total > req.eps:
                 violations.append(
-                    Violation(
+                    Violation.from_spends(
                         "whole-stream",
                         (user,),
-                        positive[0][0],
-                        positive[-1][0],
-                        0,
                         tuple(positive),
                         total,
                         req.eps,
                         req.describe(),
+                        anchor=0,
                     )
                 )
-            util = _ratio(total, req.eps)
+            util = ratio(total, req.eps)
         else:
             assert isinstance(req, Dynamic)
             early = [(s, x) for s, x in positive if req.in_force(s) is None]
             if early:
                 total = sum((x for _, x in early), Fraction(0))
                 violations.append(
-                    Violation(
-                        "unregistered",
-                        (user,),
-                        early[0][0],
-                        early[-1][0],
-                        early[-1][0],
-                        tuple(early),
-                        total,
-                        Fraction(0),
-                        req.describe(),
+                    Violation.from_spends(
+                        "unregistered", (user,), tuple(early), total, Fraction(0), req.describe()
                     )
                 )
                 util = None
@@ -152,23 +130,15 @@ def reference_check(
                 ):
                     inside = window(a, b)
                     total = sum((x for _, x in inside), Fraction(0))
-                    util = _max_util(util, _ratio(total, bound))
+                    util = _max_util(util, ratio(total, bound))
                     if total > bound:
                         key = (kind, inside[0][0], inside[-1][0], bound)
                         if key in seen:
                             continue
                         seen.add(key)
                         violations.append(
-                            Violation(
-                                kind,
-                                (user,),
-                                inside[0][0],
-                                inside[-1][0],
-                                t,
-                                tuple(inside),
-                                total,
-                                bound,
-                                req.describe(),
+                            Violation.from_spends(
+                                kind, (user,), tuple(inside), total, bound, req.describe(), anchor=t
                             )
                         )
         utilization[user] = util

@@ -27,7 +27,14 @@ from typing import Any
 from accounting.budget import format_exact
 from accounting.evidence import Evidence, evidence_to_json
 
-__all__ = ["EvidenceFailure", "Verdict", "Violation"]
+__all__ = ["EvidenceFailure", "Verdict", "Violation", "ratio"]
+
+
+def ratio(total: Fraction, bound: Fraction) -> Fraction | None:
+    """Utilization of one window: total / bound; None for a positive total against bound 0."""
+    if bound == 0:
+        return Fraction(0) if total == 0 else None
+    return total / bound
 
 
 def _q(x: Fraction) -> str:
@@ -48,6 +55,32 @@ class Violation:
     total: Fraction
     bound: Fraction
     requirement: str
+
+    @classmethod
+    def from_spends(
+        cls,
+        kind: str,
+        users: tuple[str, ...],
+        spends: tuple[tuple[int, Fraction], ...],
+        total: Fraction,
+        bound: Fraction,
+        requirement: str,
+        *,
+        anchor: int | None = None,
+    ) -> Violation:
+        """A violation whose window is trimmed to ``spends`` (anchor: the last spend slot)."""
+        last = spends[-1][0]
+        return cls(
+            kind,
+            users,
+            spends[0][0],
+            last,
+            last if anchor is None else anchor,
+            spends,
+            total,
+            bound,
+            requirement,
+        )
 
     @property
     def excess(self) -> Fraction:
