@@ -1,0 +1,243 @@
+"""Local frequency oracles: generalized randomized response (GRR) and optimized unary encoding (OUE).
+
+Each user with budget eps perturbs their value locally; the server aggregates reports into a
+histogram and estimates frequencies without bias.
+
+* GRR (002 Section 3.4; 000 PFO.P): keep the true value with p = e^eps / (e^eps + d - 1), else
+  report one of the other d-1 values uniformly (each with q = 1 / (e^eps + d - 1)).
+* OUE (Wang et al., restated in 002): one bit per value; the user's bit stays 1 with p = 1/2, every
+  other bit becomes 1 with q = 1 / (e^eps + 1).
+
+Estimate (both): f_j = (c_j / n - q) / (p - q); variance
+q (1 - q) / (n (p - q)^2) + f_j (1 - p - q) / (n (p - q)).
+
+Two sampling paths with the same distribution: per user (each report, when reports are kept or
+re-perturbed) and aggregate (the output histogram directly from binomials and multinomials).
+
+Directed rounding: GRR's keep-probability p is rounded *down* to a float and q set to exactly
+(1 - p) / (d - 1), so p/q <= e^eps; OUE's q is rounded *up*. The evidence records those values.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from accounting.budget import Budget, BudgetError
+from accounting.evidence import GRR as GRREvidence
+from accounting.evidence import OUE as OUEEvidence
+from accounting.spending import Spender
+from mechanisms.rounding import exp_lower, exp_upper, float_down, float_up
+
+__all__ = ["GRR", "OUE", "FrequencyOracle", "charge_reporters"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+def _check_domain(d: int) -> int:
+    if isinstance(d, bool) or not isinstance(d, int) or d < 2:
+        raise BudgetError(f"domain size d must be an integer >= 2, got {d!r}")
+    return d
+
+
+def _check_values(values: npt.ArrayLike, d: int) -> IntArray:
+    arr = np.asarray(values)
+    if arr.size and (not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0 or arr.max() >= d):
+        raise BudgetError(f"values must be integers in [0, {d})")
+    return arr.astype(np.int64, copy=False)
+
+
+def _check_counts(counts: npt.ArrayLike, d: int) -> IntArray:
+    arr = np.asarray(counts)
+    if arr.shape != (d,) or not np.issubdtype(arr.dtype, np.integer) or (arr < 0).any():
+        raise BudgetError(f"counts must be {d} non-negative integers")
+    return arr.astype(np.int64, copy=False)
+
+
+def charge_reporters(
+    spender: Spender,
+    slot: int,
+    eps: Budget,
+    evidence: Any,
+    *,
+    users: list[str] | None = None,
+    group: str | None = None,
+    part: str = "report",
+    mechanism: str = "",
+) -> None:
+    """Charge every reporting user ``eps`` in one atomic spend (a group charge), before any
+    report is drawn. ``users`` defines a group named after the slot and mechanism; ``group``
+    names one already defined."""
+    if (users is None) == (group is None):
+        raise BudgetError("name the reporters: exactly one of users or group")
+    if users is not None:
+        if not users:
+            return
+        digest = hashlib.blake2b("\x00".join(users).encode(), digest_size=6).hexdigest()
+        group = f"{mechanism or 'report'}@{slot}#{digest}"  # deterministic: same run, same name
+        spender.define_group(group, tuple(users))
+    spender.spend(slot, eps, group=group, part=part, mechanism=mechanism, evidence=evidence)
+
+
+@dataclass(frozen=True)
+class FrequencyOracle:
+    """Shared estimation for GRR and OUE: both are 'pure' oracles with support probabilities p, q."""
+
+    d: int
+    eps: Budget
+    p: Fraction  # exact rational values of the floats the sampler uses
+    q: Fraction
+
+    @property
+    def evidence(self) -> Any:
+        raise NotImplementedError
+
+    def estimate(self, histogram: npt.ArrayLike, n: int) -> FloatArray:
+        """Unbiased frequency estimates from the report histogram of ``n`` users."""
+        if n <= 0:
+            raise BudgetError("cannot estimate from zero reports")
+        p, q = float(self.p), float(self.q)
+        return (np.asarray(histogram, dtype=np.float64) / n - q) / (p - q)
+
+    def variance(self, n: int, f: npt.ArrayLike | float = 0.0) -> FloatArray:
+        """Variance of each estimate for true frequency ``f`` (approximate when f is unknown)."""
+        p, q = float(self.p), float(self.q)
+        f_arr = np.asarray(f, dtype=np.float64)
+        return np.asarray(
+            q * (1 - q) / (n * (p - q) ** 2) + f_arr * (1 - p - q) / (n * (p - q)), np.float64
+        )
+
+    def average_variance(self, n: int) -> float:
+        """Variance averaged over values (f = 1/d), as 000 uses for its weights."""
+        return float(self.variance(n, 1.0 / self.d))
+
+    def collect(
+        self,
+        spender: Spender,
+        slot: int,
+        values: npt.ArrayLike,
+        rng: np.random.Generator,
+        *,
+        users: list[str] | None = None,
+        group: str | None = None,
+        part: str = "report",
+        mechanism: str = "",
+        aggregate: bool = True,
+    ) -> IntArray:
+        """Charge the reporters (guard first), then return the report histogram.
+
+        ``aggregate=True`` samples the histogram directly from the true counts; ``False``
+        perturbs each report. Both have the same distribution."""
+        vals = _check_values(values, self.d)
+        charge_reporters(
+            spender,
+            slot,
+            self.eps,
+            self.evidence,
+            users=users,
+            group=group,
+            part=part,
+            mechanism=mechanism or type(self).__name__.lower(),
+        )
+        if aggregate:
+            return self.perturb_counts(np.bincount(vals, minlength=self.d), rng)
+        return self.histogram(self.perturb(vals, rng))
+
+    def perturb(self, values: npt.ArrayLike, rng: np.random.Generator) -> Any:
+        raise NotImplementedError
+
+    def histogram(self, reports: Any) -> IntArray:
+        raise NotImplementedError
+
+    def perturb_counts(self, counts: npt.ArrayLike, rng: np.random.Generator) -> IntArray:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class GRR(FrequencyOracle):
+    """Generalized randomized response over values 0..d-1."""
+
+    p_float: float = 0.0
+
+    @classmethod
+    def for_budget(cls, d: int, eps: Budget) -> GRR:
+        _check_domain(d)
+        budget = Budget(eps)
+        if budget <= 0:
+            raise BudgetError("GRR needs a positive epsilon")
+        # p = 1 / (1 + (d-1) e^-eps); a lower bound on p, rounded down to a float.
+        p_float = float_down(1 / (1 + (d - 1) * exp_upper(-budget)))
+        p = Fraction(p_float)
+        q = (1 - p) / (d - 1)
+        if p <= q:
+            raise BudgetError(f"epsilon {budget} is too small to represent for GRR")
+        return cls(d, budget, p, q, p_float)
+
+    @property
+    def evidence(self) -> GRREvidence:
+        return GRREvidence(self.d, self.p, self.q)
+
+    def perturb(self, values: npt.ArrayLike, rng: np.random.Generator) -> IntArray:
+        """Each user's report: the true value with probability p, else a uniform other value."""
+        vals = _check_values(values, self.d)
+        keep = rng.random(vals.shape) < self.p_float
+        shift = rng.integers(1, self.d, size=vals.shape)  # uniform over the d-1 other values
+        return np.where(keep, vals, (vals + shift) % self.d)
+
+    def histogram(self, reports: Any) -> IntArray:
+        return np.bincount(np.asarray(reports, np.int64), minlength=self.d).astype(np.int64)
+
+    def perturb_counts(self, counts: npt.ArrayLike, rng: np.random.Generator) -> IntArray:
+        """Output histogram for true counts: per true value, Binomial(c_j, p) keep their value and
+        the rest spread multinomially over the other d-1 values. O(d^2), independent of n."""
+        c = _check_counts(counts, self.d)
+        kept = rng.binomial(c, self.p_float)
+        out = kept.astype(np.int64)
+        others = np.full(self.d - 1, 1.0 / (self.d - 1))
+        for j in np.flatnonzero(c - kept).tolist():
+            moved = rng.multinomial(int(c[j] - kept[j]), others)
+            out[:j] += moved[:j]
+            out[j + 1 :] += moved[j:]
+        return out
+
+
+@dataclass(frozen=True)
+class OUE(FrequencyOracle):
+    """Optimized unary encoding: p = 1/2 for the user's own bit, q = 1/(e^eps + 1) for others."""
+
+    q_float: float = 0.0
+
+    @classmethod
+    def for_budget(cls, d: int, eps: Budget) -> OUE:
+        _check_domain(d)
+        budget = Budget(eps)
+        if budget <= 0:
+            raise BudgetError("OUE needs a positive epsilon")
+        q_float = float_up(1 / (1 + exp_lower(budget)))  # q rounded up: cost ln((1-q)/q) <= eps
+        return cls(d, budget, Fraction(1, 2), Fraction(q_float), q_float)
+
+    @property
+    def evidence(self) -> OUEEvidence:
+        return OUEEvidence(self.p, self.q)
+
+    def perturb(self, values: npt.ArrayLike, rng: np.random.Generator) -> npt.NDArray[np.bool_]:
+        """Each user's report: a bit vector of length d."""
+        vals = _check_values(values, self.d)
+        bits = rng.random((len(vals), self.d)) < self.q_float
+        bits[np.arange(len(vals)), vals] = rng.random(len(vals)) < 0.5
+        return bits
+
+    def histogram(self, reports: Any) -> IntArray:
+        return np.asarray(reports, dtype=bool).sum(axis=0).astype(np.int64)
+
+    def perturb_counts(self, counts: npt.ArrayLike, rng: np.random.Generator) -> IntArray:
+        """Count of 1-bits per value: Binomial(c_j, 1/2) + Binomial(n - c_j, q)."""
+        c = _check_counts(counts, self.d)
+        n = int(c.sum())
+        return (rng.binomial(c, 0.5) + rng.binomial(n - c, self.q_float)).astype(np.int64)
