@@ -151,4 +151,5 @@ class DiscreteLaplaceMechanism:
             raise BudgetError("discrete Laplace adds noise to integer counts")
         shape = data.shape
         noise = rng.geometric(self.p_geo, size=shape) - rng.geometric(self.p_geo, size=shape)
-        return np.asarray(data, dtype=np.int64) + noise
+        out: IntArray = np.asarray(data, dtype=np.int64) + noise
+        return out

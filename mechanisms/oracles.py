@@ -34,7 +34,14 @@ from accounting.evidence import OUE as OUEEvidence
 from accounting.spending import Spender
 from mechanisms.rounding import exp_lower, exp_upper, float_down, float_up
 
-__all__ = ["GRR", "OUE", "FrequencyOracle", "charge_reporters"]
+__all__ = [
+    "GRR",
+    "OUE",
+    "FrequencyOracle",
+    "charge_reporters",
+    "randomized_response",
+    "randomized_response_counts",
+]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -83,6 +90,31 @@ def charge_reporters(
         group = f"{mechanism or 'report'}@{slot}#{digest}"  # deterministic: same run, same name
         spender.define_group(group, tuple(users))
     spender.spend(slot, eps, group=group, part=part, mechanism=mechanism, evidence=evidence)
+
+
+def randomized_response_counts(counts: IntArray, keep: float, rng: np.random.Generator) -> IntArray:
+    """Histogram after each of ``counts[j]`` items keeps value j with probability ``keep`` and
+    otherwise moves to one of the other d-1 values uniformly: Binomial(c_j, keep) stay, the rest
+    spread multinomially. O(d^2) work, independent of the number of items."""
+    d = len(counts)
+    kept = rng.binomial(counts, keep)
+    out = kept.astype(np.int64)
+    others = np.full(d - 1, 1.0 / (d - 1))
+    for j in np.flatnonzero(counts - kept).tolist():
+        moved = rng.multinomial(int(counts[j] - kept[j]), others)
+        out[:j] += moved[:j]
+        out[j + 1 :] += moved[j:]
+    return out
+
+
+def randomized_response(
+    values: IntArray, keep: float, d: int, rng: np.random.Generator
+) -> IntArray:
+    """Each value stays with probability ``keep``, else moves to a uniform other value."""
+    stay = rng.random(values.shape) < keep
+    shift = rng.integers(1, d, size=values.shape)  # uniform over the d-1 other values
+    moved: IntArray = (values + shift) % d
+    return np.where(stay, values, moved)
 
 
 @dataclass(frozen=True)
@@ -185,10 +217,7 @@ class GRR(FrequencyOracle):
 
     def perturb(self, values: npt.ArrayLike, rng: np.random.Generator) -> IntArray:
         """Each user's report: the true value with probability p, else a uniform other value."""
-        vals = _check_values(values, self.d)
-        keep = rng.random(vals.shape) < self.p_float
-        shift = rng.integers(1, self.d, size=vals.shape)  # uniform over the d-1 other values
-        return np.where(keep, vals, (vals + shift) % self.d)
+        return randomized_response(_check_values(values, self.d), self.p_float, self.d, rng)
 
     def histogram(self, reports: Any) -> IntArray:
         return np.bincount(np.asarray(reports, np.int64), minlength=self.d).astype(np.int64)
@@ -196,15 +225,7 @@ class GRR(FrequencyOracle):
     def perturb_counts(self, counts: npt.ArrayLike, rng: np.random.Generator) -> IntArray:
         """Output histogram for true counts: per true value, Binomial(c_j, p) keep their value and
         the rest spread multinomially over the other d-1 values. O(d^2), independent of n."""
-        c = _check_counts(counts, self.d)
-        kept = rng.binomial(c, self.p_float)
-        out = kept.astype(np.int64)
-        others = np.full(self.d - 1, 1.0 / (self.d - 1))
-        for j in np.flatnonzero(c - kept).tolist():
-            moved = rng.multinomial(int(c[j] - kept[j]), others)
-            out[:j] += moved[:j]
-            out[j + 1 :] += moved[j:]
-        return out
+        return randomized_response_counts(_check_counts(counts, self.d), self.p_float, rng)
 
 
 @dataclass(frozen=True)
@@ -234,10 +255,12 @@ class OUE(FrequencyOracle):
         return bits
 
     def histogram(self, reports: Any) -> IntArray:
-        return np.asarray(reports, dtype=bool).sum(axis=0).astype(np.int64)
+        ones: IntArray = np.asarray(reports, dtype=bool).sum(axis=0).astype(np.int64)
+        return ones
 
     def perturb_counts(self, counts: npt.ArrayLike, rng: np.random.Generator) -> IntArray:
         """Count of 1-bits per value: Binomial(c_j, 1/2) + Binomial(n - c_j, q)."""
         c = _check_counts(counts, self.d)
         n = int(c.sum())
-        return (rng.binomial(c, 0.5) + rng.binomial(n - c, self.q_float)).astype(np.int64)
+        ones: IntArray = rng.binomial(c, 0.5) + rng.binomial(n - c, self.q_float)
+        return ones.astype(np.int64)

@@ -1,0 +1,56 @@
+import numpy as np
+import pytest
+
+from accounting.budget import Budget
+from accounting.population import Population
+from accounting.requirements import Fixed
+from mechanisms.dissimilarity import dc_dissimilarity, ldp_dissimilarity
+from mechanisms.oracles import GRR
+from verifier.check import check
+from verifier.guard import Guard
+
+
+def test_ldp_dissimilarity_is_unbiased_for_the_true_mean_squared_difference() -> None:
+    rng = np.random.default_rng(8)
+    d, n = 4, 4000
+    grr = GRR.for_budget(d, Budget(1))
+    f = np.array([0.4, 0.3, 0.2, 0.1])
+    last = np.array([0.25, 0.25, 0.25, 0.25])
+    counts = (f * n).astype(np.int64)
+    truth = float(np.mean((f - last) ** 2))
+    reps = 2000
+    dis = np.array(
+        [
+            ldp_dissimilarity(
+                grr.estimate(grr.perturb_counts(counts, rng), n), last, grr.variance(n, f)
+            )
+            for _ in range(reps)
+        ]
+    )
+    assert abs(dis.mean() - truth) < 5 * dis.std(ddof=1) / np.sqrt(reps)
+    with pytest.raises(ValueError):
+        ldp_dissimilarity([0.1], [0.1, 0.2], 0.0)
+
+
+def test_dc_charges_every_class_and_returns_the_obs_threshold() -> None:
+    pop = Population.from_classes(
+        {Fixed(2, Budget("0.1")): 2, Fixed(2, Budget("0.4")): 5, Fixed(2, Budget("0.8")): 3}
+    )
+    guard = Guard(pop)
+    groups = {}
+    for cls in pop.classes:
+        guard.define_group(cls.name, cls.members)
+        assert isinstance(cls.requirement, Fixed)
+        groups[cls.requirement.eps] = cls.name
+    counts = {
+        Budget("0.1"): np.array([1, 1]),
+        Budget("0.4"): np.array([3, 2]),
+        Budget("0.8"): np.array([2, 1]),
+    }
+    dis, theta = dc_dissimilarity(
+        guard, 1, counts, groups, np.array([5.0, 5.0]), np.random.default_rng(0)
+    )
+    assert theta == Budget("0.4")
+    assert np.isfinite(dis)
+    verdict = check(guard.ledger, pop)
+    assert verdict.ok and len(guard.ledger) == 3
