@@ -99,3 +99,14 @@ def test_demo_prints_both_verdicts() -> None:
     assert "compliant.jsonl" in out and "violating.jsonl" in out
     assert out.count("NOT COMPLIANT") == 1
     assert "4 spend(s) refused" in out
+
+
+def test_prove_prints_the_proved_statement() -> None:
+    code, out, _ = run("prove", "grr", "--d", "5")
+    assert code == 0
+    assert "grr: PROVED" in out and "P[y|x] <= e^eps P[y|x']" in out
+    code, out, _ = run("prove", "all", "--json")
+    assert code == 0
+    assert {r["name"] for r in json.loads(out)} == {"grr", "oue", "pue", "sm"}
+    code, _, err = run("prove", "laplace")
+    assert code == 2 and "laplace" in err
