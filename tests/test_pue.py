@@ -80,3 +80,21 @@ def test_pue_enhances_each_group_with_all_larger_budgets() -> None:
     assert np.array_equal(enhanced[2], hists[2])
     with pytest.raises(BudgetError):
         pue(list(reversed(oracles)), hists, rng)
+
+
+def test_reperturbation_is_recorded_as_free_post_processing() -> None:
+    from accounting.evidence import PostProcessing
+    from accounting.population import Population
+    from accounting.requirements import Fixed
+    from verifier.check import check
+    from verifier.guard import Guard
+
+    pop = Population({"h1": Fixed(1, Budget(2)), "h2": Fixed(1, Budget(2))})
+    guard = Guard(pop)
+    guard.define_group("high", ["h1", "h2"])
+    high, low = GRR.for_budget(3, Budget(2)), GRR.for_budget(3, Budget("0.5"))
+    guard.spend(1, Budget(2), group="high", evidence=high.evidence)
+    Reperturbation.between(high, low).record(guard, 1, "high")
+    last = list(guard.ledger)[-1]
+    assert last.amount == 0 and isinstance(last.evidence, PostProcessing)
+    assert check(guard.ledger, pop).ok
