@@ -8,6 +8,8 @@ Directed rounding: the Laplace scale is the smallest float >= sensitivity/eps, s
 sensitivity/scale is <= eps. The discrete Laplace (two-sided geometric) sampler uses a ratio
 alpha = 1 - p_geo with p_geo rounded down, i.e. alpha >= e^(-eps/sensitivity) (more noise), and the
 evidence records the scale -1/ln(alpha) rounded down, so the recomputed cost never undercounts.
+(numpy's own Laplace and geometric samplers are floating-point algorithms; their deviation from
+the ideal distributions is outside this claim, as it is for every float-based DP library.)
 """
 
 from __future__ import annotations

@@ -14,8 +14,11 @@ q (1 - q) / (n (p - q)^2) + f_j (1 - p - q) / (n (p - q)).
 Two sampling paths with the same distribution: per user (each report, when reports are kept or
 re-perturbed) and aggregate (the output histogram directly from binomials and multinomials).
 
-Directed rounding: GRR's keep-probability p is rounded *down* to a float and q set to exactly
-(1 - p) / (d - 1), so p/q <= e^eps; OUE's q is rounded *up*. The evidence records those values.
+Directed rounding: GRR's keep-probability p is rounded *down* and q set to exactly (1 - p)/(d - 1),
+so p/q <= e^eps; OUE's q is rounded *up*. Both land on the 2^-53 grid of numpy's uniform
+generator, so the per-user path's comparisons ``random() < p`` happen with exactly the recorded
+probabilities. The evidence records those values. (The aggregate path draws from numpy's binomial
+and multinomial samplers, whose own floating-point algorithms are outside this exactness claim.)
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from accounting.budget import Budget, BudgetError
 from accounting.evidence import GRR as GRREvidence
 from accounting.evidence import OUE as OUEEvidence
 from accounting.spending import Spender
-from mechanisms.rounding import exp_lower, exp_upper, float_down, float_up
+from mechanisms.rounding import exp_lower, exp_upper, grid_down, grid_up
 
 __all__ = [
     "GRR",
@@ -203,8 +206,9 @@ class GRR(FrequencyOracle):
         budget = Budget(eps)
         if budget <= 0:
             raise BudgetError("GRR needs a positive epsilon")
-        # p = 1 / (1 + (d-1) e^-eps); a lower bound on p, rounded down to a float.
-        p_float = float_down(1 / (1 + (d - 1) * exp_upper(-budget)))
+        # p = 1 / (1 + (d-1) e^-eps): a certified lower bound, rounded down to the 2^-53 grid of
+        # the uniform generator, so that P[random() < p_float] is exactly the recorded p.
+        p_float = grid_down(1 / (1 + (d - 1) * exp_upper(-budget)))
         p = Fraction(p_float)
         q = (1 - p) / (d - 1)
         if p <= q:
@@ -240,7 +244,9 @@ class OUE(FrequencyOracle):
         budget = Budget(eps)
         if budget <= 0:
             raise BudgetError("OUE needs a positive epsilon")
-        q_float = float_up(1 / (1 + exp_lower(budget)))  # q rounded up: cost ln((1-q)/q) <= eps
+        # q rounded up (cost ln((1-q)/q) <= eps) onto the generator's grid, so P[random() < q]
+        # is exactly the recorded q; p = 1/2 is on the grid.
+        q_float = grid_up(1 / (1 + exp_lower(budget)))
         return cls(d, budget, Fraction(1, 2), Fraction(q_float), q_float)
 
     @property

@@ -29,7 +29,7 @@ from accounting.budget import Budget, BudgetError
 from accounting.evidence import PostProcessing
 from accounting.spending import Spender
 from mechanisms.oracles import GRR, randomized_response, randomized_response_counts
-from mechanisms.rounding import float_down
+from mechanisms.rounding import grid_down
 
 __all__ = ["Reperturbation", "pue", "reperturbation_probabilities"]
 
@@ -67,8 +67,9 @@ class Reperturbation:
         if low.eps > high.eps:
             raise BudgetError(f"cannot re-perturb eps {high.eps} reports to the larger {low.eps}")
         beta, gamma = reperturbation_probabilities(high.d, low.p, high.p)
-        # Rounding beta down moves the output towards uniform: never less private than eps_L.
-        return cls(high, low, beta, gamma, float_down(beta))
+        # Rounding beta down (onto the generator's 2^-53 grid) moves the output towards uniform:
+        # never less private than eps_L.
+        return cls(high, low, beta, gamma, grid_down(beta))
 
     def apply(self, reports: npt.ArrayLike, rng: np.random.Generator) -> IntArray:
         """Per-report path (000 Eq. 8)."""

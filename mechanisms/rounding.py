@@ -13,7 +13,11 @@ from fractions import Fraction
 
 from accounting.certified import exp_bounds
 
-__all__ = ["exp_lower", "exp_upper", "float_down", "float_up"]
+__all__ = ["exp_lower", "exp_upper", "float_down", "float_up", "grid_down", "grid_up"]
+
+# numpy's Generator.random() returns k / 2^53 for a uniform integer k < 2^53, so the event
+# random() < t has probability exactly t when t lies on that grid (ceil(t 2^53) / 2^53 otherwise).
+_GRID = 2**53
 
 
 def float_up(x: Fraction) -> float:
@@ -40,3 +44,14 @@ def exp_lower(x: Fraction) -> Fraction:
 def exp_upper(x: Fraction) -> Fraction:
     """A rational certainly >= e^x."""
     return exp_bounds(x, x, 40)[1]
+
+
+def grid_down(x: Fraction) -> float:
+    """The largest multiple of 2^-53 that is <= x (x in [0, 1]): a threshold for random() < t
+    whose probability is exactly the returned value."""
+    return math.floor(x * _GRID) / _GRID
+
+
+def grid_up(x: Fraction) -> float:
+    """The smallest multiple of 2^-53 that is >= x (x in [0, 1])."""
+    return math.ceil(x * _GRID) / _GRID
