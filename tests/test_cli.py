@@ -99,6 +99,7 @@ def test_demo_prints_both_verdicts() -> None:
     assert "compliant.jsonl" in out and "violating.jsonl" in out
     assert out.count("NOT COMPLIANT") == 1
     assert "4 spend(s) refused" in out
+    assert out.count(": proved - ") == 4
 
 
 def test_prove_prints_the_proved_statement() -> None:

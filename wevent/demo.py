@@ -1,8 +1,8 @@
 """`wevent demo`: the main job on bundled examples.
 
-Until mechanisms exist, the demo checks two bundled ledgers against bundled requirements and prints
-the verdicts; it also shows the runtime guard refusing the spend that would create the first
-violation. Later issues grow it into run -> audit -> prove -> report.
+Until allocators exist, the demo checks two bundled ledgers against bundled requirements and prints
+the verdicts, shows the runtime guard refusing the spends that would break a window, and proves
+the primitives' privacy theorems. Later issues grow it into run -> audit -> prove -> report.
 """
 
 from __future__ import annotations
@@ -72,4 +72,12 @@ def run_demo(echo: Callable[[str], None]) -> bool:
         f"{'COMPLIANT' if kept.ok else 'NOT COMPLIANT'} under the batch checker"
     )
     intended &= refused > 0 and kept.ok
+    echo("")
+    echo("== proofs of the primitives every mechanism spends through (wevent prove all)")
+    from proofs.primitives import PRIMITIVES, prove_primitive
+
+    for name in sorted(PRIMITIVES):
+        result = prove_primitive(name, 5)
+        echo(f"  {name}: {result.status} - {result.statement}")
+        intended &= result.status == "proved"
     return intended
