@@ -40,8 +40,37 @@ def _positive(value: Fraction, what: str) -> Fraction:
     return value
 
 
+class _Charged:
+    """Shared by the noise mechanisms: charge ``eps`` with this mechanism's evidence."""
+
+    eps: Budget
+
+    @property
+    def evidence(self) -> Laplace | DiscreteLaplace:
+        raise NotImplementedError
+
+    def charge(
+        self,
+        spender: Spender,
+        slot: int,
+        user: str | None,
+        group: str | None,
+        part: str,
+        mechanism: str,
+    ) -> None:
+        spender.spend(
+            slot,
+            self.eps,
+            user=user,
+            group=group,
+            part=part,
+            mechanism=mechanism,
+            evidence=self.evidence,
+        )
+
+
 @dataclass(frozen=True)
-class LaplaceMechanism:
+class LaplaceMechanism(_Charged):
     """Adds Laplace(scale) noise to a query of the given L1 sensitivity; costs ``eps``."""
 
     sensitivity: Fraction
@@ -76,21 +105,13 @@ class LaplaceMechanism:
         mechanism: str = "laplace",
     ) -> FloatArray:
         """Charge ``eps`` (guard first), then return ``values`` plus independent noise."""
-        spender.spend(
-            slot,
-            self.eps,
-            user=user,
-            group=group,
-            part=part,
-            mechanism=mechanism,
-            evidence=self.evidence,
-        )
+        self.charge(spender, slot, user, group, part, mechanism)
         data = np.asarray(values, dtype=np.float64)
         return data + rng.laplace(0.0, self.scale, size=data.shape)
 
 
 @dataclass(frozen=True)
-class DiscreteLaplaceMechanism:
+class DiscreteLaplaceMechanism(_Charged):
     """Adds two-sided geometric noise, P(k) proportional to alpha^|k|, to integer counts."""
 
     sensitivity: int
@@ -139,15 +160,7 @@ class DiscreteLaplaceMechanism:
         mechanism: str = "discrete-laplace",
     ) -> IntArray:
         """Charge ``eps`` (guard first), then return integer ``counts`` plus noise."""
-        spender.spend(
-            slot,
-            self.eps,
-            user=user,
-            group=group,
-            part=part,
-            mechanism=mechanism,
-            evidence=self.evidence,
-        )
+        self.charge(spender, slot, user, group, part, mechanism)
         data: Any = np.asarray(counts)
         if not np.issubdtype(data.dtype, np.integer):
             raise BudgetError("discrete Laplace adds noise to integer counts")

@@ -56,6 +56,14 @@ def _check_domain(d: int) -> int:
     return d
 
 
+def _oracle_budget(d: int, eps: Budget, name: str) -> Budget:
+    _check_domain(d)
+    budget = Budget(eps)
+    if budget <= 0:
+        raise BudgetError(f"{name} needs a positive epsilon")
+    return budget
+
+
 def _check_values(values: npt.ArrayLike, d: int) -> IntArray:
     arr = np.asarray(values)
     if arr.size and (not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0 or arr.max() >= d):
@@ -202,10 +210,7 @@ class GRR(FrequencyOracle):
 
     @classmethod
     def for_budget(cls, d: int, eps: Budget) -> GRR:
-        _check_domain(d)
-        budget = Budget(eps)
-        if budget <= 0:
-            raise BudgetError("GRR needs a positive epsilon")
+        budget = _oracle_budget(d, eps, "GRR")
         # p = 1 / (1 + (d-1) e^-eps): a certified lower bound, rounded down to the 2^-53 grid of
         # the uniform generator, so that P[random() < p_float] is exactly the recorded p.
         p_float = grid_down(1 / (1 + (d - 1) * exp_upper(-budget)))
@@ -240,10 +245,7 @@ class OUE(FrequencyOracle):
 
     @classmethod
     def for_budget(cls, d: int, eps: Budget) -> OUE:
-        _check_domain(d)
-        budget = Budget(eps)
-        if budget <= 0:
-            raise BudgetError("OUE needs a positive epsilon")
+        budget = _oracle_budget(d, eps, "OUE")
         # q rounded up (cost ln((1-q)/q) <= eps) onto the generator's grid, so P[random() < q]
         # is exactly the recorded q; p = 1/2 is on the grid.
         q_float = grid_up(1 / (1 + exp_lower(budget)))
