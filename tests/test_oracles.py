@@ -115,3 +115,11 @@ def test_bad_inputs() -> None:
         grr.perturb(np.array([0, 3]), np.random.default_rng(0))
     with pytest.raises(BudgetError):
         grr.perturb_counts(np.array([1, 2]), np.random.default_rng(0))
+
+
+def test_000_example_4_grr_probability_lists() -> None:
+    # d = 5 locations, budgets <0.2, 0.4, 0.6, 0.8>: the paper lists q = <0.19, 0.18, 0.17, 0.16>
+    # and p = <0.23, 0.27, 0.31, 0.36> (two decimals).
+    oracles = [GRR.for_budget(5, Budget(e)) for e in ("0.2", "0.4", "0.6", "0.8")]
+    assert [round(float(o.q), 2) for o in oracles] == [0.19, 0.18, 0.17, 0.16]
+    assert [round(float(o.p), 2) for o in oracles] == [0.23, 0.27, 0.31, 0.36]
