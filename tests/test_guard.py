@@ -115,3 +115,32 @@ def test_guard_is_a_spender_and_resumes_from_a_ledger() -> None:
     resumed = Guard(guard.population, guard.ledger)
     with pytest.raises(BudgetExceeded):
         resumed.spend(2, "0.2", user="u0")
+
+
+def test_probing_a_later_slot_changes_nothing() -> None:
+    # Found in review: a refused spend or a headroom probe at slot 10 used to advance the forward
+    # windows, so a later spend at slot 2 was checked against the wrong windows.
+    dyn = Dynamic((Declaration(1, 1, Budget(10), 3, Budget(1)),))
+    pop = Population({"a": dyn})
+    guard = Guard(pop)
+    guard.spend(1, Budget(1), user="a")
+    assert guard.headroom(10, user="a") == 1
+    with pytest.raises(BudgetExceeded) as info:
+        guard.spend(2, Budget(1), user="a")  # the forward window [1, 3] is full
+    assert info.value.window.kind == "forward"
+    assert check(guard.ledger, pop).ok
+
+
+def test_future_backward_windows_are_enforced_in_advance() -> None:
+    # Slot 5 declares: at most 1 over [1, 5]. Spending 0.8 at slot 1 and 0.3 at slot 2 would make
+    # that declaration impossible to meet, so the second spend is refused now.
+    dyn = Dynamic((Declaration(1, 1, Budget(10), 1, Budget(10)),
+                   Declaration(5, 5, Budget(1), 1, Budget(10))))
+    guard = Guard(Population({"d": dyn}))
+    guard.spend(1, "0.8", user="d")
+    with pytest.raises(BudgetExceeded) as info:
+        guard.spend(2, "0.3", user="d")
+    assert info.value.window.kind == "backward"
+    assert (info.value.window.first, info.value.window.last) == (1, 5)
+    assert info.value.excess == Fraction(1, 10)
+    guard.spend(2, "0.2", user="d")

@@ -157,20 +157,28 @@ class _WholeState(AccountState):
 
 
 class _DynamicState(AccountState):
-    """001 Definition 10 / Section 5.1: backward window at the slot, every open forward window.
+    """001 Definition 10 / Section 5.1 for one account.
+
+    A spend at slot s touches: the backward window anchored at s; the backward windows of
+    *future* declarations that reach back to s (requirements are known in advance, so a spend that
+    would make a declared future window impossible is refused now; for each such declaration the
+    binding anchor is its own slot); and every open forward window.
 
     Forward windows are kept in a heap keyed by ``P(tau-1) + E_F(tau)``: a spend at slot s fits all
     open windows iff ``P(s) + amount <= min key``. Between two spend slots the prefix P is constant,
     so per declaration segment only the latest-starting window matters (same key, latest expiry).
+    Probing a slot (a refused spend, `Guard.headroom`) changes nothing: the heap only advances on
+    commit, and commits come in slot order.
     """
 
-    __slots__ = ("decl_slots", "decls", "e_back", "e_fwd", "heap", "prefix", "seen")
+    __slots__ = ("decl_slots", "decls", "e_back", "e_fwd", "heap", "max_w_back", "prefix", "seen")
 
     def __init__(self, req: Dynamic, scale: int) -> None:
         self.decls = req.declarations
         self.decl_slots = req.slots
         self.e_back = [_scaled(d.eps_back, scale) for d in self.decls]
         self.e_fwd = [_scaled(d.eps_fwd, scale) for d in self.decls]
+        self.max_w_back = req.max_w_back
         self.prefix = _Prefix(req.max_w_back)
         self.heap: list[tuple[int, int, int, int]] = []  # (key, expiry, tau, bound)
         self.seen = 0  # forward windows for slots <= seen are in the heap
@@ -179,6 +187,7 @@ class _DynamicState(AccountState):
         other = _DynamicState.__new__(_DynamicState)
         other.decls, other.decl_slots = self.decls, self.decl_slots
         other.e_back, other.e_fwd = list(self.e_back), list(self.e_fwd)
+        other.max_w_back = self.max_w_back
         other.prefix = self.prefix.clone()
         other.heap = list(self.heap)
         other.seen = self.seen
@@ -191,27 +200,37 @@ class _DynamicState(AccountState):
         # Multiplying by a positive factor keeps the heap order.
         self.heap = [(k * factor, x, t, b * factor) for k, x, t, b in self.heap]
 
-    def _advance(self, slot: int) -> None:
-        if slot <= self.seen:
-            return
+    def _opened(self, slot: int) -> list[tuple[int, int, int, int]]:
+        """Forward windows opened in (seen, slot] and still open at ``slot`` (not yet in the heap):
+        per declaration segment, the latest-starting one."""
+        out = []
         key_base = self.prefix.total  # P(t-1) for every t in (seen, slot]
         j = max(bisect.bisect_right(self.decl_slots, self.seen + 1) - 1, 0)
         while j < len(self.decls) and self.decls[j].slot <= slot:
             d = self.decls[j]
             seg_end = self.decls[j + 1].slot - 1 if j + 1 < len(self.decls) else slot
             tau = min(slot, seg_end)
-            if tau > self.seen and tau >= d.slot:
-                expiry = tau + d.w_fwd - 1
-                if expiry >= slot:
-                    bound = self.e_fwd[j]
-                    heapq.heappush(self.heap, (key_base + bound, expiry, tau, bound))
+            if tau > self.seen and tau >= d.slot and tau + d.w_fwd - 1 >= slot:
+                bound = self.e_fwd[j]
+                out.append((key_base + bound, tau + d.w_fwd - 1, tau, bound))
             j += 1
-        self.seen = slot
+        return out
+
+    def _tightest_forward(self, slot: int) -> tuple[int, int, int, int] | None:
+        """The open forward window with the smallest key at ``slot``, without changing state."""
+        expired = []
         while self.heap and self.heap[0][1] < slot:
-            heapq.heappop(self.heap)
+            expired.append(heapq.heappop(self.heap))
+        best = self.heap[0] if self.heap else None
+        for entry in expired:  # a probe must not lose windows an earlier slot still needs
+            heapq.heappush(self.heap, entry)
+        if slot > self.seen:
+            for entry in self._opened(slot):
+                if best is None or entry < best:
+                    best = entry
+        return best
 
     def windows(self, slot: int) -> list[Window]:
-        self._advance(slot)
         i = bisect.bisect_right(self.decl_slots, slot) - 1
         total = self.prefix.total
         if i < 0:
@@ -219,13 +238,30 @@ class _DynamicState(AccountState):
         d = self.decls[i]
         back = total - self.prefix.through(slot - d.w_back)
         out = [Window("backward", max(1, slot - d.w_back + 1), slot, back, self.e_back[i])]
-        if self.heap:
-            key, expiry, tau, bound = self.heap[0]
+        k = i + 1
+        while k < len(self.decls) and self.decls[k].slot <= slot + self.max_w_back - 1:
+            future = self.decls[k]
+            start = future.slot - future.w_back + 1
+            if start <= slot:  # its window at its own slot reaches back over this slot
+                spent = total - self.prefix.through(start - 1)
+                out.append(
+                    Window("backward", max(1, start), future.slot, spent, self.e_back[k])
+                )
+            k += 1
+        tight = self._tightest_forward(slot)
+        if tight is not None:
+            key, expiry, tau, bound = tight
             out.append(Window("forward", tau, expiry, total - (key - bound), bound))
         return out
 
     def commit(self, slot: int, amount: int) -> None:
-        self._advance(slot)
+        if slot > self.seen:
+            for entry in self._opened(slot):
+                heapq.heappush(self.heap, entry)
+            self.seen = slot
+        # Commits come in slot order: windows that ended before this slot are done for good.
+        while self.heap and self.heap[0][1] < slot:
+            heapq.heappop(self.heap)
         self.prefix.add(slot, amount)
 
 
