@@ -9,14 +9,21 @@ image of ``[lo, hi]`` is bounded by the images of its endpoints.
 
 from __future__ import annotations
 
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
 
 __all__ = ["exp_bounds", "ln_bounds"]
 
 
+def _wide(ctx: object) -> None:
+    """Widen a decimal context's exponent range: exp of a large cost must not overflow."""
+    ctx.Emax = MAX_EMAX  # type: ignore[attr-defined]
+    ctx.Emin = MIN_EMIN  # type: ignore[attr-defined]
+
+
 def _to_decimal(x: Fraction, digits: int, *, up: bool) -> Decimal:
     with localcontext() as ctx:
+        _wide(ctx)
         ctx.prec = digits
         ctx.rounding = ROUND_CEILING if up else ROUND_FLOOR
         return Decimal(x.numerator) / Decimal(x.denominator)
@@ -33,6 +40,7 @@ def exp_bounds(lo: Fraction, hi: Fraction, digits: int = 40) -> tuple[Fraction, 
     if lo > hi:
         raise ValueError("empty interval")
     with localcontext() as ctx:
+        _wide(ctx)
         ctx.prec = digits
         a = _to_decimal(lo, digits, up=False).exp()
         b = _to_decimal(hi, digits, up=True).exp()
@@ -49,6 +57,7 @@ def ln_bounds(lo: Fraction, hi: Fraction, digits: int = 40) -> tuple[Fraction, F
     if lo == hi == 1:
         return (Fraction(0), Fraction(0))
     with localcontext() as ctx:
+        _wide(ctx)
         ctx.prec = digits
         dlo = _to_decimal(lo, digits, up=False)
         if dlo <= 0:  # lo is positive but tiny: fall back to a representable positive lower end

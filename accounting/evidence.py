@@ -169,6 +169,13 @@ def cost_bounds(evidence: Evidence, digits: int = 40) -> tuple[Fraction, Fractio
         prob = evidence.probability
         if prob == 0 or ihi == 0:
             return (Fraction(0), Fraction(0))
+        if prob == 1:  # ln(1 + (e^c - 1)) = c exactly: no interval to narrow
+            return (ilo, ihi)
+        if ilo >= 60:
+            # ln(1 + p (e^c - 1)) = c + ln(p + (1 - p) e^-c), in [c + ln p, c + ln p + e^-c / p];
+            # e^-c <= e^-60 < 10^-26. Avoids exp of a huge cost (a number with millions of digits).
+            plo, phi = ln_bounds(prob, prob, digits)
+            return (ilo + plo, ihi + phi + Fraction(1, 10**26) / prob)
         elo, ehi = exp_bounds(ilo, ihi, digits)
         ylo = 1 + prob * (max(elo, Fraction(1)) - 1)
         yhi = 1 + prob * (ehi - 1)

@@ -108,3 +108,23 @@ def test_malformed_evidence(obj: object, message: str) -> None:
     with pytest.raises(BudgetError) as info:
         evidence_from_json(obj)
     assert message in str(info.value)
+
+
+def test_sampling_with_probability_one_costs_exactly_the_inner_cost() -> None:
+    # Found in review: the interval could never be narrowed, so an exact charge failed.
+    ev = Sampled(Laplace(F(1), F(10)), F(1))
+    assert certify_cost(ev, Fraction(1, 10)).ok
+
+
+def test_sampling_a_huge_inner_cost_is_bounded_without_overflow() -> None:
+    # Found in review: exp of a large cost overflowed the decimal context.
+    ev = Sampled(Laplace(F(1), Fraction(1, 10**7)), F("0.5"))
+    lo, hi = cost_bounds(ev)
+    assert lo <= 10**7 + Fraction(math.log(0.5)) + 1 and hi >= 10**7 - 1
+    assert certify_cost(ev, Fraction(10**8)).ok
+    assert not certify_cost(ev, Fraction(10**6)).ok
+    # Near the switch to the asymptotic bound both forms agree with the float value.
+    for c in (59, 61):
+        lo, hi = cost_bounds(Sampled(Laplace(F(1), Fraction(1, c)), Fraction(1, 3)))
+        assert float(lo) == pytest.approx(math.log(1 + (math.exp(c) - 1) / 3), rel=1e-12)
+        assert hi - lo < Fraction(1, 10**20)

@@ -242,9 +242,12 @@ def check(
         selected = need_detail[rep_idx]
         rep_idx, slots_all, vals_all = rep_idx[selected], slots_all[selected], vals_all[selected]
 
-    modulus = horizon_t + 2
+    # The sparse pass keys rows by (representative, slot rank): ranks keep the key far from int64
+    # limits whatever the slot numbers are.
+    distinct = np.unique(slots_all)
+    modulus = len(distinct) + 2
     say("sorting")
-    key = rep_idx * modulus + slots_all
+    key = rep_idx * modulus + (np.searchsorted(distinct, slots_all) + 1)
     order = np.argsort(key, kind="stable")
     key = key[order]
     vals = vals_all[order]
@@ -257,8 +260,9 @@ def check(
         nonzero = vals != 0
         key, vals = key[nonzero], vals[nonzero]
     rep = key // modulus
+    slot = distinct[key % modulus - 1] if len(key) else np.zeros(0, np.int64)
     cum = np.concatenate((np.zeros(1, dtype=dtype), np.cumsum(vals, dtype=dtype)))
-    ctx = _Ctx(reps, rep, key % modulus, vals, cum, key, modulus, lcd, dtype, horizon_t)
+    ctx = _Ctx(reps, rep, slot, vals, cum, key, modulus, lcd, dtype, horizon_t, distinct)
 
     say("windows")
     special: dict[int, Fraction | None] = {}
@@ -358,8 +362,9 @@ class _Screen:
             self.need_detail[members] = early
             return
         k = np.searchsorted(np.array(req.slots), t, side="right") - 1
-        w_b = np.array([d.w_back for d in decls], np.int64)[k]
-        w_f = np.array([d.w_fwd for d in decls], np.int64)[k]
+        clip = self.horizon + 1  # longer windows behave the same; keeps slot arithmetic in int64
+        w_b = np.array([min(d.w_back, clip) for d in decls], np.int64)[k]
+        w_f = np.array([min(d.w_fwd, clip) for d in decls], np.int64)[k]
         back = block[:, t] - block[:, np.maximum(t - w_b, 0)]
         fwd = block[:, np.minimum(t + w_f - 1, self.horizon)] - block[:, t - 1]
         lcd = self.lcd
@@ -440,6 +445,7 @@ class _Ctx:
         lcd: int,
         dtype: Any,
         horizon: int,
+        distinct: Arr,
     ) -> None:
         self.reps, self.rep, self.slot, self.vals, self.cum = reps, rep, slot, vals, cum
         self.key, self.modulus, self.lcd, self.dtype, self.horizon = (
@@ -449,6 +455,12 @@ class _Ctx:
             dtype,
             horizon,
         )
+        self.distinct = distinct  # the distinct slots, ascending; a row's key holds its rank
+
+    def window(self, w: int) -> int:
+        """A window size clipped to the horizon (longer windows behave the same), so slot
+        arithmetic stays within int64."""
+        return min(w, self.horizon + 1)
 
     def frac(self, numerator: Any) -> Fraction:
         return Fraction(int(numerator), self.lcd)
@@ -484,7 +496,9 @@ def _check_fixed(ctx: _Ctx, rows: Arr, out: list[Violation], util_num: Arr) -> N
     if not len(rows):
         return
     reqs = ctx.reps.requirements
-    w_class = np.array([r.w if isinstance(r, Fixed) else 1 for r in reqs], dtype=np.int64)
+    w_class = np.array(
+        [ctx.window(r.w) if isinstance(r, Fixed) else 1 for r in reqs], dtype=np.int64
+    )
     eps_class = ctx.per_class(lambda r: ctx.num(r.eps) if isinstance(r, Fixed) else 0)
     everything = len(rows) == len(ctx.rep)  # all rows are fixed: skip the row gathers
     r = ctx.rep if everything else ctx.rep[rows]
@@ -492,8 +506,10 @@ def _check_fixed(ctx: _Ctx, rows: Arr, out: list[Violation], util_num: Arr) -> N
     w = w_class[rep_cls][r]
     eps = eps_class[rep_cls][r]
     slot = ctx.slot if everything else ctx.slot[rows]
-    # First row of the window of w slots ending at this row's slot.
-    lo = np.searchsorted(ctx.key, r * ctx.modulus + np.maximum(slot - w, 0), side="right")
+    # First row of the window of w slots ending at this row's slot: the first rank above the
+    # number of distinct slots <= slot - w.
+    below = np.searchsorted(ctx.distinct, slot - w, side="right")
+    lo = np.searchsorted(ctx.key, r * ctx.modulus + below, side="right")
     wsum = (ctx.cum[1:] if everything else ctx.cum[rows + 1]) - ctx.cum[lo]
     starts, seg_reps = ctx.segments(rows)
     util_num[seg_reps] = np.maximum.reduceat(wsum, starts)
@@ -551,7 +567,7 @@ def _check_whole(ctx: _Ctx, rows: Arr, out: list[Violation], util_num: Arr) -> N
 
 
 def _check_dynamic_or_unregistered(ctx: _Ctx, r: int, out: list[Violation]) -> Fraction | None:
-    """Dense per-slot check of one representative; returns its utilization."""
+    """Exact check of one dynamic (or unregistered) representative; returns its utilization."""
     lo = int(np.searchsorted(ctx.key, r * ctx.modulus, side="left"))
     hi = int(np.searchsorted(ctx.key, (r + 1) * ctx.modulus, side="left")) - 1
     req = ctx.reps.requirements[int(ctx.reps.rep_class[r])]
@@ -583,34 +599,50 @@ def _check_dynamic_or_unregistered(ctx: _Ctx, r: int, out: list[Violation]) -> F
         )
         best = None
     horizon = ctx.horizon
-    t = np.arange(first_decl, horizon + 1, dtype=np.int64)
+    decls = req.declarations
+    spend_slots = np.asarray(slots, dtype=np.int64)
+    w_b_all = np.array([ctx.window(d.w_back) for d in decls], np.int64)
+    w_f_all = np.array([ctx.window(d.w_fwd) for d in decls], np.int64)
+    # Candidate anchors: window sums only change where a spend enters or leaves a window, so
+    # every distinct (spends, bound) window and every maximum shows up at one of these slots,
+    # with its smallest anchor among them. O(spends x declarations), not O(horizon).
+    candidates = np.unique(
+        np.concatenate(
+            [
+                np.array(req.slots, np.int64),
+                spend_slots,
+                spend_slots + 1,
+                (spend_slots[:, None] + w_b_all[None, :]).ravel(),
+                (spend_slots[:, None] - w_f_all[None, :] + 1).ravel(),
+            ]
+        )
+    )
+    t = candidates[(candidates >= first_decl) & (candidates <= horizon)]
     if not len(t):
         return best
-    dense = np.zeros(horizon + 1, dtype=ctx.dtype)
-    dense[slots] = ctx.vals[lo : hi + 1]
-    prefix = np.cumsum(dense, dtype=ctx.dtype)  # prefix[t] = spends over slots 1..t
-    decl_idx = np.searchsorted(np.array(req.slots), t, side="right") - 1
-    decls = req.declarations
-    w_b = np.array([d.w_back for d in decls], np.int64)[decl_idx]
-    w_f = np.array([d.w_fwd for d in decls], np.int64)[decl_idx]
+    decl_idx = np.searchsorted(np.array(req.slots, np.int64), t, side="right") - 1
+    own = ctx.cum[lo : hi + 2] - ctx.cum[lo]  # this representative's prefix sums
+
+    def window_sums(first: Arr, last: Arr) -> tuple[Arr, Arr, Arr]:
+        i0 = np.searchsorted(spend_slots, first, side="left")
+        i1 = np.searchsorted(spend_slots, last, side="right")
+        return own[i1] - own[i0], i0, i1
+
     e_b = [d.eps_back for d in decls]
     e_f = [d.eps_fwd for d in decls]
-    b_lo = np.maximum(t - w_b, 0)
-    f_hi = np.minimum(t + w_f - 1, horizon)
     seen: set[tuple[str, int, int, Fraction]] = set()
-    for kind, sums, bounds, a_arr, b_arr in (
-        ("backward", prefix[t] - prefix[b_lo], e_b, b_lo + 1, t),
-        ("forward", prefix[f_hi] - prefix[t - 1], e_f, t, f_hi),
+    for kind, first, last, bounds in (
+        ("backward", t - w_b_all[decl_idx] + 1, t, e_b),
+        ("forward", t, np.minimum(t + w_f_all[decl_idx] - 1, horizon), e_f),
     ):
+        sums, i0, i1 = window_sums(first, last)
         bound_num = np.array([ctx.num(e) for e in bounds], dtype=ctx.dtype)[decl_idx]
         for k in np.unique(decl_idx).tolist():  # utilization: the largest sum per declaration
             top = ctx.frac(sums[decl_idx == k].max())
             share = ratio(top, bounds[k])
             best = None if best is None or share is None else max(best, share)
-        for i in np.flatnonzero(sums > bound_num).tolist():
-            i0 = lo + int(np.searchsorted(slots, int(a_arr[i]), side="left"))
-            i1 = lo + int(np.searchsorted(slots, int(b_arr[i]), side="right")) - 1
-            spends = ctx.spends(i0, i1)
+        for i in np.flatnonzero(sums > bound_num).tolist():  # ascending anchors
+            spends = ctx.spends(lo + int(i0[i]), lo + int(i1[i]) - 1)
             bound = bounds[int(decl_idx[i])]
             key = (kind, spends[0][0], spends[-1][0], bound)
             if key in seen:

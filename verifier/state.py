@@ -244,9 +244,7 @@ class _DynamicState(AccountState):
             start = future.slot - future.w_back + 1
             if start <= slot:  # its window at its own slot reaches back over this slot
                 spent = total - self.prefix.through(start - 1)
-                out.append(
-                    Window("backward", max(1, start), future.slot, spent, self.e_back[k])
-                )
+                out.append(Window("backward", max(1, start), future.slot, spent, self.e_back[k]))
             k += 1
         tight = self._tightest_forward(slot)
         if tight is not None:
