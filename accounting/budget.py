@@ -14,9 +14,12 @@ from fractions import Fraction
 from typing import Final
 
 __all__ = [
+    "MAX_SLOT",
     "Budget",
     "BudgetError",
     "Rounding",
+    "approx",
+    "check_slot",
     "format_exact",
     "parse_exact",
     "parse_slot",
@@ -27,6 +30,8 @@ __all__ = [
 _DECIMAL: Final = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE]([+-]?\d+))?")
 _RATIO: Final = re.compile(r"([+-]?\d+)\s*/\s*(\d+)")
 _MAX_EXPONENT: Final = 400  # 10**400 is already far outside any meaningful budget
+_MAX_LENGTH: Final = 1000  # characters of one exact number (guards against absurd inputs)
+MAX_SLOT: Final = 2**62 - 1  # slot numbers stay clear of int64 limits in every engine
 
 
 class BudgetError(ValueError):
@@ -51,6 +56,10 @@ def parse_exact(text: str, *, what: str = "value") -> Fraction:
     s = text.strip()
     if not s:
         raise BudgetError(f"{what}: empty value (expected a decimal like 0.1 or a ratio like 1/3)")
+    if len(s) > _MAX_LENGTH:
+        raise BudgetError(
+            f"{what}: a number of {len(s)} characters is too long (max {_MAX_LENGTH})"
+        )
     ratio = _RATIO.fullmatch(s)
     if ratio is not None:
         den = int(ratio.group(2))
@@ -74,6 +83,8 @@ def parse_exact(text: str, *, what: str = "value") -> Fraction:
 def parse_window(text: str, *, what: str = "w", allow_infinite: bool = False) -> int | None:
     """Parse a window size: a positive integer, or ``inf`` (returned as None) where allowed."""
     s = text.strip() if isinstance(text, str) else str(text)
+    if len(s) > _MAX_LENGTH:
+        raise BudgetError(f"{what}: a window of {len(s)} digits is too long")
     if allow_infinite and s.lower() in {"inf", "infinity"}:
         return None
     if not re.fullmatch(r"\+?\d+", s):
@@ -88,12 +99,34 @@ def parse_window(text: str, *, what: str = "w", allow_infinite: bool = False) ->
 def parse_slot(text: str, *, what: str = "slot") -> int:
     """Parse a slot number: slots are numbered from 1."""
     s = text.strip() if isinstance(text, str) else str(text)
-    if not re.fullmatch(r"[+-]?\d+", s):
+    if len(s) > 30 or not re.fullmatch(r"[+-]?\d+", s):
         raise BudgetError(f"{what}: {text!r} is not a whole slot number")
-    value = int(s)
+    return check_slot(int(s), what=what)
+
+
+def check_slot(value: object, *, what: str = "slot") -> int:
+    """Validate a slot number: an integer from 1 to MAX_SLOT."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BudgetError(f"{what}: slots are whole numbers, got {value!r}")
     if value < 1:
         raise BudgetError(f"{what}: slots are numbered from 1, got {value}")
+    if value > MAX_SLOT:
+        raise BudgetError(f"{what}: {value} is beyond the largest slot 2^62 - 1")
     return value
+
+
+def approx(value: Fraction | int, digits: int = 6) -> str:
+    """A short decimal rendering for display only (never for a verdict); any magnitude."""
+    frac = Fraction(value)
+    if frac == 0:
+        return "0"
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = digits
+        ctx.Emax, ctx.Emin = 999_999_999, -999_999_999
+        text = str(+(Decimal(frac.numerator) / Decimal(frac.denominator)))
+    return text
 
 
 class Budget(Fraction):

@@ -265,7 +265,7 @@ def evidence_from_json(obj: object) -> Evidence:
     if not isinstance(obj, Mapping):
         raise BudgetError("evidence: expected a JSON object with a 'kind'")
     kind = obj.get("kind")
-    if kind not in _FIELDS:
+    if not isinstance(kind, str) or kind not in _FIELDS:
         known = ", ".join(sorted(_FIELDS))
         raise BudgetError(f"evidence: unknown kind {kind!r} (known: {known})")
     missing = [f for f in _FIELDS[kind] if f not in obj]

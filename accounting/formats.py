@@ -16,7 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from accounting.budget import Budget, BudgetError, format_exact, parse_slot, parse_window
+from accounting.budget import (
+    MAX_SLOT,
+    Budget,
+    BudgetError,
+    check_slot,
+    format_exact,
+    parse_slot,
+    parse_window,
+)
 from accounting.evidence import Evidence, evidence_from_json, evidence_to_json
 from accounting.ledger import Ledger
 from accounting.population import Population
@@ -33,6 +41,7 @@ __all__ = [
 FIXED_COLUMNS = ("user", "w", "epsilon")
 DYNAMIC_COLUMNS = ("user", "slot", "w_back", "eps_back", "w_fwd", "eps_fwd")
 LEDGER_COLUMNS = ("slot", "user", "group", "epsilon", "part", "mechanism", "evidence")
+_NUMERIC = frozenset({"slot", "epsilon", "evidence"})
 
 
 class FormatError(BudgetError):
@@ -49,7 +58,7 @@ def _where(path: Path | str, line: int | None) -> str:
 def _open_csv(path: Path) -> tuple[list[str], Iterator[tuple[int, list[str]]], int]:
     """Header, rows (with their line numbers) and the number of lines, of a CSV file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # tolerate a byte-order mark
     except FileNotFoundError:
         raise FormatError(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -101,7 +110,8 @@ def read_requirements(paths: Path | str | Iterable[Path | str]) -> Population:
             where = _where(path, line)
             if len(row) != len(header):
                 raise FormatError(f"{where}: expected {len(header)} fields, found {len(row)}")
-            get = {c: row[i].strip() for c, i in pos.items()}
+            # Ids are kept exactly as written (round trips are exact); numbers may be padded.
+            get = {c: (row[i] if c == "user" else row[i].strip()) for c, i in pos.items()}
             user = get["user"]
             if not user:
                 raise FormatError(f"{where}: empty user id")
@@ -223,14 +233,8 @@ class _RowParser:
     def charge(self, where: str, fields: Mapping[str, Any]) -> None:
         try:
             slot_v = fields.get("slot")
-            if isinstance(slot_v, bool):
-                raise BudgetError("slot: not a slot number")
-            if isinstance(slot_v, int):
-                slot = slot_v
-                if slot < 1:
-                    raise BudgetError(f"slot: slots are numbered from 1, got {slot}")
-            else:
-                slot = parse_slot(str(slot_v))
+            # check_slot rejects booleans and non-integers; strings are parsed first.
+            slot = parse_slot(slot_v) if isinstance(slot_v, str) else check_slot(slot_v)
             eps_v = fields.get("epsilon")
             if eps_v is None or eps_v == "":
                 raise BudgetError("epsilon: missing")
@@ -242,6 +246,9 @@ class _RowParser:
                 self.amounts[eps_v] = amount
             user = fields.get("user") or None
             group = fields.get("group") or None
+            for name, value in (("user", user), ("group", group)):
+                if value is not None and not isinstance(value, str):
+                    raise BudgetError(f"{name}: ids are strings, got {value!r}")
             if (user is None) == (group is None):
                 raise BudgetError("a charge names exactly one of user or group")
             if group is not None:
@@ -267,18 +274,18 @@ class _RowParser:
         try:
             for name, members in self.groups.items():
                 ledger.define_group(name, members)
+            for slot, amount, user, group, part, mechanism, evidence in self.charges:
+                ledger.append(
+                    slot,
+                    amount,
+                    user=user,
+                    group=group,
+                    part=part,
+                    mechanism=mechanism,
+                    evidence=evidence,
+                )
         except BudgetError as exc:
             raise FormatError(f"{self.path}: {exc}") from None
-        for slot, amount, user, group, part, mechanism, evidence in self.charges:
-            ledger.append(
-                slot,
-                amount,
-                user=user,
-                group=group,
-                part=part,
-                mechanism=mechanism,
-                evidence=evidence,
-            )
         return ledger
 
 
@@ -319,8 +326,12 @@ def read_ledger(path: Path | str, *, progress: Callable[[int, int], None] | None
                 members = obj["members"]
                 if not isinstance(group, str) or not group or not isinstance(members, list):
                     raise FormatError(f"{where}: a group line needs 'group' and a 'members' list")
+                if group in parser.groups:
+                    raise FormatError(f"{where}: group {group!r} is defined twice")
                 for m in members:
-                    parser.member(where, group, m if isinstance(m, str) else "")
+                    if not isinstance(m, str):
+                        raise FormatError(f"{where}: group members must be user id strings")
+                    parser.member(where, group, m)
                 continue
             if "slot" not in obj:
                 raise FormatError(f"{where}: missing 'slot'")
@@ -337,8 +348,10 @@ def read_ledger(path: Path | str, *, progress: Callable[[int, int], None] | None
         where = _where(path, line)
         if len(row) != len(header):
             raise FormatError(f"{where}: expected {len(header)} fields, found {len(row)}")
-        fields = {h: v.strip() for h, v in zip(header, row, strict=True)}
-        if not fields["slot"] and fields.get("group") and not fields.get("epsilon"):
+        fields = {h: (v.strip() if h in _NUMERIC else v) for h, v in zip(header, row, strict=True)}
+        if not fields["slot"] and fields.get("group"):
+            if fields.get("epsilon"):
+                raise FormatError(f"{where}: a membership row (empty slot) has no epsilon")
             parser.member(where, fields["group"], fields.get("user", ""))
             continue
         parser.charge(where, fields)
@@ -425,6 +438,16 @@ def write_ledger(ledger: Ledger, path: Path | str) -> None:
 def _read_parquet(path: Path) -> Ledger:
     """Vectorized Parquet reader: values are parsed once per distinct string."""
     import pyarrow as pa
+
+    try:
+        return _parquet_ledger(path)
+    except pa.ArrowException as exc:  # malformed or mistyped content: a user mistake
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise FormatError(f"{path}: cannot read the Parquet columns ({first})") from None
+
+
+def _parquet_ledger(path: Path) -> Ledger:
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -436,73 +459,94 @@ def _read_parquet(path: Path) -> Ledger:
     missing = [c for c in ("slot", "epsilon") if c not in names]
     if missing or not ({"user", "group"} & names):
         raise FormatError(f"{path}: missing column(s): {', '.join(missing) or 'user'}")
+    for name in ("user", "group", "epsilon", "part", "mechanism", "evidence"):
+        if name in names:
+            kind = table.schema.field(name).type
+            if not (
+                pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind)
+            ):
+                hint = " (write exact numbers as strings)" if name == "epsilon" else ""
+                raise FormatError(f"{path}: column {name!r} must hold strings, found {kind}{hint}")
+    if not (
+        pa.types.is_integer(table.schema.field("slot").type)
+        or pa.types.is_null(table.schema.field("slot").type)
+    ):
+        raise FormatError(
+            f"{path}: column 'slot' must hold integers, found {table.schema.field('slot').type}"
+        )
     n = table.num_rows
 
-    def strings(name: str) -> Any:
-        if name not in names:
-            return pa.array([""] * n, type=pa.string())
-        return pc.fill_null(table.column(name).cast(pa.string()), "")
+    def strings(name: str, rows: Any = None) -> Any:
+        col = (
+            table.column(name).cast(pa.string())
+            if name in names
+            else pa.chunked_array([pa.array([""] * n, type=pa.string())])
+        )
+        col = pc.fill_null(col, "")
+        return col if rows is None else col.filter(rows)
 
-    slot_col = table.column("slot")
-    is_member = pc.is_null(slot_col)
-    user_all = strings("user")
-    group_all = strings("group")
+    is_member = pc.is_null(table.column("slot")).combine_chunks()
+    member_rows = np.flatnonzero(np.asarray(is_member.to_numpy(zero_copy_only=False), bool))
+    charge_rows = np.flatnonzero(~np.asarray(is_member.to_numpy(zero_copy_only=False), bool))
     groups: dict[str, list[str]] = {}
-    if pc.any(is_member).as_py():
-        mem = table.filter(is_member)
-        for g, u in zip(
-            mem.column("group").to_pylist() if "group" in names else [],
-            mem.column("user").to_pylist() if "user" in names else [],
-            strict=False,
-        ):
-            if not g or not u:
-                raise FormatError(f"{path}: a membership row (empty slot) needs group and user")
+    if len(member_rows):
+        mem = pa.array(np.asarray(is_member.to_numpy(zero_copy_only=False), bool))
+        g_list = strings("group", mem).to_pylist()
+        u_list = strings("user", mem).to_pylist()
+        e_list = strings("epsilon", mem).to_pylist()
+        for i, (g, u, e) in enumerate(zip(g_list, u_list, e_list, strict=True)):
+            row = int(member_rows[i]) + 1
+            if not g or not u or e:
+                raise FormatError(
+                    f"{path}: row {row}: a membership row (empty slot) gives group and user, "
+                    "and no epsilon"
+                )
             groups.setdefault(g, []).append(u)
-        keep = pc.invert(is_member)
-        table = table.filter(keep)
-        user_all = user_all.filter(keep)
-        group_all = group_all.filter(keep)
-        slot_col = table.column("slot")
-        n = table.num_rows
-    try:
-        slot = np.asarray(slot_col.cast(pa.int64()).to_numpy(zero_copy_only=False), np.int64)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise FormatError(f"{path}: slot: not whole numbers ({exc})") from None
-    if n and int(slot.min()) < 1:
-        bad = int(np.argmax(slot < 1))
+    keep = pa.array(~np.asarray(is_member.to_numpy(zero_copy_only=False), bool))
+    n_charges = len(charge_rows)
+    slot = np.asarray(
+        table.column("slot").filter(keep).cast(pa.int64()).to_numpy(zero_copy_only=False),
+        np.int64,
+    )
+    if n_charges and (int(slot.min()) < 1 or int(slot.max()) > MAX_SLOT):
+        bad = int(np.argmax((slot < 1) | (slot > MAX_SLOT)))
         raise FormatError(
-            f"{path}: row {bad + 1}: slot: slots are numbered from 1, got {slot[bad]}"
+            f"{path}: row {int(charge_rows[bad]) + 1}: slot: slots are numbered from 1 to "
+            f"2^62 - 1, got {slot[bad]}"
         )
 
-    def encode(col: Any) -> tuple[np.ndarray[Any, Any], list[str]]:
-        enc = pc.dictionary_encode(col).combine_chunks()
+    def encode(name: str) -> tuple[np.ndarray[Any, Any], list[str]]:
+        enc = pc.dictionary_encode(strings(name, keep)).combine_chunks()
         return (
             np.asarray(enc.indices.to_numpy(zero_copy_only=False), np.int64),
             [str(v) for v in enc.dictionary.to_pylist()],
         )
 
-    eps_codes, eps_strings = encode(strings("epsilon"))
+    eps_codes, eps_strings = encode("epsilon")
     try:
         amounts = [Budget(s, what="epsilon") for s in eps_strings]
     except BudgetError as exc:
         raise FormatError(f"{path}: {exc}") from None
-    u_codes, u_strings = encode(user_all)
-    g_codes, g_strings = encode(group_all)
-    has_user = np.array([s != "" for s in u_strings], bool)[u_codes] if n else np.zeros(0, bool)
-    has_group = np.array([s != "" for s in g_strings], bool)[g_codes] if n else np.zeros(0, bool)
-    if n and bool(np.any(has_user == has_group)):
+    u_codes, u_strings = encode("user")
+    g_codes, g_strings = encode("group")
+    has_user = np.array([s != "" for s in u_strings] or [False], bool)[u_codes]
+    has_group = np.array([s != "" for s in g_strings] or [False], bool)[g_codes]
+    if n_charges and bool(np.any(has_user == has_group)):
         bad = int(np.argmax(has_user == has_group))
-        raise FormatError(f"{path}: row {bad + 1}: a charge names exactly one of user or group")
+        raise FormatError(
+            f"{path}: row {int(charge_rows[bad]) + 1}: a charge names exactly one of user or group"
+        )
     group_names = list(groups)
+    position = {g: i for i, g in enumerate(group_names)}
     for g in g_strings:
-        if g and g not in groups:
+        if g and g not in position:
             raise FormatError(f"{path}: group {g!r} is charged but its members are not listed")
-    g_index = np.array([group_names.index(g) if g else 0 for g in g_strings], np.int64)
+    g_index = np.array([position.get(g, 0) for g in g_strings] or [0], np.int64)
     users = [s for s in u_strings if s]
-    position = {s: i for i, s in enumerate(users)}
-    u_map = np.array([position.get(s, 0) for s in u_strings] or [0], np.int64)
-    subject = np.where(has_user, u_map[u_codes], -g_index[g_codes] - 1 if n else 0).astype(np.int64)
-    ev_codes, ev_strings = encode(strings("evidence"))
+    u_position = {s: i for i, s in enumerate(users)}
+    u_map = np.array([u_position.get(s, 0) for s in u_strings] or [0], np.int64)
+    subject = np.where(has_user, u_map[u_codes], -g_index[g_codes] - 1).astype(np.int64)
+    ev_codes, ev_strings = encode("evidence")
     evidences: list[Evidence] = []
     ev_map: list[int] = []
     for s in ev_strings:
@@ -514,9 +558,9 @@ def _read_parquet(path: Path) -> Ledger:
         except BudgetError as exc:
             raise FormatError(f"{path}: {exc}") from None
         ev_map.append(len(evidences) - 1)
-    ev_arr = np.array([*ev_map, -1], np.int32)[ev_codes] if n else np.zeros(0, np.int32)
-    p_codes, p_strings = encode(strings("part"))
-    m_codes, m_strings = encode(strings("mechanism"))
+    ev_arr = np.array([*ev_map, -1], np.int32)[ev_codes]
+    p_codes, p_strings = encode("part")
+    m_codes, m_strings = encode("mechanism")
     try:
         return Ledger.from_codes(
             slot=slot,

@@ -17,7 +17,7 @@ from typing import Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from accounting.budget import Budget, BudgetError
+from accounting.budget import MAX_SLOT, Budget, BudgetError, check_slot
 from accounting.evidence import Evidence
 
 __all__ = ["Charge", "Ledger", "LedgerColumns"]
@@ -156,8 +156,7 @@ class Ledger:
         evidence: Evidence | None = None,
     ) -> int:
         """Append one charge and return its row number."""
-        if isinstance(slot, bool) or not isinstance(slot, int) or slot < 1:
-            raise BudgetError(f"slot: slots are numbered from 1, got {slot!r}")
+        check_slot(slot)
         budget = amount if isinstance(amount, Budget) else Budget(amount)
         subject = self._subject_code(user, group)
         self._slot.append(slot)
@@ -270,8 +269,8 @@ class Ledger:
         ledger = cls()
         for name, members in (groups or {}).items():
             ledger.define_group(name, members)
-        if n and int(slot.min()) < 1:
-            raise BudgetError("slot: slots are numbered from 1")
+        if n and (int(slot.min()) < 1 or int(slot.max()) > MAX_SLOT):
+            raise BudgetError("slot: slots are numbered from 1 to 2^62 - 1")
         ngroups = len(ledger._members)
         for col, size in ((user_codes, len(users)),):
             if n and (int(col.max()) >= size or int(col.min()) < -ngroups):

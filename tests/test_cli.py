@@ -111,3 +111,17 @@ def test_prove_prints_the_proved_statement() -> None:
     assert {r["name"] for r in json.loads(out)} == {"grr", "oue", "pue", "sm"}
     code, _, err = run("prove", "laplace")
     assert code == 2 and "laplace" in err
+
+
+def test_extreme_ratios_display_without_crashing(tmp_path: Path) -> None:
+    # Found in review: float() of a huge utilization overflowed in the text output.
+    req = tmp_path / "r.csv"
+    req.write_text("user,w,epsilon\nu,2,1e-300\n")
+    ledger = tmp_path / "l.jsonl"
+    ledger.write_text(
+        '{"slot": 1, "user": "u", "epsilon": "1e300", "evidence": {"kind": "laplace", '
+        '"sensitivity": "1e300", "scale": "1e-300"}}\n'
+    )
+    code, out, err = run("check", str(ledger), "-r", str(req))
+    assert code == 1 and err == ""
+    assert "E+600" in out  # the utilization, shown approximately for display

@@ -169,3 +169,85 @@ def test_reading_reports_progress(tmp_path: Path) -> None:
         assert len(back) == len(ledger)
         assert [d for d, _ in seen] == [50_000, 100_000]
         assert all(total >= 120_000 for _, total in seen)
+
+
+# ------------------------------------------------------------------ regressions found in review
+
+
+def test_parquet_with_only_the_required_columns(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "min.parquet"
+    pq.write_table(
+        pa.table(
+            {"slot": pa.array([1, 2], pa.int64()), "user": ["a", "b"], "epsilon": ["0.1", "1/3"]}
+        ),
+        path,
+    )
+    ledger = read_ledger(path)
+    assert [(c.slot, c.user, c.amount) for c in ledger] == [
+        (1, "a", Budget("0.1")),
+        (2, "b", Budget("1/3")),
+    ]
+
+
+@pytest.mark.parametrize(
+    "columns, message",
+    [
+        ({"slot": [1], "user": ["a"], "epsilon": [0.1]}, "must hold strings"),
+        ({"slot": [1.0], "user": ["a"], "epsilon": ["0.1"]}, "must hold integers"),
+        (
+            {"slot": [None, 1], "user": ["a", "a"], "group": ["g", ""], "epsilon": ["5", "1"]},
+            "membership row",
+        ),
+        (
+            {"slot": [1], "user": ["a"], "epsilon": ["0.1"], "evidence": ['{"kind": ["x"]}']},
+            "unknown kind",
+        ),
+    ],
+)
+def test_parquet_type_errors_are_one_line(
+    tmp_path: Path, columns: dict[str, list[object]], message: str
+) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "bad.parquet"
+    pq.write_table(pa.table(columns), path)
+    with pytest.raises(FormatError) as info:
+        read_ledger(path)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_csv_keeps_ids_exactly(tmp_path: Path) -> None:
+    ledger = Ledger()
+    ledger.append(1, "0.1", user=" a")
+    ledger.append(1, "0.2", user="a")
+    path = tmp_path / "ws.csv"
+    write_ledger(ledger, path)
+    assert [c.user for c in read_ledger(path)] == [" a", "a"]
+
+
+def test_requirements_csv_with_a_byte_order_mark(tmp_path: Path) -> None:
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbfuser,w,epsilon\na,2,1\n")
+    assert read_requirements(path).requirement_of("a") == Fixed(2, Budget(1))
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"slot": 9223372036854775808, "user": "a", "epsilon": "1"}', "largest slot"),
+        ('{"slot": 1, "group": ["a"], "epsilon": "1"}', "ids are strings"),
+        ('{"slot": 1, "user": "a", "epsilon": "1", "evidence": {"kind": ["x"]}}', "unknown kind"),
+        ('{"slot": 1, "user": "a", "epsilon": "1/' + "7" * 2000 + '"}', "too long"),
+        ('{"group": "g", "members": ["a"]}\n{"group": "g", "members": ["b"]}', "defined twice"),
+    ],
+)
+def test_jsonl_input_mistakes_are_one_line(tmp_path: Path, line: str, message: str) -> None:
+    path = tmp_path / "l.jsonl"
+    path.write_text(line + "\n")
+    with pytest.raises(FormatError) as info:
+        read_ledger(path)
+    assert message in str(info.value) and "\n" not in str(info.value)

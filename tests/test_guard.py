@@ -134,8 +134,9 @@ def test_probing_a_later_slot_changes_nothing() -> None:
 def test_future_backward_windows_are_enforced_in_advance() -> None:
     # Slot 5 declares: at most 1 over [1, 5]. Spending 0.8 at slot 1 and 0.3 at slot 2 would make
     # that declaration impossible to meet, so the second spend is refused now.
-    dyn = Dynamic((Declaration(1, 1, Budget(10), 1, Budget(10)),
-                   Declaration(5, 5, Budget(1), 1, Budget(10))))
+    dyn = Dynamic(
+        (Declaration(1, 1, Budget(10), 1, Budget(10)), Declaration(5, 5, Budget(1), 1, Budget(10)))
+    )
     guard = Guard(Population({"d": dyn}))
     guard.spend(1, "0.8", user="d")
     with pytest.raises(BudgetExceeded) as info:

@@ -153,3 +153,40 @@ def test_int64_and_python_int_paths_agree(pop: Population, data: st.DataObject) 
     b = reference_check(forced, pop)
     assert per_user(a) == list(b.violations)
     assert a.user_utilization == b.user_utilization
+
+
+def test_huge_slots_and_windows_stay_exact() -> None:
+    # Found in review: the sort key rep * (horizon + 2) + slot overflowed int64 for slot 10^18,
+    # reporting the wrong user; windows of 2^63 slots overflowed numpy arrays.
+    ledger = Ledger()
+    for i in range(20):
+        ledger.append(10**18, Budget(1), user=f"u{i}")
+    ledger.append(10**18, Budget(1), user="u15")
+    pop = Population({f"u{i}": Fixed(1, Budget(1)) for i in range(20)})
+    for limit in (0, 10**9):
+        verdict = check(ledger, pop, dense_limit=limit)
+        assert [(v.users, v.first) for v in verdict.violations] == [(("u15",), 10**18)]
+    huge = Population({"a": Fixed(2**63, Budget(1)), "b": WholeStream(Budget(5))})
+    small = Ledger()
+    small.append(1, "0.6", user="a")
+    small.append(7, "0.6", user="a")
+    assert per_user(check(small, huge)) == list(reference_check(small, huge).violations)
+
+
+def test_dynamic_check_needs_no_per_slot_arrays() -> None:
+    # Found in review: the dynamic pass allocated arrays of the horizon's length per user.
+    from accounting.requirements import Declaration
+
+    dyn = Dynamic(
+        (
+            Declaration(1, 3, Budget(1), 2, Budget("1.5")),
+            Declaration(10**12, 2, Budget("0.5"), 2, Budget(1)),
+        )
+    )
+    pop = Population({"d": dyn})
+    ledger = Ledger()
+    ledger.append(10**12 - 1, "0.4", user="d")
+    ledger.append(10**12, "0.3", user="d")
+    verdict = check(ledger, pop, dense_limit=0)
+    kinds = sorted((v.kind, v.anchor) for v in verdict.violations)
+    assert kinds == [("backward", 10**12)]  # 0.7 > 0.5 over [10^12 - 1, 10^12]

@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable
 from fractions import Fraction
 
-from accounting.budget import Budget, BudgetError
+from accounting.budget import Budget, BudgetError, check_slot
 from accounting.evidence import CostCheck, Evidence, certify_cost
 from accounting.ledger import Ledger
 from accounting.population import Population
@@ -159,8 +159,7 @@ class Guard:
     ) -> None:
         """Check the spend against every constraint it touches; record it or raise and record
         nothing (`BudgetExceeded`, `EvidenceRejected`, or `BudgetError` for malformed input)."""
-        if isinstance(slot, bool) or not isinstance(slot, int) or slot < 1:
-            raise BudgetError(f"slot: slots are numbered from 1, got {slot!r}")
+        check_slot(slot)
         if slot < self._slot:
             raise BudgetError(
                 f"slot {slot} is before the guard's current slot {self._slot}: "

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from accounting.budget import format_exact
+from accounting.budget import approx, format_exact
 from accounting.evidence import Evidence, evidence_to_json
 
 __all__ = ["EvidenceFailure", "Verdict", "Violation", "ratio"]
@@ -144,7 +144,7 @@ class EvidenceFailure:
         return (
             f"{self.rows} charge(s) of {format_exact(self.amount)} "
             f"(first: row {self.first_row + 1}, slot {self.first_slot}) carry evidence {evidence_to_json(self.evidence)} whose cost "
-            f"is in [{float(self.cost_lower):.6g}, {float(self.cost_upper):.6g}], not <= the amount"
+            f"is in [{approx(self.cost_lower)}, {approx(self.cost_upper)}], not <= the amount"
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from accounting.budget import BudgetError, format_exact
+from accounting.budget import MAX_SLOT, BudgetError, approx, format_exact
 from accounting.formats import read_ledger, read_requirements
 from accounting.population import Population
 from verifier.check import check
@@ -37,7 +37,7 @@ def _stage_printer(enabled: bool) -> Callable[[str], None] | None:
         return None
     from tqdm import tqdm
 
-    bar = tqdm(total=4, desc="checking", unit="stage", leave=False, file=sys.stderr)
+    bar = tqdm(total=5, desc="checking", unit="stage", leave=False, file=sys.stderr)
 
     def say(stage: str) -> None:
         bar.set_postfix_str(stage)
@@ -66,7 +66,7 @@ def _percent(x: Fraction | None) -> str:
     if x is None:
         return "unbounded (positive spend against a zero bound)"
     text = format_exact(x * 100)
-    shown = text if "/" not in text and len(text) <= 8 else f"~{float(x) * 100:.1f}"
+    shown = text if "/" not in text and len(text) <= 8 else f"~{approx(x * 100, 4)}"
     note = " (at the bound)" if x == 1 else " (over the bound)" if x > 1 else ""
     return f"{shown}%{note}"
 
@@ -128,7 +128,7 @@ def cli() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON (exact 'a/b').")
 @click.option(
     "--horizon",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_SLOT),
     default=None,
     help="Check windows up to this slot (default: the ledger's last slot).",
 )
@@ -226,6 +226,8 @@ def demo_cmd() -> None:
 
 def main(argv: Sequence[str] | None = None) -> Any:
     """Console-script entry point."""
+    # Exact sums can have many digits; printing them must not hit Python's int-to-str limit.
+    sys.set_int_max_str_digits(0)
     try:
         return cli.main(args=list(argv) if argv is not None else None, prog_name="wevent")
     except BudgetError as exc:  # pragma: no cover - commands catch their own input errors
