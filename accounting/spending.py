@@ -95,3 +95,7 @@ class Spender(Protocol):
     def define_group(self, name: str, members: tuple[str, ...]) -> None:
         """Name a set of users once, so later charges can address them together."""
         ...
+
+    def members(self, group: str) -> tuple[str, ...]:
+        """The members of a defined group."""
+        ...

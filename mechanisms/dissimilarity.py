@@ -47,13 +47,18 @@ def dc_dissimilarity(
 ) -> tuple[float, Budget]:
     """001 Algorithm 3: returns (dis, eps_opt). ``counts[eps]`` is the value histogram of the class
     whose dissimilarity budget is eps; every class is charged its budget (SM evidence) first."""
+    if {Budget(e) for e in counts} != {Budget(e) for e in groups}:
+        raise BudgetError("counts and groups must name the same classes")
+    last = np.asarray(last_release, np.float64)
+    d = len(last)
+    if last.ndim != 1 or d == 0:
+        raise BudgetError("the last release must be a non-empty 1-D histogram")
     sizes = {Budget(e): int(np.asarray(c).sum()) for e, c in counts.items()}
     theta, _ = obs(sizes)
-    d = len(np.asarray(last_release))
-    if d == 0:
-        raise BudgetError("empty histogram")
-    # The statistic is a mean over d values: sensitivity 1/d.
+    # The statistic is a mean over d values: sensitivity 1/d under add/remove of one user.
     sm = SamplingMechanism.for_budgets(sizes, theta, sensitivity=Fraction(1, d))
+    if sm.check_counts(counts) != d:
+        raise BudgetError(f"class histograms and the last release must both have {d} values")
     for eps, group in groups.items():
         spender.spend(
             slot,
@@ -64,5 +69,5 @@ def dc_dissimilarity(
             evidence=sm.evidence(eps),
         )
     sampled = sm.sample_counts(counts, rng)
-    mean_abs = float(np.mean(np.abs(sampled - np.asarray(last_release, np.float64))))
+    mean_abs = float(np.mean(np.abs(sampled - last)))
     return mean_abs + float(rng.laplace(0.0, sm.laplace.scale)), theta

@@ -33,6 +33,10 @@ __all__ = ["DiscreteLaplaceMechanism", "LaplaceMechanism"]
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
+# Smallest geometric success probability we sample with: typical draws are ~1/p and the tail to
+# 50/p stays far below the int64 limit.
+_MIN_P_GEO = 2.0**-40
+
 
 def _positive(value: Fraction, what: str) -> Fraction:
     if value <= 0:
@@ -81,7 +85,15 @@ class LaplaceMechanism(_Charged):
     def for_budget(cls, sensitivity: Fraction | int, eps: Budget) -> LaplaceMechanism:
         sens = _positive(Fraction(sensitivity), "sensitivity")
         budget = Budget(_positive(Fraction(eps), "epsilon"))
-        return cls(sens, budget, float_up(sens / budget))
+        try:
+            scale = float_up(sens / budget)
+        except OverflowError:
+            raise BudgetError(
+                f"sensitivity/epsilon = {sens / budget} is beyond a float scale"
+            ) from None
+        if scale == math.inf:
+            raise BudgetError(f"sensitivity/epsilon = {sens / budget} is beyond a float scale")
+        return cls(sens, budget, scale)
 
     @property
     def evidence(self) -> Laplace:
@@ -127,8 +139,13 @@ class DiscreteLaplaceMechanism(_Charged):
         # alpha >= e^(-eps/sens): p_geo <= 1 - e^(-eps/sens), one float step lower for margin.
         alpha_min = exp_upper(-budget / sensitivity)
         p_geo = math.nextafter(float_down(1 - alpha_min), 0.0)
-        if p_geo <= 0:
-            raise BudgetError(f"epsilon {budget} is too small for a discrete Laplace sampler")
+        if p_geo < _MIN_P_GEO:
+            # numpy's geometric draws saturate at the int64 limit for tiny p: the difference of two
+            # saturated draws is 0, which would release the count without noise.
+            raise BudgetError(
+                f"epsilon/sensitivity {budget / sensitivity} is too small for the discrete Laplace "
+                "sampler (noise would exceed int64 counts); use the continuous Laplace mechanism"
+            )
         alpha = 1 - Fraction(p_geo)
         lo, _ = ln_bounds(alpha, alpha, 60)  # ln(alpha) >= lo (both negative)
         scale = Fraction(-1) / lo  # rounding down the scale rounds the recorded cost up
@@ -160,10 +177,10 @@ class DiscreteLaplaceMechanism(_Charged):
         mechanism: str = "discrete-laplace",
     ) -> IntArray:
         """Charge ``eps`` (guard first), then return integer ``counts`` plus noise."""
-        self.charge(spender, slot, user, group, part, mechanism)
         data: Any = np.asarray(counts)
-        if not np.issubdtype(data.dtype, np.integer):
+        if not np.issubdtype(data.dtype, np.integer):  # checked before anything is charged
             raise BudgetError("discrete Laplace adds noise to integer counts")
+        self.charge(spender, slot, user, group, part, mechanism)
         shape = data.shape
         noise = rng.geometric(self.p_geo, size=shape) - rng.geometric(self.p_geo, size=shape)
         out: IntArray = np.asarray(data, dtype=np.int64) + noise

@@ -42,6 +42,7 @@ __all__ = [
     "OUE",
     "FrequencyOracle",
     "charge_reporters",
+    "check_values",
     "randomized_response",
     "randomized_response_counts",
 ]
@@ -64,10 +65,12 @@ def _oracle_budget(d: int, eps: Budget, name: str) -> Budget:
     return budget
 
 
-def _check_values(values: npt.ArrayLike, d: int) -> IntArray:
+def check_values(values: npt.ArrayLike, d: int) -> IntArray:
     arr = np.asarray(values)
-    if arr.size and (not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0 or arr.max() >= d):
-        raise BudgetError(f"values must be integers in [0, {d})")
+    if arr.ndim != 1 or (
+        arr.size and (not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0 or arr.max() >= d)
+    ):
+        raise BudgetError(f"values must be a 1-D array of integers in [0, {d})")
     return arr.astype(np.int64, copy=False)
 
 
@@ -84,22 +87,30 @@ def charge_reporters(
     eps: Budget,
     evidence: Any,
     *,
+    reports: int,
     users: list[str] | None = None,
     group: str | None = None,
     part: str = "report",
     mechanism: str = "",
 ) -> None:
     """Charge every reporting user ``eps`` in one atomic spend (a group charge), before any
-    report is drawn. ``users`` defines a group named after the slot and mechanism; ``group``
-    names one already defined."""
+    report is drawn. ``users`` (one per report) defines a group named after the slot and the
+    mechanism; ``group`` names one already defined, whose size must equal ``reports``."""
     if (users is None) == (group is None):
         raise BudgetError("name the reporters: exactly one of users or group")
     if users is not None:
+        if len(users) != reports:
+            raise BudgetError(f"{reports} reports but {len(users)} reporting users")
         if not users:
             return
         digest = hashlib.blake2b("\x00".join(users).encode(), digest_size=6).hexdigest()
         group = f"{mechanism or 'report'}@{slot}#{digest}"  # deterministic: same run, same name
         spender.define_group(group, tuple(users))
+    else:
+        assert group is not None
+        size = len(spender.members(group))
+        if size != reports:
+            raise BudgetError(f"{reports} reports but group {group!r} has {size} members")
     spender.spend(slot, eps, group=group, part=part, mechanism=mechanism, evidence=evidence)
 
 
@@ -177,12 +188,13 @@ class FrequencyOracle:
 
         ``aggregate=True`` samples the histogram directly from the true counts; ``False``
         perturbs each report. Both have the same distribution."""
-        vals = _check_values(values, self.d)
+        vals = check_values(values, self.d)
         charge_reporters(
             spender,
             slot,
             self.eps,
             self.evidence,
+            reports=len(vals),
             users=users,
             group=group,
             part=part,
@@ -226,7 +238,7 @@ class GRR(FrequencyOracle):
 
     def perturb(self, values: npt.ArrayLike, rng: np.random.Generator) -> IntArray:
         """Each user's report: the true value with probability p, else a uniform other value."""
-        return randomized_response(_check_values(values, self.d), self.p_float, self.d, rng)
+        return randomized_response(check_values(values, self.d), self.p_float, self.d, rng)
 
     def histogram(self, reports: Any) -> IntArray:
         return np.bincount(np.asarray(reports, np.int64), minlength=self.d).astype(np.int64)
@@ -249,6 +261,8 @@ class OUE(FrequencyOracle):
         # q rounded up (cost ln((1-q)/q) <= eps) onto the generator's grid, so P[random() < q]
         # is exactly the recorded q; p = 1/2 is on the grid.
         q_float = grid_up(1 / (1 + exp_lower(budget)))
+        if q_float >= 0.5:
+            raise BudgetError(f"epsilon {budget} is too small to represent for OUE")
         return cls(d, budget, Fraction(1, 2), Fraction(q_float), q_float)
 
     @property
@@ -257,7 +271,7 @@ class OUE(FrequencyOracle):
 
     def perturb(self, values: npt.ArrayLike, rng: np.random.Generator) -> npt.NDArray[np.bool_]:
         """Each user's report: a bit vector of length d."""
-        vals = _check_values(values, self.d)
+        vals = check_values(values, self.d)
         bits = rng.random((len(vals), self.d)) < self.q_float
         bits[np.arange(len(vals)), vals] = rng.random(len(vals)) < 0.5
         return bits

@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from accounting.budget import Budget, BudgetError
 from accounting.spending import Spender
-from mechanisms.oracles import GRR, charge_reporters
+from mechanisms.oracles import GRR, charge_reporters, check_values
 
 __all__ = [
     "PersonalizedFO",
@@ -105,13 +105,18 @@ class PersonalizedFO:
         return 1.0 / acc
 
     def estimate(self, histograms: Sequence[npt.ArrayLike]) -> FloatArray:
-        """PFO.A + PFO.E (000 Eq. 1): combine each group's unbiased estimate by its weight."""
+        """PFO.A + PFO.E (000 Eq. 1): combine each group's unbiased estimate by its weight.
+        Each GRR histogram holds one report per user: its total must be the group's size
+        (build a `PersonalizedFO` with the enhanced sizes to estimate from PUE output)."""
         if len(histograms) != len(self.oracles):
             raise BudgetError("one histogram per budget group is needed")
         est = np.zeros(self.d)
         for w, oracle, size, hist in zip(
             self.weights(), self.oracles, self.sizes, histograms, strict=True
         ):
+            total = int(np.asarray(hist).sum())
+            if total != size:
+                raise BudgetError(f"a histogram of {total} reports for a group of {size} users")
             est += w * oracle.estimate(hist, size)
         return est
 
@@ -137,18 +142,23 @@ class PersonalizedFO:
         guard (all groups before any report is drawn), then report through GRR."""
         if len(values) != len(self.oracles):
             raise BudgetError("one value array per budget group is needed")
+        vals = [check_values(v, self.d) for v in values]  # validated before anything is charged
+        for k, v in enumerate(vals):
+            if len(v) != self.sizes[k]:
+                raise BudgetError(f"group {k} has {self.sizes[k]} users but {len(v)} values")
         for k, oracle in enumerate(self.oracles):
             charge_reporters(
                 spender,
                 slot,
                 oracle.eps,
                 oracle.evidence,
+                reports=len(vals[k]),
                 users=None if users is None else list(users[k]),
                 group=None if groups is None else groups[k],
                 part=part,
                 mechanism=mechanism,
             )
-        counts = [np.bincount(np.asarray(v, np.int64), minlength=self.d) for v in values]
+        counts = [np.bincount(v, minlength=self.d) for v in vals]
         return self.perturb_counts(counts, rng)
 
 

@@ -8,6 +8,8 @@ value with gamma, where (000 Eq. 8)
 
 beta, gamma >= 0 and beta + (d - 1) gamma = 1 exactly when p_L <= p_H (eps_L <= eps_H), and then
 p_H beta + (1 - p_H) gamma = p_L: the re-perturbed report is an eps_L report (proved in `proofs`).
+The sampler uses beta rounded down to its float grid, so its composed keep-probability is at most
+p_L (a hair more private than eps_L; certified in `proofs`).
 Re-perturbation is post-processing of an already-paid report: it costs nothing and is recorded as a
 zero charge with `PostProcessing` evidence.
 

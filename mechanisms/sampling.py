@@ -106,10 +106,26 @@ class SamplingMechanism:
         inner = Laplace(self.laplace.sensitivity, Fraction(self.laplace.scale))
         return inner if p == 1.0 else Sampled(inner, Fraction(p))
 
+    def check_counts(self, counts: Mapping[Budget, npt.ArrayLike]) -> int:
+        """Every class histogram: known class, 1-D, non-negative integers, one common length
+        (so one user moves exactly one count). Returns that length."""
+        shapes = set()
+        for eps, hist in counts.items():
+            if Budget(eps) not in self.keep:
+                raise BudgetError(f"no sampling probability for the class with budget {eps}")
+            arr = np.asarray(hist)
+            if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer) or (arr < 0).any():
+                raise BudgetError("class histograms are 1-D arrays of non-negative counts")
+            shapes.add(arr.shape)
+        if len(shapes) != 1:
+            raise BudgetError("every class histogram needs the same number of values")
+        return int(next(iter(shapes))[0])
+
     def sample_counts(
         self, counts: Mapping[Budget, npt.ArrayLike], rng: np.random.Generator
     ) -> IntArray:
         """SM_s on histograms: per class, each user is kept with its class's probability."""
+        self.check_counts(counts)
         total: IntArray | None = None
         for eps, hist in counts.items():
             arr = np.asarray(hist, dtype=np.int64)
@@ -133,7 +149,11 @@ class SamplingMechanism:
     ) -> FloatArray:
         """Charge every class its allotted budget (guard first), then SM_s + SM_d: the sampled
         histogram plus Laplace noise at the threshold. ``groups[eps]`` names the ledger group of
-        the class allotted ``eps``."""
+        the class allotted ``eps``. Every class with data must be charged: ``counts`` and
+        ``groups`` name the same classes (checked before anything is charged)."""
+        self.check_counts(counts)
+        if {Budget(e) for e in counts} != {Budget(e) for e in groups}:
+            raise BudgetError("counts and groups must name the same classes")
         for eps, group in groups.items():
             spender.spend(
                 slot,

@@ -9,7 +9,9 @@ Theorems (E stands for e^eps, so E >= 1):
 * PUE (000 Theorem V.1, Eq. 8): for 1 <= E_L <= E_H with E_H > 1, beta and gamma are
   probabilities with beta + (d - 1) gamma = 1, and a report of the E_H oracle re-perturbed with
   them is distributed exactly as a report of the E_L oracle; if E_L > E_H, gamma < 0 (no valid
-  re-perturbation exists with these formulas).
+  re-perturbation exists with these formulas). The sampler uses beta rounded down to its float
+  grid: the composed report is then slightly *more* private than an E_L report (keep-probability
+  at most p_L), which the exact check certifies as eps_L-LDP.
 
 Each is checked two ways: symbolically with Z3 over real parameters (the negation is unsat), and
 exhaustively, with exact rationals, on the parameters the code actually uses (the rounded floats
@@ -112,6 +114,11 @@ def _grr_symbolic(d: int | None) -> list[str]:
 def _grr_exact(d: int, budgets: list[Budget]) -> list[str]:
     for eps in budgets:
         grr = GRR.for_budget(d, eps)
+        if Fraction(grr.p_float) != grr.p:
+            raise _Refuted(
+                f"GRR d={d} eps={eps}: the sampler's p {grr.p_float!r} is not the "
+                f"evidence's p {grr.p}"
+            )
         if grr.p + (d - 1) * grr.q != 1:
             raise _Refuted(f"GRR d={d} eps={eps}: probabilities do not sum to 1")
         out = [grr.p, grr.q]  # P[y | x] is p when y == x, q otherwise
@@ -150,6 +157,10 @@ def _oue_exact(d: int, budgets: list[Budget]) -> list[str]:
     for eps in budgets:
         oue = OUE.for_budget(d, eps)
         p, q = oue.p, oue.q
+        if Fraction(oue.q_float) != q:
+            raise _Refuted(
+                f"OUE d={d} eps={eps}: the sampler's q {oue.q_float!r} is not the evidence's q {q}"
+            )
 
         def prob(y: tuple[int, ...], x: int, p: Fraction = p, q: Fraction = q) -> Fraction:
             out = Fraction(1)

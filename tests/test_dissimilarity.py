@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from accounting.budget import Budget
+from accounting.budget import Budget, BudgetError
 from accounting.population import Population
 from accounting.requirements import Fixed
 from mechanisms.dissimilarity import dc_dissimilarity, ldp_dissimilarity
@@ -54,3 +54,30 @@ def test_dc_charges_every_class_and_returns_the_obs_threshold() -> None:
     assert np.isfinite(dis)
     verdict = check(guard.ledger, pop)
     assert verdict.ok and len(guard.ledger) == 3
+
+
+def test_dc_noise_and_shape_checks() -> None:
+    # All users above the threshold: dis is the true mean absolute difference plus Laplace
+    # noise of scale 1/(d eps_opt), so its variance is 2 / (d eps_opt)^2.
+    pop = Population.from_classes({Fixed(10**6, Budget(10**4)): 1})
+    guard = Guard(pop)
+    guard.define_group("all", pop.classes[0].members)
+    rng = np.random.default_rng(12)
+    counts = {Budget("0.5"): np.array([3, 1, 0, 0])}
+    last = np.array([1.0, 1.0, 1.0, 1.0])
+    reps = 4000
+    dis = np.array(
+        [
+            dc_dissimilarity(guard, 1, counts, {Budget("0.5"): "all"}, last, rng)[0]
+            for _ in range(reps)
+        ]
+    )
+    var = 2 / (4 * 0.5) ** 2
+    assert abs(dis.mean() - 1.0) < 5 * np.sqrt(var / reps)  # mean |c - r| = (2+0+1+1)/4
+    assert abs(dis.var(ddof=1) - var) < 5 * np.sqrt(5 * var**2 / reps)
+    with pytest.raises(BudgetError, match="both have 4 values"):
+        dc_dissimilarity(
+            guard, 1, {Budget("0.5"): np.array([4])}, {Budget("0.5"): "all"}, last, rng
+        )
+    with pytest.raises(BudgetError, match="same classes"):
+        dc_dissimilarity(guard, 1, counts, {}, last, rng)

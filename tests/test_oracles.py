@@ -123,3 +123,25 @@ def test_000_example_4_grr_probability_lists() -> None:
     oracles = [GRR.for_budget(5, Budget(e)) for e in ("0.2", "0.4", "0.6", "0.8")]
     assert [round(float(o.q), 2) for o in oracles] == [0.19, 0.18, 0.17, 0.16]
     assert [round(float(o.p), 2) for o in oracles] == [0.23, 0.27, 0.31, 0.36]
+
+
+def test_reporters_must_match_the_reports() -> None:
+    # Found in review: an empty or short reporter list let reports through uncharged.
+    users = [f"u{i}" for i in range(5)]
+    pop = Population({u: Fixed(1, Budget(1)) for u in users})
+    guard = Guard(pop)
+    grr = GRR.for_budget(4, Budget(1))
+    rng = np.random.default_rng(0)
+    for who in ([], users[:1]):
+        with pytest.raises(BudgetError, match="reports but"):
+            grr.collect(guard, 1, np.array([0, 1, 2, 3, 0]), rng, users=who)
+    guard.define_group("two", users[:2])
+    with pytest.raises(BudgetError, match="has 2 members"):
+        grr.collect(guard, 1, np.array([0, 1, 2]), rng, group="two")
+    assert len(guard.ledger) == 0
+    assert grr.collect(guard, 1, np.array([], np.int64), rng, users=[]).sum() == 0
+
+
+def test_oue_refuses_an_epsilon_it_cannot_represent() -> None:
+    with pytest.raises(BudgetError, match="too small"):
+        OUE.for_budget(4, Budget("1e-17"))

@@ -41,10 +41,26 @@ def test_grr_with_a_keep_probability_rounded_the_wrong_way_is_refuted(
 
     def too_generous(d: int, eps: Budget) -> GRR:
         g = real(d, eps)
-        p = g.p + Fraction(1, 10**6)  # keep slightly more often than e^eps allows
-        return GRR(d, g.eps, p, (1 - p) / (d - 1), float(p))
+        p_float = g.p_float + 2.0**-20  # keep slightly more often than e^eps allows
+        p = Fraction(p_float)
+        return GRR(d, g.eps, p, (1 - p) / (d - 1), p_float)
 
     monkeypatch.setattr(GRR, "for_budget", staticmethod(too_generous))
     result = prove_primitive("grr", 3)
     assert result.status == "counterexample"
     assert "exceeds e^eps" in result.counterexample
+
+
+def test_a_sampler_float_that_differs_from_the_evidence_is_refuted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Found in review: the exact checks used the evidence's p, not the float the sampler uses.
+    real = GRR.for_budget
+
+    def drifting(d: int, eps: Budget) -> GRR:
+        g = real(d, eps)
+        return GRR(d, g.eps, g.p, g.q, g.p_float * 1.01)
+
+    monkeypatch.setattr(GRR, "for_budget", staticmethod(drifting))
+    result = prove_primitive("grr", 3)
+    assert result.status == "counterexample" and "sampler" in result.counterexample

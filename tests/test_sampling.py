@@ -5,7 +5,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from accounting.budget import Budget
+from accounting.budget import Budget, BudgetError
 from accounting.evidence import Laplace, Sampled, certify_cost, cost_bounds
 from accounting.population import Population
 from accounting.requirements import Fixed
@@ -86,3 +86,50 @@ def test_release_spends_through_the_guard_first() -> None:
     with pytest.raises(BudgetExceeded):
         sm.release(guard, 1, counts, groups, rng)
     assert rng.bit_generator.state == state
+
+
+def test_release_adds_laplace_noise_at_the_threshold() -> None:
+    # Every class at or above the threshold: the release is the true count plus Laplace noise
+    # of scale 1/theta, so its variance is 2/theta^2 (the noise error of Definition 13).
+    pop = Population.from_classes({Fixed(10**6, Budget(10**4)): 1})
+    guard = Guard(pop)
+    guard.define_group("all", pop.classes[0].members)
+    sm = SamplingMechanism.for_budgets({Budget("0.5"): 1}, Budget("0.5"))
+    rng = np.random.default_rng(6)
+    reps = 4000
+    out = np.array(
+        [
+            sm.release(guard, 1, {Budget("0.5"): np.array([7])}, {Budget("0.5"): "all"}, rng)[0]
+            for _ in range(reps)
+        ]
+    )
+    var = noise_error(0.5)  # 8; the sample variance of Laplace noise has sd sqrt(5 var^2 / reps)
+    assert abs(out.mean() - 7) < 5 * np.sqrt(var / reps)
+    assert abs(out.var(ddof=1) - var) < 5 * np.sqrt(5 * var**2 / reps)
+
+
+def test_classes_and_shapes_are_checked_before_charging() -> None:
+    # Found in review: classes missing from `groups` were released uncharged, and histograms of
+    # different lengths were silently broadcast.
+    pop = Population.from_classes({Fixed(1, Budget("0.4")): 2})
+    guard = Guard(pop)
+    guard.define_group("c", pop.classes[0].members)
+    sm = SamplingMechanism.for_budgets(EXAMPLE_2, Budget("0.4"))
+    rng = np.random.default_rng(0)
+    with pytest.raises(BudgetError, match="same classes"):
+        sm.release(
+            guard,
+            1,
+            {Budget("0.4"): np.array([1, 1]), Budget("0.1"): np.array([0, 1])},
+            {Budget("0.4"): "c"},
+            rng,
+        )
+    with pytest.raises(BudgetError, match="same number of values"):
+        sm.release(
+            guard,
+            1,
+            {Budget("0.4"): np.array([1, 1]), Budget("0.1"): np.array([1])},
+            {Budget("0.4"): "c", Budget("0.1"): "c"},
+            rng,
+        )
+    assert len(guard.ledger) == 0

@@ -95,6 +95,9 @@ class Guard:
     def define_group(self, name: str, members: Iterable[str]) -> None:
         self.ledger.define_group(name, members)
 
+    def members(self, group: str) -> tuple[str, ...]:
+        return self.ledger.members(group)
+
     # ------------------------------------------------------------------ accounts
 
     def _account(self, user: str) -> _Account:
