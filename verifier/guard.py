@@ -13,7 +13,7 @@ from fractions import Fraction
 
 from accounting.budget import Budget, BudgetError, check_slot
 from accounting.evidence import CostCheck, Evidence, certify_cost
-from accounting.ledger import Ledger
+from accounting.ledger import Charge, Ledger
 from accounting.population import Population
 from accounting.requirements import Dynamic, Fixed, Requirement, WholeStream
 from accounting.spending import BudgetExceeded, EvidenceRejected, WindowState
@@ -77,15 +77,19 @@ class Guard:
             for name, members in ledger.groups.items():
                 self.define_group(name, members)
             for ch in ledger:
-                self.spend(
-                    ch.slot,
-                    ch.amount,
-                    user=ch.user,
-                    group=ch.group,
-                    part=ch.part,
-                    mechanism=ch.mechanism,
-                    evidence=ch.evidence,
-                )
+                self.spend_charge(ch)
+
+    def spend_charge(self, charge: Charge) -> None:
+        """`spend` with the fields of a ledger charge (replaying a stored ledger)."""
+        self.spend(
+            charge.slot,
+            charge.amount,
+            user=charge.user,
+            group=charge.group,
+            part=charge.part,
+            mechanism=charge.mechanism,
+            evidence=charge.evidence,
+        )
 
     @property
     def slot(self) -> int:

@@ -54,15 +54,7 @@ def run_demo(echo: Callable[[str], None]) -> bool:
     refused = 0
     for charge in violating:
         try:
-            guard.spend(
-                charge.slot,
-                charge.amount,
-                user=charge.user,
-                group=charge.group,
-                part=charge.part,
-                mechanism=charge.mechanism,
-                evidence=charge.evidence,
-            )
+            guard.spend_charge(charge)
         except (BudgetExceeded, EvidenceRejected) as exc:
             refused += 1
             echo(f"  refused: {exc}")
