@@ -272,9 +272,8 @@ class Ledger:
         if n and (int(slot.min()) < 1 or int(slot.max()) > MAX_SLOT):
             raise BudgetError("slot: slots are numbered from 1 to 2^62 - 1")
         ngroups = len(ledger._members)
-        for col, size in ((user_codes, len(users)),):
-            if n and (int(col.max()) >= size or int(col.min()) < -ngroups):
-                raise BudgetError("subject code out of range")
+        if n and (int(user_codes.max()) >= len(users) or int(user_codes.min()) < -ngroups):
+            raise BudgetError("subject code out of range")
 
         def remap(
             codes: npt.NDArray[np.int32] | None,

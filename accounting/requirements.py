@@ -16,7 +16,15 @@ from fractions import Fraction
 
 from accounting.budget import Budget, BudgetError, format_exact
 
-__all__ = ["Declaration", "Dynamic", "Fixed", "Requirement", "WholeStream", "check_window"]
+__all__ = [
+    "Declaration",
+    "Dynamic",
+    "Fixed",
+    "Requirement",
+    "WholeStream",
+    "check_window",
+    "requirement_bounds",
+]
 
 
 def check_window(w: object, *, what: str = "w") -> int:
@@ -137,3 +145,12 @@ class Dynamic:
 
 
 Requirement = Fixed | WholeStream | Dynamic
+
+
+def requirement_bounds(req: Requirement | None) -> list[Fraction]:
+    """Every budget bound a requirement states (none for a missing requirement)."""
+    if isinstance(req, Fixed | WholeStream):
+        return [req.eps]
+    if isinstance(req, Dynamic):
+        return [b for d in req.declarations for b in (d.eps_back, d.eps_fwd)]
+    return []

@@ -150,7 +150,7 @@ class DiscreteLaplaceMechanism(_Charged):
         lo, _ = ln_bounds(alpha, alpha, 60)  # ln(alpha) >= lo (both negative)
         scale = Fraction(-1) / lo  # rounding down the scale rounds the recorded cost up
         mech = cls(sensitivity, budget, p_geo, scale)
-        if not certify_cost(mech.evidence, budget).ok:  # pragma: no cover - margin guarantees it
+        if not certify_cost(mech.evidence, budget).ok:  # the rounding margin guarantees it
             raise BudgetError("discrete Laplace parameters do not certify the budget")
         return mech
 

@@ -25,7 +25,7 @@ import numpy.typing as npt
 from accounting.evidence import certify_cost
 from accounting.ledger import Ledger, LedgerColumns
 from accounting.population import Population
-from accounting.requirements import Dynamic, Fixed, Requirement, WholeStream
+from accounting.requirements import Dynamic, Fixed, Requirement, WholeStream, requirement_bounds
 from verifier.verdict import EvidenceFailure, Verdict, Violation, ratio
 
 __all__ = ["check"]
@@ -141,14 +141,6 @@ def _expand(cols: LedgerColumns, reps: _Reps) -> tuple[Arr, Arr | None]:
     return np.concatenate(rep_parts), np.concatenate(row_parts)
 
 
-def _bounds_of(req: Requirement | None) -> list[Fraction]:
-    if isinstance(req, Fixed | WholeStream):
-        return [req.eps]
-    if isinstance(req, Dynamic):
-        return [b for d in req.declarations for b in (d.eps_back, d.eps_fwd)]
-    return []
-
-
 class _Utilization(Mapping[str, Fraction | None]):
     """Per-user utilization, materialized on access (a large population costs nothing until
     read). A zero bound with a positive spend is reported as None (unbounded)."""
@@ -208,7 +200,7 @@ def check(
     )
 
     # Common denominator over amounts and the bounds of the classes present; integer numerators.
-    bounds = [b for c in sorted(reps.present) for b in _bounds_of(reps.requirements[c])]
+    bounds = [b for c in sorted(reps.present) for b in requirement_bounds(reps.requirements[c])]
     lcd = 1
     for d in {a.denominator for a in cols.amounts} | {b.denominator for b in bounds}:
         lcd = lcd * d // math.gcd(lcd, d)

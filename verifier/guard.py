@@ -15,19 +15,11 @@ from accounting.budget import Budget, BudgetError, check_slot
 from accounting.evidence import CostCheck, Evidence, certify_cost
 from accounting.ledger import Charge, Ledger
 from accounting.population import Population
-from accounting.requirements import Dynamic, Fixed, Requirement, WholeStream
+from accounting.requirements import requirement_bounds
 from accounting.spending import BudgetExceeded, EvidenceRejected, WindowState
 from verifier.state import AccountState, Window, make_state
 
 __all__ = ["Guard"]
-
-
-def _bounds(req: Requirement) -> list[Fraction]:
-    if isinstance(req, Fixed | WholeStream):
-        return [req.eps]
-    if isinstance(req, Dynamic):
-        return [b for d in req.declarations for b in (d.eps_back, d.eps_fwd)]
-    return []
 
 
 class _Account:
@@ -55,7 +47,7 @@ class Guard:
         # Every value is kept as an integer numerator over the common denominator D.
         self._scale = 1
         for cls in population.classes:
-            for bound in _bounds(cls.requirement):
+            for bound in requirement_bounds(cls.requirement):
                 self._scale = math.lcm(self._scale, bound.denominator)
         self._account_of: dict[str, _Account] = {}
         self._accounts: list[_Account] = []

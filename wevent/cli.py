@@ -230,6 +230,6 @@ def main(argv: Sequence[str] | None = None) -> Any:
     sys.set_int_max_str_digits(0)
     try:
         return cli.main(args=list(argv) if argv is not None else None, prog_name="wevent")
-    except BudgetError as exc:  # pragma: no cover - commands catch their own input errors
+    except BudgetError as exc:  # a safety net: commands catch their own
         _fail(str(exc))
     return None
