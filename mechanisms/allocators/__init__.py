@@ -1,0 +1,91 @@
+"""Budget kernels of the central w-event allocators, and a registry by CLI name.
+
+`make_kernel(name, algebra, classes, variant)` builds the kernel; `run_trace` runs one against a
+publish/skip decision sequence in exact (or float-count) arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Final, TypeVar
+
+from accounting.budget import BudgetError
+from mechanisms.allocators.algebra import ARITHMETICS, Algebra, ExactAlgebra, algebra_for
+from mechanisms.allocators.dynamic import DynamicKernel
+from mechanisms.allocators.fixed import FixedKernel
+from mechanisms.allocators.kernel import ClassReq, Kernel, Plan, classes_of, published_now
+
+__all__ = [
+    "ARITHMETICS",
+    "CENTRAL",
+    "VARIANTS",
+    "TraceSlot",
+    "algebra_for",
+    "classes_of",
+    "make_kernel",
+    "run_trace",
+]
+
+V = TypeVar("V")
+B = TypeVar("B")
+
+CENTRAL: Final = ("uniform", "sample", "bd", "ba", "pbd", "pba", "dpbd", "dpba")
+VARIANTS: Final = ("sound", "published")
+
+
+def make_kernel(
+    name: str, alg: Algebra[V, B], classes: Sequence[ClassReq[V]], variant: str = "sound"
+) -> Kernel[V, B, Any]:
+    """The kernel of allocator ``name`` over ``classes`` (in population class order)."""
+    if name in ("dpbd", "dpba"):
+        return DynamicKernel(name, alg, classes, variant)
+    if name in CENTRAL:
+        return FixedKernel(name, alg, classes, variant)
+    raise BudgetError(f"unknown allocator {name!r} (expected one of {', '.join(CENTRAL)})")
+
+
+@dataclass(frozen=True, slots=True)
+class TraceSlot:
+    """One slot of an exact trace: status and, per class, the budgets spent (and the candidate
+    publication budget, spent only when published)."""
+
+    slot: int
+    status: str  # "published", "skipped" or "nullified"
+    dissimilarity: tuple[Fraction, ...]
+    publication: tuple[Fraction, ...]
+    candidate: tuple[Fraction, ...]
+
+
+def status_of(plan: Plan[Fraction, bool], decision: bool) -> str:
+    if plan.forced:
+        return "published"
+    if plan.nullified:
+        return "nullified"
+    return "published" if decision else "skipped"
+
+
+def run_trace(kernel: Kernel[Fraction, bool, Any], decisions: Sequence[bool]) -> list[TraceSlot]:
+    """Run the kernel over ``len(decisions)`` slots; a decision on a nullified or forced slot is
+    ignored."""
+    if not isinstance(kernel.alg, ExactAlgebra):
+        raise BudgetError("run_trace needs an exact (or float-count) algebra")
+    alg = kernel.alg
+    state = kernel.start()
+    out = []
+    for t, decision in enumerate(decisions, start=1):
+        plan = kernel.plan(state, t)
+        published = published_now(alg, plan, decision)
+        zero = Fraction(0)
+        out.append(
+            TraceSlot(
+                t,
+                status_of(plan, decision),
+                plan.dissimilarity,
+                tuple(p if published else zero for p in plan.publication),
+                plan.publication,
+            )
+        )
+        state = kernel.step(state, t, plan, published)
+    return out

@@ -1,0 +1,169 @@
+"""`wevent trace`: run an allocator's budget kernel on a decision sequence, through the guard.
+
+Only the kernel runs (no data, no noise): each slot's dissimilarity budget and, when the slot
+publishes, its publication budget are charged per requirement class to the runtime guard. The
+trace stops at the first refused charge (a window the variant breaks) or at the first negative
+budget (which no mechanism can spend), and says which.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from accounting.budget import Budget, BudgetError, format_exact
+from accounting.population import Population
+from accounting.spending import BudgetExceeded, Spender
+from mechanisms.allocators import (
+    TraceSlot,
+    algebra_for,
+    classes_of,
+    make_kernel,
+    run_trace,
+)
+from verifier.guard import Guard
+
+__all__ = ["TraceResult", "charge_slot", "class_groups", "parse_decisions", "trace_with_guard"]
+
+
+def _q(x: Fraction) -> str:
+    return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
+
+
+@dataclass
+class TraceResult:
+    """A kernel trace and how the guard took it."""
+
+    mechanism: str
+    variant: str
+    arithmetic: str
+    population: Population
+    slots: list[TraceSlot]  # every slot run, up to and including a failing one
+    refusal: BudgetExceeded | None = None
+    negative: str | None = None  # description of a negative budget, if one was allocated
+    failed_slot: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.refusal is None and self.negative is None
+
+    def to_json(self) -> dict[str, Any]:
+        classes = self.population.classes
+        slots = []
+        for s in self.slots:
+            budgets = {}
+            for c in classes:
+                entry = {
+                    "dissimilarity": _q(s.dissimilarity[c.index]),
+                    "publication": _q(s.publication[c.index]),
+                }
+                for user in c.members:
+                    budgets[user] = entry
+            slots.append({"slot": s.slot, "status": s.status, "budgets": budgets})
+        out: dict[str, Any] = {
+            "mechanism": self.mechanism,
+            "variant": self.variant,
+            "arithmetic": self.arithmetic,
+            "ok": self.ok,
+            "slots": slots,
+        }
+        if self.refusal is not None:
+            r = self.refusal
+            out["refusal"] = {
+                "slot": r.slot,
+                "subject": r.subject,
+                "requirement": r.requirement,
+                "window": [r.window.first, r.window.last],
+                "kind": r.window.kind,
+                "spent": _q(r.window.spent),
+                "asked": _q(r.asked),
+                "bound": _q(r.window.bound),
+                "excess": _q(r.excess),
+                "message": str(r),
+            }
+        if self.negative is not None:
+            out["negative"] = {"slot": self.failed_slot, "message": self.negative}
+        return out
+
+
+def parse_decisions(text: str) -> list[bool]:
+    """``"1,0,1"`` (commas or spaces) into publish/skip decisions."""
+    parts = [p for p in text.replace(",", " ").split() if p]
+    if not parts:
+        raise BudgetError("--decisions: give at least one decision, e.g. 1,0,1")
+    out = []
+    for i, p in enumerate(parts, start=1):
+        if p not in ("0", "1"):
+            raise BudgetError(f"--decisions: item {i} is {p!r}; use 1 (publish) or 0 (skip)")
+        out.append(p == "1")
+    return out
+
+
+def class_groups(population: Population, spender: Spender) -> list[str]:
+    """Define one ledger group per requirement class (``class-0``, ...) and return their names."""
+    names = []
+    for c in population.classes:
+        spender.define_group(c.name, c.members)
+        names.append(c.name)
+    return names
+
+
+def charge_slot(
+    spender: Spender,
+    groups: Sequence[str],
+    slot: TraceSlot,
+    mechanism: str,
+) -> None:
+    """Charge one slot's budgets per class (positive amounts only)."""
+    for part, amounts in (("dissimilarity", slot.dissimilarity), ("publication", slot.publication)):
+        for group, amount in zip(groups, amounts, strict=True):
+            if amount > 0:
+                spender.spend(
+                    slot.slot, Budget(amount), group=group, part=part, mechanism=mechanism
+                )
+
+
+def _negative(slot: TraceSlot, population: Population) -> str | None:
+    for part, amounts in (
+        ("dissimilarity", slot.dissimilarity),
+        ("publication", slot.publication),
+    ):
+        for c, amount in zip(population.classes, amounts, strict=True):
+            if amount < 0:
+                return (
+                    f"slot {slot.slot}: the kernel allocated a negative {part} budget "
+                    f"{format_exact(amount)} to {c.name} [{c.requirement.describe()}]"
+                )
+    return None
+
+
+def trace_with_guard(
+    mechanism: str,
+    population: Population,
+    decisions: Sequence[bool],
+    *,
+    variant: str = "sound",
+    arithmetic: str = "exact",
+) -> TraceResult:
+    """Run the kernel of ``mechanism`` and charge every slot to a fresh guard."""
+    alg = algebra_for(arithmetic)
+    kernel = make_kernel(mechanism, alg, classes_of(population, mechanism), variant)
+    trace = run_trace(kernel, decisions)
+    result = TraceResult(mechanism, variant, arithmetic, population, [])
+    guard = Guard(population)
+    groups = class_groups(population, guard)
+    for slot in trace:
+        result.slots.append(slot)
+        negative = _negative(slot, population)
+        if negative is not None:
+            result.negative, result.failed_slot = negative, slot.slot
+            break
+        try:
+            charge_slot(guard, groups, slot, mechanism)
+        except BudgetExceeded as exc:
+            result.refusal, result.failed_slot = exc, slot.slot
+            break
+    return result
