@@ -132,8 +132,13 @@ class DynamicKernel(Generic[V, B]):
                 hi = mid
         return lo - 1
 
-    def _covering(self, s: _Schedule[V], t: int, idx: int) -> list[tuple[int, Decl[V]]]:
-        """``T_B(t)``: every (tau, declaration in force at tau) whose forward window covers t."""
+    def _covering(self, s: _Schedule[V], t: int, idx: int) -> list[tuple[Decl[V], int, int]]:
+        """``T_B(t)`` grouped by declaration: ``(declaration, first tau, last tau)`` for every
+        declaration in force at some tau <= t whose forward window still covers t.
+
+        Within one declaration the bound is the same for every tau, and the earliest tau has the
+        most spent since it (spends are never negative), so the earliest tau is the binding one
+        for the remaining-budget rules; DPBA's absorption counts still visit every tau."""
         out = []
         j = idx
         while j >= 0:
@@ -141,8 +146,9 @@ class DynamicKernel(Generic[V, B]):
             last = t if end is None else min(end, t)
             if last < t - s.max_fwd + 1:
                 break
-            for tau in range(max(start, t - d.w_fwd + 1), last + 1):
-                out.append((tau, d))
+            first = max(start, t - d.w_fwd + 1)
+            if first <= last:
+                out.append((d, first, last))
             j -= 1
         return out
 
@@ -164,25 +170,27 @@ class DynamicKernel(Generic[V, B]):
             cover = self._covering(s, t, idx)
             # Part_DC: Algorithm 6/7 lines 3-5.
             dis_fwd = vmin(
-                alg, *(alg.scale(dt.eps_fwd, Fraction(1, 2 * dt.w_fwd)) for _, dt in cover)
+                alg, *(alg.scale(dt.eps_fwd, Fraction(1, 2 * dt.w_fwd)) for dt, _, _ in cover)
             )
             dis_back = alg.sub(alg.scale(d.eps_back, half), dis_h.total(t - d.w_back + 1, t - 1))
             dis = vmin(alg, dis_fwd, dis_back)
             pub_back = alg.sub(alg.scale(d.eps_back, half), pub_h.total(t - d.w_back + 1, t - 1))
             fwd_left = [
-                alg.sub(alg.scale(dt.eps_fwd, half), pub_h.total(tau, t - 1)) for tau, dt in cover
+                alg.sub(alg.scale(dt.eps_fwd, half), pub_h.total(first, t - 1))
+                for dt, first, _ in cover
             ]
             if self.name == "dpbd":  # Algorithm 6 lines 9-13
                 pub = vmin(alg, alg.scale(vmin(alg, *fwd_left), half), pub_back)
             else:  # Algorithm 7 lines 6-8 and 15-25
                 absorb = []
-                for tau, dt in cover:
+                for dt, first, last in cover:
                     share = alg.scale(dt.eps_fwd, Fraction(1, 2 * dt.w_fwd))
-                    right = alg.count_add(
-                        alg.ratio(pub_h.total(tau, t - 1), share), alg.const(tau - 1)
-                    )
-                    nullify.append(alg.le(alg.const(t), right))
-                    absorb.append(alg.mul(alg.count_sub(alg.const(t), right), share))
+                    for tau in range(first, last + 1):
+                        right = alg.count_add(
+                            alg.ratio(pub_h.total(tau, t - 1), share), alg.const(tau - 1)
+                        )
+                        nullify.append(alg.le(alg.const(t), right))
+                        absorb.append(alg.mul(alg.count_sub(alg.const(t), right), share))
                 pub = vmin(alg, vmin(alg, vmax(alg, *absorb), *fwd_left), pub_back)
             if self.variant == "sound":
                 room = self._room(state, i, s, t, idx, cover)
@@ -202,7 +210,7 @@ class DynamicKernel(Generic[V, B]):
         s: _Schedule[V],
         t: int,
         idx: int,
-        cover: list[tuple[int, Decl[V]]],
+        cover: list[tuple[Decl[V], int, int]],
     ) -> V:
         """The joint room at t: the least ``bound - spent before t`` over every declared window
         covering t (clipped at zero)."""
@@ -221,7 +229,7 @@ class DynamicKernel(Generic[V, B]):
             if s.starts[j] - dj.w_back + 1 <= t:
                 rooms.append(alg.sub(dj.eps_back, spent(s.starts[j] - dj.w_back + 1)))
             j += 1
-        rooms.extend(alg.sub(dt.eps_fwd, spent(tau)) for tau, dt in cover)
+        rooms.extend(alg.sub(dt.eps_fwd, spent(first)) for dt, first, _ in cover)
         return vmax(alg, vmin(alg, *rooms), alg.const(0))
 
     def step(

@@ -1,0 +1,254 @@
+"""`wevent trace` and `wevent run`: output formats, exit codes, ledgers the checker accepts, and
+the runner's ledger equal to the kernel's trace of the same decisions."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from accounting.formats import read_ledger, read_requirements
+from mechanisms.allocators import CENTRAL, make_kernel, run_trace
+from mechanisms.allocators.algebra import ExactAlgebra
+from mechanisms.allocators.kernel import classes_of
+from wevent.cli import cli
+from wevent.demo import example_path
+
+TABLE3 = str(example_path("001-table3.csv"))
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def write(path: Path, text: str) -> str:
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.fixture
+def fixed_req(tmp_path: Path) -> str:
+    rows = ["user,w,epsilon"]
+    reqs = [(3, "0.6"), (5, "1"), (8, "0.4")]
+    rows += [f"u{i},{reqs[i % 3][0]},{reqs[i % 3][1]}" for i in range(60)]
+    return write(tmp_path / "req.csv", "\n".join(rows) + "\n")
+
+
+def test_trace_json_matches_the_documented_shape() -> None:
+    code, out, _ = run("trace", "dpba", "-r", TABLE3, "--decisions", "1,0,1,0,1", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert [s["slot"] for s in data["slots"]] == [1, 2, 3, 4, 5]
+    assert [s["status"] for s in data["slots"]][:3] == ["published", "skipped", "published"]
+    assert data["slots"][2]["budgets"]["u2"] == {"dissimilarity": "3/5", "publication": "6/5"}
+    assert data["slots"][4]["budgets"]["u3"] == {"dissimilarity": "1/10", "publication": "3/10"}
+    assert data["ok"] is True and "refusal" not in data
+
+
+def test_trace_text_lists_every_slot() -> None:
+    code, out, _ = run(
+        "trace", "pbd", "-r", TABLE3.replace("001-table3", "requirements"), "--decisions", "1 0 1"
+    )
+    assert code == 2  # requirements.csv holds a whole-stream user: no window to allocate over
+    code, out, _ = run("trace", "dpbd", "-r", TABLE3, "--decisions", "1,0,1")
+    assert code == 0
+    assert "slot 3: published" in out and "u1 dis=0.3 pub=0.35" in out
+    assert "guard: all 3 slots accepted" in out
+
+
+def test_trace_ends_with_the_guards_refusal(tmp_path: Path) -> None:
+    req = write(tmp_path / "a.csv", "user,w,epsilon\na,3,0.6\n")
+    args = ["trace", "ba", "-r", req, "--decisions", "0,1,0,1", "--variant", "published"]
+    assert run(*args)[0] == 0  # exact counts are fine
+    code, out, _ = run(*args, "--arithmetic", "float")
+    assert code == 1
+    assert "REFUSED by the guard" in out and "fixed window [2, 4]" in out
+    code, out, _ = run(*args, "--arithmetic", "float", "--json")
+    assert code == 1
+    refusal = json.loads(out)["refusal"]
+    assert refusal["slot"] == 4 and refusal["window"] == [2, 4]
+    assert refusal["excess"] == "1/22517998136852480"
+
+
+def test_trace_reports_a_negative_budget(tmp_path: Path) -> None:
+    req = write(
+        tmp_path / "d.csv",
+        "user,slot,w_back,eps_back,w_fwd,eps_fwd\nu,1,4,0.8,2,0.7\nu,3,3,0.4,1,0.2\n",
+    )
+    code, out, _ = run("trace", "dpbd", "-r", req, "--decisions", "0,0,1", "--variant", "published")
+    assert code == 1 and "negative dissimilarity budget -0.15" in out
+    assert run("trace", "dpbd", "-r", req, "--decisions", "0,0,1")[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--decisions", "1,2"], "item 2 is '2'"),
+        (["--decisions", ","], "at least one decision"),
+    ],
+)
+def test_trace_bad_input_is_one_line(args: list[str], message: str) -> None:
+    code, _, err = run("trace", "pbd", "-r", TABLE3, *args)
+    assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_pbd_refuses_dynamic_requirements() -> None:
+    code, _, err = run("trace", "pbd", "-r", TABLE3, "--decisions", "1")
+    assert code == 2 and "use dpbd or dpba" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("mechanism", CENTRAL)
+def test_run_writes_a_ledger_the_checker_accepts(
+    mechanism: str, fixed_req: str, tmp_path: Path
+) -> None:
+    ledger, releases = tmp_path / "run.jsonl", tmp_path / "rel.csv"
+    code, out, err = run(
+        "run",
+        mechanism,
+        "-r",
+        fixed_req,
+        "--stream",
+        "lns",
+        "--slots",
+        "60",
+        "--seed",
+        "3",
+        "--ledger",
+        str(ledger),
+        "--releases",
+        str(releases),
+    )
+    assert code == 0, out + err
+    assert "60 of 60 slots run" in out
+    assert run("check", str(ledger), "-r", fixed_req)[0] == 0
+    lines = releases.read_text().splitlines()
+    assert lines[0] == "slot,status,cell,release,truth" and len(lines) == 1 + 60 * 2
+
+
+def test_run_ledger_equals_the_kernel_trace(fixed_req: str, tmp_path: Path) -> None:
+    """The data path decides publish/skip; replaying those decisions through the kernel alone
+    gives exactly the budgets the ledger charged."""
+    ledger, releases = tmp_path / "run.jsonl", tmp_path / "rel.csv"
+    code, _, _ = run(
+        "run",
+        "pba",
+        "-r",
+        fixed_req,
+        "--stream",
+        "sin",
+        "--slots",
+        "80",
+        "--ledger",
+        str(ledger),
+        "--releases",
+        str(releases),
+    )
+    assert code == 0
+    statuses = {}
+    for line in releases.read_text().splitlines()[1:]:
+        slot, status, *_ = line.split(",")
+        statuses[int(slot)] = status
+    decisions = [statuses[t] == "published" for t in range(1, 81)]
+    population = read_requirements(fixed_req)
+    trace = run_trace(make_kernel("pba", ExactAlgebra(), classes_of(population, "pba")), decisions)
+    charged: dict[tuple[int, str, str], Fraction] = defaultdict(Fraction)
+    for ch in read_ledger(ledger):
+        assert ch.group is not None
+        charged[(ch.slot, ch.group, ch.part)] += ch.amount
+    expected = {}
+    for s in trace:
+        assert s.status == statuses[s.slot]
+        for c in population.classes:
+            for part, values in (
+                ("dissimilarity", s.dissimilarity),
+                ("publication", s.publication),
+            ):
+                if values[c.index] > 0:
+                    expected[(s.slot, c.name, part)] = values[c.index]
+    assert dict(charged) == expected
+
+
+def test_run_is_reproducible(fixed_req: str, tmp_path: Path) -> None:
+    outs = []
+    for i in range(2):
+        ledger, rel = tmp_path / f"l{i}.jsonl", tmp_path / f"r{i}.csv"
+        run(
+            "run",
+            "bd",
+            "-r",
+            fixed_req,
+            "--stream",
+            "log",
+            "--slots",
+            "30",
+            "--seed",
+            "7",
+            "--ledger",
+            str(ledger),
+            "--releases",
+            str(rel),
+        )
+        outs.append((ledger.read_text(), rel.read_text()))
+    assert outs[0] == outs[1]
+
+
+def test_run_on_a_csv_stream(fixed_req: str, tmp_path: Path) -> None:
+    rows = ["user,slot,value"] + [
+        f"u{i},{t},{(i + t) % 3}" for t in range(1, 11) for i in range(60)
+    ]
+    stream = write(tmp_path / "obs.csv", "\n".join(rows) + "\n")
+    rel = tmp_path / "rel.csv"
+    code, out, _ = run("run", "pbd", "-r", fixed_req, "--stream", stream, "--releases", str(rel))
+    assert code == 0 and "10 of 10 slots run" in out
+    assert len(rel.read_text().splitlines()) == 1 + 10 * 3
+    code, _, err = run("run", "pbd", "-r", fixed_req, "--stream", stream, "--slots", "11")
+    assert code == 2 and "more than the stream's 10 slots" in err
+
+
+def test_published_dynamic_run_stops_and_keeps_its_ledger(tmp_path: Path) -> None:
+    req = write(
+        tmp_path / "d.csv",
+        "user,slot,w_back,eps_back,w_fwd,eps_fwd\n"
+        + "".join(f"u{i},1,3,0.9,3,0.7\nu{i},2,2,0.3,2,0.6\n" for i in range(200)),
+    )
+    ledger = tmp_path / "l.jsonl"
+    # 200 users all change value: slot 1 publishes (0.175 of publication, above the new cap
+    # 0.3/2 of slot 2), so slot 2's publication half is negative (-0.025).
+    stream = write(
+        tmp_path / "s.csv",
+        "user,slot,value\n" + "".join(f"u{i},1,1\nu{i},2,0\n" for i in range(200)),
+    )
+    code, out, _ = run(
+        "run",
+        "dpbd",
+        "-r",
+        req,
+        "--stream",
+        stream,
+        "--variant",
+        "published",
+        "--ledger",
+        str(ledger),
+    )
+    assert code == 1 and "published 1" in out
+    assert "STOPPED" in out and "negative publication budget -0.025" in out
+    assert ledger.exists() and run("check", str(ledger), "-r", req)[0] == 0
+    assert run("run", "dpbd", "-r", req, "--stream", stream, "--ledger", str(ledger))[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--stream", "lns"], "--slots is required"),
+        (["--stream", "nope"], "neither a synthetic stream"),
+        (["--stream", "missing.csv"], "missing.csv"),
+    ],
+)
+def test_run_bad_input(fixed_req: str, args: list[str], message: str) -> None:
+    code, _, err = run("run", "pbd", "-r", fixed_req, *args)
+    assert code == 2 and message in err and err.count("\n") == 1
