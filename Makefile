@@ -30,6 +30,7 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/bench_accounting.py
 	$(PY) benchmarks/bench_oracles.py
+	$(PY) benchmarks/bench_allocators.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,8 +1,10 @@
 """`wevent demo`: the main job on bundled examples.
 
-Until allocators exist, the demo checks two bundled ledgers against bundled requirements and prints
-the verdicts, shows the runtime guard refusing the spends that would break a window, and proves
-the primitives' privacy theorems. Later issues grow it into run -> audit -> prove -> report.
+The demo checks two bundled ledgers against bundled requirements and prints the verdicts, shows
+the runtime guard refusing the spends that would break a window, runs PBA on a synthetic stream
+with the guard in the loop, refutes two published pseudo-codes (DPBD after a requirement change,
+BA with floating-point share counts) beside their sound variants, and proves the primitives'
+privacy theorems. Later issues grow it into run -> audit -> prove -> report.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ def run_demo(echo: Callable[[str], None]) -> bool:
         f"{'COMPLIANT' if kept.ok else 'NOT COMPLIANT'} under the batch checker"
     )
     intended &= refused > 0 and kept.ok
+    intended &= _allocators(echo)
     echo("")
     echo("== proofs of the primitives every mechanism spends through (wevent prove all)")
     from proofs.primitives import PRIMITIVES, prove_primitive
@@ -72,4 +75,62 @@ def run_demo(echo: Callable[[str], None]) -> bool:
         result = prove_primitive(name, 5)
         echo(f"  {name}: {result.status} - {result.statement}")
         intended &= result.status == "proved"
+    return intended
+
+
+def _allocators(echo: Callable[[str], None]) -> bool:
+    """A PBA run with the guard in the loop, then two published pseudo-codes refuted."""
+    from accounting.budget import Budget
+    from accounting.population import Population
+    from accounting.requirements import Declaration, Dynamic, Fixed, Requirement
+    from mechanisms.streams import SyntheticStream
+    from wevent.running import run_mechanism
+    from wevent.tracing import trace_with_guard
+
+    intended = True
+    classes: dict[Requirement, int] = {
+        Fixed(w, Budget(e)): 1250 for w in (10, 20, 40, 80) for e in ("0.5", "1")
+    }
+    population = Population.from_classes(classes)
+    sizes = [c.count for c in population.classes]
+    echo("")
+    echo("== wevent run pba: 10,000 users in 8 requirement classes, Sin stream (001 Section 6.1)")
+    summary = run_mechanism(
+        "pba", population, SyntheticStream("sin", 300, sizes, 1), slots=300, seed=1
+    )
+    for line in summary.describe():
+        echo("  " + line)
+    intended &= summary.ok
+    echo("")
+    echo("== wevent trace: the published pseudo-code breaks windows the sound kernels keep")
+    table3 = read_requirements([example_path("001-table3.csv")])
+    example7 = trace_with_guard("dpba", table3, [True, False, True, False, True])
+    echo(f"  dpba on 001 Table 3, decisions 1,0,1,0,1: guard accepted {len(example7.slots)} slots")
+    intended &= example7.ok
+    change = Population(
+        {
+            "u": Dynamic(
+                (
+                    Declaration(1, 3, Budget("0.9"), 3, Budget("0.7")),
+                    Declaration(2, 2, Budget("0.3"), 2, Budget("0.6")),
+                )
+            )
+        }
+    )
+    published = trace_with_guard("dpbd", change, [True, False], variant="published")
+    echo(
+        "  dpbd (published), requirement lowered to B:(2, 0.3) at slot 2 (feasible: 7/24 spent): "
+        f"{published.refusal}"
+    )
+    sound = trace_with_guard("dpbd", change, [True, False])
+    echo(f"  dpbd (sound), same input: guard accepted {len(sound.slots)} slots")
+    intended &= published.refusal is not None and sound.ok
+    fixed = Population({"a": Fixed(3, Budget("0.6"))})
+    float_ba = trace_with_guard(
+        "ba", fixed, [False, True, False, True], variant="published", arithmetic="float"
+    )
+    echo(f"  ba (published, float counts), w=3, eps=0.6, decisions 0,1,0,1: {float_ba.refusal}")
+    sound_ba = trace_with_guard("ba", fixed, [False, True, False, True], arithmetic="float")
+    echo(f"  ba (sound, float counts), same input: guard accepted {len(sound_ba.slots)} slots")
+    intended &= float_ba.refusal is not None and sound_ba.ok
     return intended
