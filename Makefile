@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test demo lint typecheck unit bench clean
+.PHONY: test demo lint typecheck unit slow bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +14,9 @@ $(STAMP): pyproject.toml constraints.txt
 
 unit: $(STAMP)
 	$(PY) -m pytest -q
+
+slow: $(STAMP)
+	$(PY) -m pytest -q -m slow
 
 typecheck: $(STAMP)
 	$(PY) -m mypy --strict accounting mechanisms verifier proofs wevent tests benchmarks
