@@ -172,10 +172,16 @@ def cost_bounds(evidence: Evidence, digits: int = 40) -> tuple[Fraction, Fractio
         if prob == 1:  # ln(1 + (e^c - 1)) = c exactly: no interval to narrow
             return (ilo, ihi)
         if ilo >= 60:
-            # ln(1 + p (e^c - 1)) = c + ln(p + (1 - p) e^-c), in [c + ln p, c + ln p + e^-c / p];
-            # e^-c <= e^-60 < 10^-26. Avoids exp of a huge cost (a number with millions of digits).
-            plo, phi = ln_bounds(prob, prob, digits)
-            return (ilo + plo, ihi + phi + Fraction(1, 10**26) / prob)
+            # ln(1 + p (e^c - 1)) = c + ln(p + (1 - p) e^-c), increasing in c: bound it at both
+            # ends with e^-c (tiny) instead of e^c (a number with millions of digits).
+            if ihi <= 10_000:
+                small_lo = exp_bounds(-ilo, -ilo, digits)[0]
+                small_hi = exp_bounds(-ihi, -ihi, digits)[1]
+            else:  # e^-c < 10^-4342 for c > 10^4: bound it without computing it
+                small_lo, small_hi = Fraction(0), Fraction(1, 10**4000)
+            lo = ln_bounds(prob + (1 - prob) * small_lo, prob + (1 - prob) * small_lo, digits)[0]
+            hi = ln_bounds(prob + (1 - prob) * small_hi, prob + (1 - prob) * small_hi, digits)[1]
+            return (max(ilo + lo, Fraction(0)), ihi + hi)
         elo, ehi = exp_bounds(ilo, ihi, digits)
         ylo = 1 + prob * (max(elo, Fraction(1)) - 1)
         yhi = 1 + prob * (ehi - 1)

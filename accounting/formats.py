@@ -32,6 +32,7 @@ from accounting.requirements import Declaration, Dynamic, Fixed, Requirement, Wh
 
 __all__ = [
     "FormatError",
+    "ledger_kind",
     "read_ledger",
     "read_requirements",
     "write_ledger",
@@ -199,7 +200,8 @@ def write_requirements(population: Population, path: Path | str) -> None:
 # ============================================================================ ledgers
 
 
-def _ledger_kind(path: Path) -> str:
+def ledger_kind(path: Path) -> str:
+    """``jsonl``, ``csv`` or ``parquet`` from a ledger file's extension (FormatError otherwise)."""
     suffix = path.suffix.lower()
     if suffix in {".jsonl", ".ndjson"}:
         return "jsonl"
@@ -298,7 +300,7 @@ def read_ledger(path: Path | str, *, progress: Callable[[int, int], None] | None
     ``progress(done, total)`` is called every 50,000 lines of a text file (for a progress bar).
     """
     path = Path(path)
-    kind = _ledger_kind(path)
+    kind = ledger_kind(path)
     if not path.exists():
         raise FormatError(f"{path}: no such file")
     if kind == "parquet":
@@ -401,7 +403,7 @@ def write_ledger(ledger: Ledger, path: Path | str) -> None:
     half-written ledger under the final name.
     """
     path = Path(path)
-    kind = _ledger_kind(path)
+    kind = ledger_kind(path)
     tmp = path.with_name(path.name + ".tmp")
     if kind == "jsonl":
         with tmp.open("w", encoding="utf-8") as fh:

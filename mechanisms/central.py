@@ -30,8 +30,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from accounting.budget import Budget, format_exact
+from accounting.budget import Budget, BudgetError, format_exact
 from accounting.spending import Spender
+from mechanisms.allocators import status_of
 from mechanisms.allocators.kernel import Kernel, Plan
 from mechanisms.sampling import SamplingMechanism, obs
 from mechanisms.streams import Stream
@@ -147,6 +148,16 @@ class CentralRunner:
                     )
 
     def step(self) -> SlotRecord:
+        """Run the next slot (a refused charge raises out of it, nothing more is sampled)."""
+        try:
+            return self._step()
+        except (OverflowError, ZeroDivisionError) as exc:
+            raise BudgetError(
+                f"slot {self.slot + 1}: a budget of this run is outside what the floating-point "
+                f"data path can use (noise scale or sampling probability overflows a double: {exc})"
+            ) from exc
+
+    def _step(self) -> SlotRecord:
         t = self.slot + 1
         hist = self.stream.histograms(t, self.data_rng)
         truth = hist.sum(axis=0).astype(np.int64)
@@ -155,16 +166,15 @@ class CentralRunner:
         dis = self._dissimilarity(t, plan, hist)
         pub_sm = _sm(plan.publication, self.sizes, Fraction(1))
         threshold: float | None = None
-        if plan.forced:
-            publish = pub_sm is not None
-        elif plan.nullified or pub_sm is None:
-            publish = False
-        else:
+        decision = False
+        if not plan.forced and not plan.nullified and pub_sm is not None:
             threshold = math.sqrt(pub_sm.err)
-            publish = dis is not None and dis > threshold
-        status = "published" if publish else ("nullified" if plan.nullified else "skipped")
-        if publish:
-            assert pub_sm is not None
+            decision = dis is not None and dis > threshold
+        # The kernel's rule (forced, else not nullified and decided); a publication with no
+        # positive budget charges nothing and repeats the last release.
+        publish = plan.forced or (not plan.nullified and decision)
+        status = status_of(plan, decision)
+        if publish and pub_sm is not None:
             self._charge(t, pub_sm, "publication")
             sampled = self._sample(pub_sm, hist)
             noise = self.noise_rng.laplace(0.0, pub_sm.mech.laplace.scale, size=sampled.shape)

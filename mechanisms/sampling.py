@@ -37,6 +37,9 @@ IntArray = npt.NDArray[np.int64]
 
 
 def _keep_probability(eps: float, theta: float) -> float:
+    """(e^eps - 1) / (e^theta - 1), also for thresholds whose e^theta overflows a double."""
+    if theta > 700:
+        return math.exp(eps - theta) * math.expm1(-eps) / math.expm1(-theta)
     return math.expm1(eps) / math.expm1(theta)
 
 
@@ -54,7 +57,8 @@ def sampling_error(theta: float, budgets: Mapping[Budget, int]) -> float:
 
 def noise_error(theta: float) -> float:
     """001 Definition 13: the variance of Laplace noise at budget theta (sensitivity 1)."""
-    return 2.0 / theta**2
+    square = theta * theta
+    return 2.0 / square if square > 0 else math.inf  # a tiny threshold: unusable, not an error
 
 
 def obs(budgets: Mapping[Budget, int]) -> tuple[Budget, float]:
@@ -97,7 +101,11 @@ class SamplingMechanism:
             if e >= theta_b:
                 keep[e] = 1.0
             else:  # p = (e^eps - 1) / (e^theta - 1), a certified lower bound rounded down
-                keep[e] = float_down((exp_lower(e) - 1) / (exp_upper(theta_b) - 1))
+                # e^x - 1 >= x and e^x - 1 <= x e^x keep tiny budgets meaningful where the
+                # exp bounds alone would round to 1.
+                num = max(exp_lower(e) - 1, Fraction(e))
+                den = min(exp_upper(theta_b) - 1, theta_b * exp_upper(theta_b))
+                keep[e] = float_down(min(num / den, Fraction(1)))
         return cls(theta_b, laplace, keep)
 
     def evidence(self, eps: Budget) -> Evidence:

@@ -12,8 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from accounting.formats import read_ledger, read_requirements
-from mechanisms.allocators import CENTRAL, make_kernel, run_trace
-from mechanisms.allocators.algebra import ExactAlgebra
+from mechanisms.allocators import CENTRAL, algebra_for, make_kernel, run_trace
 from mechanisms.allocators.kernel import classes_of
 from wevent.cli import cli
 from wevent.demo import example_path
@@ -130,32 +129,51 @@ def test_run_writes_a_ledger_the_checker_accepts(
     assert lines[0] == "slot,status,cell,release,truth" and len(lines) == 1 + 60 * 2
 
 
-def test_run_ledger_equals_the_kernel_trace(fixed_req: str, tmp_path: Path) -> None:
+DYNAMIC_REQ = "user,slot,w_back,eps_back,w_fwd,eps_fwd\n" + "".join(
+    f"u{i},1,{2 + i % 3},0.{3 + i % 4},{3 + i % 2},0.{5 + i % 3}\nu{i},9,2,0.4,4,0.8\n"
+    for i in range(60)
+)
+
+
+@pytest.mark.parametrize("arithmetic", ["exact", "float"])
+@pytest.mark.parametrize("mechanism", CENTRAL)
+def test_run_ledger_equals_the_kernel_trace(
+    mechanism: str, arithmetic: str, fixed_req: str, tmp_path: Path
+) -> None:
     """The data path decides publish/skip; replaying those decisions through the kernel alone
-    gives exactly the budgets the ledger charged."""
+    gives exactly the statuses and the budgets the ledger charged."""
+    if mechanism in ("dpbd", "dpba"):
+        req = write(tmp_path / "dyn.csv", DYNAMIC_REQ)
+    elif mechanism in ("pbd", "pba"):
+        req = write(tmp_path / "zero.csv", Path(fixed_req).read_text() + "z,4,0\n")
+    else:
+        req = fixed_req
     ledger, releases = tmp_path / "run.jsonl", tmp_path / "rel.csv"
-    code, _, _ = run(
+    code, out, err = run(
         "run",
-        "pba",
+        mechanism,
         "-r",
-        fixed_req,
+        req,
         "--stream",
         "sin",
         "--slots",
-        "80",
+        "40",
+        "--arithmetic",
+        arithmetic,
         "--ledger",
         str(ledger),
         "--releases",
         str(releases),
     )
-    assert code == 0
+    assert code == 0, out + err
     statuses = {}
     for line in releases.read_text().splitlines()[1:]:
         slot, status, *_ = line.split(",")
         statuses[int(slot)] = status
-    decisions = [statuses[t] == "published" for t in range(1, 81)]
-    population = read_requirements(fixed_req)
-    trace = run_trace(make_kernel("pba", ExactAlgebra(), classes_of(population, "pba")), decisions)
+    decisions = [statuses[t] == "published" for t in range(1, 41)]
+    population = read_requirements(req)
+    kernel = make_kernel(mechanism, algebra_for(arithmetic), classes_of(population, mechanism))
+    trace = run_trace(kernel, decisions)
     charged: dict[tuple[int, str, str], Fraction] = defaultdict(Fraction)
     for ch in read_ledger(ledger):
         assert ch.group is not None
@@ -175,26 +193,28 @@ def test_run_ledger_equals_the_kernel_trace(fixed_req: str, tmp_path: Path) -> N
 
 def test_run_is_reproducible(fixed_req: str, tmp_path: Path) -> None:
     outs = []
-    for i in range(2):
+    for i, seed in enumerate(("7", "7", "8")):
         ledger, rel = tmp_path / f"l{i}.jsonl", tmp_path / f"r{i}.csv"
-        run(
+        code, _, _ = run(
             "run",
             "bd",
             "-r",
             fixed_req,
             "--stream",
-            "log",
+            "lns",
             "--slots",
             "30",
             "--seed",
-            "7",
+            seed,
             "--ledger",
             str(ledger),
             "--releases",
             str(rel),
         )
+        assert code == 0
         outs.append((ledger.read_text(), rel.read_text()))
     assert outs[0] == outs[1]
+    assert outs[0][1] != outs[2][1]  # another seed: other data and noise
 
 
 def test_run_on_a_csv_stream(fixed_req: str, tmp_path: Path) -> None:
@@ -247,8 +267,52 @@ def test_published_dynamic_run_stops_and_keeps_its_ledger(tmp_path: Path) -> Non
         (["--stream", "lns"], "--slots is required"),
         (["--stream", "nope"], "neither a synthetic stream"),
         (["--stream", "missing.csv"], "missing.csv"),
+        (["--stream", "sin", "--slots", "3", "--ledger", "/nonexistent/l.jsonl"], "does not exist"),
+        (["--stream", "sin", "--slots", "3", "--ledger", "l.txt"], "unknown ledger format"),
+        (
+            ["--stream", "sin", "--slots", "3", "--releases", "r.json"],
+            "releases are written as CSV",
+        ),
     ],
 )
 def test_run_bad_input(fixed_req: str, args: list[str], message: str) -> None:
     code, _, err = run("run", "pbd", "-r", fixed_req, *args)
     assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_negative_seed_is_a_usage_error(fixed_req: str) -> None:
+    code, _, err = run(
+        "run", "pbd", "-r", fixed_req, "--stream", "sin", "--slots", "3", "--seed", "-5"
+    )
+    assert code == 2 and "--seed" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("eps", ["1e-200", "3000", "1e-400"])
+def test_extreme_budgets_run(eps: str, tmp_path: Path) -> None:
+    req = write(tmp_path / "e.csv", f"user,w,epsilon\na,3,{eps}\nb,2,0.5\n")
+    code, out, err = run("run", "pba", "-r", req, "--stream", "sin", "--slots", "5")
+    assert code == 0, out + err
+
+
+def test_budgets_beyond_doubles_fail_in_one_line(tmp_path: Path) -> None:
+    req = write(tmp_path / "e.csv", "user,w,epsilon\na,3,1e400\nb,2,0.5\n")
+    code, _, err = run("run", "pba", "-r", req, "--stream", "sin", "--slots", "5")
+    assert code == 2 and "floating-point data path" in err and err.count("\n") == 1
+    code, _, err = run("trace", "pba", "-r", req, "--decisions", "1,0,1", "--arithmetic", "float")
+    assert code == 2 and "not representable as a double" in err and err.count("\n") == 1
+    assert run("trace", "pba", "-r", req, "--decisions", "1,0,1")[0] == 0
+
+
+def test_forced_slots_agree_between_trace_and_run(tmp_path: Path) -> None:
+    """uniform with a zero budget: nothing to publish, so every slot is nullified in both."""
+    req = write(tmp_path / "z.csv", "user,w,epsilon\na,3,0\nb,2,1\n")
+    code, out, _ = run("trace", "uniform", "-r", req, "--decisions", "0,1", "--json")
+    assert code == 0 and [s["status"] for s in json.loads(out)["slots"]] == ["nullified"] * 2
+    code, out, _ = run("run", "uniform", "-r", req, "--stream", "sin", "--slots", "2")
+    assert code == 0 and "published 0, skipped 0, nullified 2" in out
+
+
+def test_csv_stream_with_an_unknown_user(fixed_req: str, tmp_path: Path) -> None:
+    stream = write(tmp_path / "s.csv", "user,slot,value\nstranger,1,0\n")
+    code, _, err = run("run", "pbd", "-r", fixed_req, "--stream", stream)
+    assert code == 2 and "'stranger'" in err and err.count("\n") == 1

@@ -143,3 +143,30 @@ def test_example_7_printed_value_breaks_u3_forward_window() -> None:
         guard.spend(3, Budget("0.6"), user="u3", part="publication")
     assert exc.value.window.kind == "forward" and exc.value.window.first == 1
     assert exc.value.excess == D("0.2")
+
+
+def test_sound_dpbd_differs_from_published_after_a_requirement_change() -> None:
+    """B:(3, 0.9) F:(3, 0.7) at slot 1, then B:(2, 0.3) F:(2, 0.6) at slot 2, slot 1 published.
+    Published: slot 2's dissimilarity min(0.7/6, 0.6/4, 0.3/2 - 7/60) = 1/30 overfills the
+    backward window [1, 2] (7/24 + 1/30 > 0.3). Sound: the joint room 0.3 - 7/24 = 1/120 caps it,
+    nothing is left to publish, and the slot is nullified."""
+    from accounting.requirements import Declaration, Dynamic
+
+    pop = Population(
+        {
+            "u": Dynamic(
+                (
+                    Declaration(1, 3, Budget("0.9"), 3, Budget("0.7")),
+                    Declaration(2, 2, Budget("0.3"), 2, Budget("0.6")),
+                )
+            )
+        }
+    )
+    classes = classes_of(pop, "dpbd")
+    published = run_trace(make_kernel("dpbd", ExactAlgebra(), classes, "published"), [True, True])
+    sound = run_trace(make_kernel("dpbd", ExactAlgebra(), classes, "sound"), [True, True])
+    assert published[0] == sound[0]
+    assert sound[0].dissimilarity == (F(7, 60),) and sound[0].publication == (F(7, 40),)
+    assert published[1].dissimilarity == (F(1, 30),) and published[1].candidate == (F(-1, 40),)
+    assert sound[1].dissimilarity == (F(1, 120),) and sound[1].status == "nullified"
+    assert sound[1].publication == (F(0),)

@@ -22,13 +22,14 @@ from accounting.requirements import Declaration, Dynamic, Fixed, Requirement
 from mechanisms.allocators import CENTRAL, TraceSlot, make_kernel, run_trace
 from mechanisms.allocators.algebra import ExactAlgebra
 from mechanisms.allocators.kernel import classes_of
-from tests.strategies import dynamics, positive_budgets
+from tests.strategies import budgets, dynamics, positive_budgets
 from wevent.tracing import trace_with_guard
 
 F = Fraction
 FIXED_KERNELS = ("uniform", "sample", "bd", "ba", "pbd", "pba")
 
 fixed_reqs = st.builds(Fixed, st.integers(1, 6), positive_budgets)
+fixed_reqs_with_zero = st.builds(Fixed, st.integers(1, 6), budgets)
 any_reqs: st.SearchStrategy[Requirement] = st.one_of(fixed_reqs, dynamics(max_slot=12))
 
 
@@ -44,7 +45,11 @@ decisions = st.lists(st.booleans(), min_size=1, max_size=40)
 
 @pytest.mark.parametrize("mechanism", FIXED_KERNELS)
 @settings(max_examples=60)
-@given(pop=populations(fixed_reqs), dec=decisions, arithmetic=st.sampled_from(["exact", "float"]))
+@given(
+    pop=populations(fixed_reqs_with_zero),
+    dec=decisions,
+    arithmetic=st.sampled_from(["exact", "float"]),
+)
 def test_sound_fixed_kernels_pass_the_guard(
     mechanism: str, pop: Population, dec: list[bool], arithmetic: str
 ) -> None:

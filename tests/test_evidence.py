@@ -128,3 +128,23 @@ def test_sampling_a_huge_inner_cost_is_bounded_without_overflow() -> None:
         lo, hi = cost_bounds(Sampled(Laplace(F(1), Fraction(1, c)), Fraction(1, 3)))
         assert float(lo) == pytest.approx(math.log(1 + (math.exp(c) - 1) / 3), rel=1e-12)
         assert hi - lo < Fraction(1, 10**20)
+
+
+def test_sampled_cost_of_a_huge_inner_cost_is_tight() -> None:
+    """c = 200, p = 1e-73: ln(1 + p (e^c - 1)) = c + ln(p + (1 - p) e^-c) ~= 31.91; the bound
+    must be tight enough to certify 31.92 and refute 31.9 (it used to be useless for tiny p)."""
+    import math
+
+    from accounting.evidence import Laplace, Sampled, certify_cost, cost_bounds
+
+    ev = Sampled(Laplace(Fraction(1), Fraction(1, 200)), Fraction(1, 10**73))
+    lo, hi = cost_bounds(ev)
+    expected = 200 + math.log(1e-73 + math.exp(-200))
+    assert 0 < hi - lo < Fraction(1, 10**20)
+    assert abs(float(lo) - expected) < 1e-9
+    assert certify_cost(ev, Fraction("31.92")).ok
+    assert not certify_cost(ev, Fraction("31.9")).ok
+    half = Sampled(Laplace(Fraction(1), Fraction(1, 100)), Fraction(1, 2))
+    lo, hi = cost_bounds(half)
+    assert lo <= Fraction(100) + Fraction(math.log(0.5)) + Fraction(1, 10**12)
+    assert hi >= Fraction(100) - Fraction(7, 10)

@@ -133,3 +133,16 @@ def test_classes_and_shapes_are_checked_before_charging() -> None:
             rng,
         )
     assert len(guard.ledger) == 0
+
+
+def test_tiny_and_huge_budgets_keep_meaningful_probabilities() -> None:
+    """A budget of 1e-200 below a threshold of 2e-200 keeps with probability ~1/2 (the exp
+    bounds alone would give a negative number); thresholds beyond e^700 do not overflow OBS."""
+    from accounting.budget import Budget
+    from mechanisms.sampling import SamplingMechanism, obs, sampling_error
+
+    sm = SamplingMechanism.for_budgets({Budget("1e-200"): 3, Budget("2e-200"): 4}, Budget("2e-200"))
+    assert 0.49 < sm.keep[Budget("1e-200")] <= 0.5
+    assert obs({Budget("1e-200"): 3, Budget("2e-200"): 4})[1] == float("inf")  # unusable, no error
+    assert sampling_error(3000.0, {Budget(1000): 2}) > 0
+    assert obs({Budget(1000): 2, Budget(3000): 5})[0] in (Budget(1000), Budget(3000))

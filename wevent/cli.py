@@ -340,7 +340,13 @@ def trace_cmd(
     default=None,
     help="Number of slots to run (required for synthetic streams; default for a CSV: all).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of data and noise.")
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Seed of data and noise (a non-negative integer).",
+)
 @click.option(
     "--domain",
     type=click.IntRange(min=1),

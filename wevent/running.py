@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from accounting.budget import BudgetError
-from accounting.formats import write_ledger
+from accounting.formats import ledger_kind, write_ledger
 from accounting.population import Population
 from accounting.spending import BudgetExceeded, EvidenceRejected
 from mechanisms.allocators import algebra_for, classes_of, make_kernel
@@ -113,6 +113,19 @@ def write_releases(records: Sequence[SlotRecord], path: Path) -> None:
     tmp.replace(path)
 
 
+def check_output(path: Path, what: str) -> None:
+    """Refuse an output path that cannot be written before any slot runs."""
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise BudgetError(f"{what}: directory {parent} does not exist")
+    if path.is_dir():
+        raise BudgetError(f"{what}: {path} is a directory")
+    if what == "--ledger":
+        ledger_kind(path)
+    elif path.suffix.lower() != ".csv":
+        raise BudgetError(f"{what}: {path}: releases are written as CSV (use a .csv name)")
+
+
 def run_mechanism(
     mechanism: str,
     population: Population,
@@ -127,6 +140,9 @@ def run_mechanism(
     progress: Callable[[int], None] | None = None,
 ) -> RunSummary:
     """Run ``slots`` slots; write the ledger and releases (also after a refusal)."""
+    for path, what in ((ledger_path, "--ledger"), (releases_path, "--releases")):
+        if path is not None:
+            check_output(path, what)
     if slots > stream.slots:
         raise BudgetError(f"--slots {slots} is more than the stream's {stream.slots} slots")
     kernel = make_kernel(
@@ -157,8 +173,11 @@ def run_mechanism(
         summary.refusal = exc
     finally:
         summary.charges = len(guard.ledger)
-        if ledger_path is not None:
-            write_ledger(guard.ledger, ledger_path)
-        if releases_path is not None:
-            write_releases(summary.records, releases_path)
+        try:
+            if ledger_path is not None:
+                write_ledger(guard.ledger, ledger_path)
+            if releases_path is not None:
+                write_releases(summary.records, releases_path)
+        except OSError as exc:
+            raise BudgetError(f"cannot write the run's output: {exc}") from exc
     return summary

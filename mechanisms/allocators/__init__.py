@@ -15,7 +15,14 @@ from accounting.budget import BudgetError
 from mechanisms.allocators.algebra import ARITHMETICS, Algebra, ExactAlgebra, algebra_for
 from mechanisms.allocators.dynamic import DynamicKernel
 from mechanisms.allocators.fixed import FixedKernel
-from mechanisms.allocators.kernel import ClassReq, Kernel, Plan, classes_of, published_now
+from mechanisms.allocators.kernel import (
+    VARIANTS,
+    ClassReq,
+    Kernel,
+    Plan,
+    classes_of,
+    published_now,
+)
 
 __all__ = [
     "ARITHMETICS",
@@ -26,13 +33,13 @@ __all__ = [
     "classes_of",
     "make_kernel",
     "run_trace",
+    "status_of",
 ]
 
 V = TypeVar("V")
 B = TypeVar("B")
 
 CENTRAL: Final = ("uniform", "sample", "bd", "ba", "pbd", "pba", "dpbd", "dpba")
-VARIANTS: Final = ("sound", "published")
 
 
 def make_kernel(

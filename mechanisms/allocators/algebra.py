@@ -15,9 +15,12 @@ the counts, not by the representation of a budget.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Final, Protocol, TypeVar
+
+from accounting.budget import BudgetError, approx
 
 __all__ = [
     "ARITHMETICS",
@@ -146,7 +149,23 @@ class ExactAlgebra:
         return a - b
 
 
+def _float(x: Fraction) -> float:
+    """A count operand as a double, refusing what a double cannot hold."""
+    try:
+        f = float(x)
+    except OverflowError:
+        f = math.inf
+    if math.isinf(f) or (f == 0 and x != 0):
+        raise BudgetError(
+            f"--arithmetic float: {approx(x)} is not representable as a double; "
+            "use --arithmetic exact"
+        )
+    return f
+
+
 def _double(x: float) -> Fraction:
+    if not math.isfinite(x):
+        raise BudgetError("--arithmetic float: a count overflowed a double; use --arithmetic exact")
     return Fraction(x)
 
 
@@ -161,13 +180,13 @@ class FloatCountAlgebra(ExactAlgebra):
     name = "float"
 
     def ratio(self, a: Fraction, b: Fraction) -> Fraction:
-        return _double(float(a) / float(b)) if b else Fraction(0)
+        return _double(_float(a) / _float(b)) if b else Fraction(0)
 
     def count_add(self, a: Fraction, b: Fraction) -> Fraction:
-        return _double(float(a) + float(b))
+        return _double(_float(a) + _float(b))
 
     def count_sub(self, a: Fraction, b: Fraction) -> Fraction:
-        return _double(float(a) - float(b))
+        return _double(_float(a) - _float(b))
 
 
 def algebra_for(arithmetic: str) -> ExactAlgebra:

@@ -45,14 +45,12 @@ from typing import Generic, TypeVar
 
 from accounting.budget import BudgetError
 from mechanisms.allocators.algebra import Algebra, vmax, vmin
-from mechanisms.allocators.kernel import ClassReq, Decl, DynamicClass, Plan, Prefix
+from mechanisms.allocators.kernel import VARIANTS, ClassReq, Decl, DynamicClass, Plan, Prefix
 
 __all__ = ["DynamicKernel", "DynamicState", "as_dynamic"]
 
 V = TypeVar("V")
 B = TypeVar("B")
-
-VARIANTS = ("sound", "published")
 
 
 def as_dynamic(c: ClassReq[V]) -> DynamicClass[V]:

@@ -13,9 +13,10 @@ and the smallest budget of the population (001 Section 6.2). PBD and PBA give ea
 Variants. ``published`` is the pseudo-code as printed. ``sound`` (the default) adds an exact
 safety clip: each class's spend is capped by what its tightest window has left, counting the
 dissimilarity and publication halves together, and a slot whose publication budgets are all zero
-is nullified. In exact arithmetic the clip never binds for these kernels (the property tests check
-that the two variants then give identical traces); it binds when the absorption counts are
-computed in floating point (``--arithmetic float``), where the published variant overspends.
+is nullified (even a forced one: there is nothing to publish with). In exact arithmetic and with
+positive budgets the clip never binds for these kernels (the property tests check that the two
+variants then spend identically); it binds when the absorption counts are computed in floating
+point (``--arithmetic float``), where the published variant overspends.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Generic, TypeVar
 from accounting.budget import BudgetError
 from mechanisms.allocators.algebra import Algebra, vmax, vmin
 from mechanisms.allocators.kernel import (
+    VARIANTS,
     ClassReq,
     FixedClass,
     Plan,
@@ -36,12 +38,11 @@ from mechanisms.allocators.kernel import (
     uniform_class,
 )
 
-__all__ = ["VARIANTS", "FixedKernel", "FixedState"]
+__all__ = ["FixedKernel", "FixedState"]
 
 V = TypeVar("V")
 B = TypeVar("B")
 
-VARIANTS = ("sound", "published")
 
 # name -> (rule, personalized)
 _RULES: dict[str, tuple[str, bool]] = {
@@ -186,8 +187,13 @@ class FixedKernel(Generic[V, B]):
             dis.append(d)
             pub.append(p)
             empty.append(alg.le(p, zero))
-        nullified = alg.and_(alg.not_(plan.forced), alg.or_(plan.nullified, alg.and_(*empty)))
-        return Plan(nullified, plan.forced, tuple(dis), tuple(pub))
+        nothing = alg.and_(*empty)
+        return Plan(
+            alg.or_(plan.nullified, nothing),
+            alg.and_(plan.forced, alg.not_(nothing)),
+            tuple(dis),
+            tuple(pub),
+        )
 
     def step(self, state: FixedState[V], t: int, plan: Plan[V, B], published: B) -> FixedState[V]:
         alg = self.alg

@@ -14,11 +14,10 @@ same code runs on exact rationals and on Z3 terms.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Generic, Protocol, TypeVar
+from typing import Final, Generic, Protocol, TypeVar
 
 from accounting.budget import BudgetError
 from accounting.population import Population
@@ -26,6 +25,7 @@ from accounting.requirements import Dynamic, Fixed, WholeStream
 from mechanisms.allocators.algebra import Algebra
 
 __all__ = [
+    "VARIANTS",
     "ClassReq",
     "Decl",
     "DynamicClass",
@@ -40,6 +40,8 @@ __all__ = [
 V = TypeVar("V")
 B = TypeVar("B")
 S = TypeVar("S")
+
+VARIANTS: Final = ("sound", "published")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,10 +68,6 @@ class DynamicClass(Generic[V]):
     """A dynamic schedule: each declaration holds from its slot until the next one."""
 
     decls: tuple[Decl[V], ...]
-
-    def index_at(self, slot: int) -> int:
-        """Index of the declaration in force at ``slot`` (-1 before the first)."""
-        return bisect.bisect_right([d.slot for d in self.decls], slot) - 1
 
 
 ClassReq = FixedClass[V] | DynamicClass[V]
