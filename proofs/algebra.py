@@ -53,9 +53,6 @@ class Z3Algebra:
     def select(self, cond: Any, then: Any, other: Any) -> Any:
         return z3.If(cond, then, other)
 
-    def select_bool(self, cond: Any, then: Any, other: Any) -> Any:
-        return z3.If(cond, then, other)
-
     def and_(self, *terms: Any) -> Any:
         return z3.And(*terms) if terms else z3.BoolVal(True)
 

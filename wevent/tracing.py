@@ -9,7 +9,7 @@ budget (which no mechanism can spend), and says which.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -44,7 +44,6 @@ class TraceResult:
     refusal: BudgetExceeded | None = None
     negative: str | None = None  # description of a negative budget, if one was allocated
     failed_slot: int | None = None
-    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

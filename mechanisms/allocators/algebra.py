@@ -16,7 +16,6 @@ the counts, not by the representation of a budget.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from fractions import Fraction
 from typing import Final, Protocol, TypeVar
 
@@ -55,7 +54,6 @@ class Algebra(Protocol[V, B]):
     def lt(self, a: V, b: V) -> B: ...
     def eq(self, a: V, b: V) -> B: ...
     def select(self, cond: B, then: V, other: V) -> V: ...
-    def select_bool(self, cond: B, then: B, other: B) -> B: ...
     def and_(self, *terms: B) -> B: ...
     def or_(self, *terms: B) -> B: ...
     def not_(self, a: B) -> B: ...
@@ -82,13 +80,6 @@ def vmax(alg: Algebra[V, B], first: V, *rest: V) -> V:
     out = first
     for x in rest:
         out = alg.select(alg.le(out, x), x, out)
-    return out
-
-
-def vsum(alg: Algebra[V, B], values: Sequence[V]) -> V:
-    out = alg.const(0)
-    for x in values:
-        out = alg.add(out, x)
     return out
 
 
@@ -122,9 +113,6 @@ class ExactAlgebra:
         return a == b
 
     def select(self, cond: bool, then: Fraction, other: Fraction) -> Fraction:
-        return then if cond else other
-
-    def select_bool(self, cond: bool, then: bool, other: bool) -> bool:
         return then if cond else other
 
     def and_(self, *terms: bool) -> bool:

@@ -208,7 +208,3 @@ class FixedKernel(Generic[V, B]):
                 for p, old in zip(plan.publication, state.last_pub, strict=True)
             ),
         )
-
-
-def is_fixed_kernel(name: str) -> bool:
-    return name in _RULES
