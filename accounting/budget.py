@@ -24,6 +24,7 @@ __all__ = [
     "parse_exact",
     "parse_slot",
     "parse_window",
+    "ratio_text",
 ]
 
 # A decimal (optionally with exponent) or a fraction of two integers; no underscores, no "inf".
@@ -210,6 +211,12 @@ class Budget(Fraction):
 
     def __str__(self) -> str:
         return format_exact(self)
+
+
+def ratio_text(value: Fraction | int) -> str:
+    """A rational for JSON: ``"a/b"``, or an integer string."""
+    frac = Fraction(value)
+    return str(frac.numerator) if frac.denominator == 1 else f"{frac.numerator}/{frac.denominator}"
 
 
 def format_exact(value: Fraction | int) -> str:

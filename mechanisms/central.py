@@ -33,7 +33,7 @@ import numpy.typing as npt
 from accounting.budget import Budget, BudgetError, format_exact
 from accounting.spending import Spender
 from mechanisms.allocators import status_of
-from mechanisms.allocators.kernel import Kernel, Plan
+from mechanisms.allocators.kernel import Kernel, Plan, first_negative
 from mechanisms.sampling import SamplingMechanism, obs
 from mechanisms.streams import Stream
 
@@ -54,8 +54,6 @@ class SlotRecord:
     status: str  # "published", "skipped" or "nullified"
     release: FloatArray
     truth: IntArray
-    dissimilarity: float | None  # the private dissimilarity, when computed
-    threshold: float | None  # sqrt(err) it was compared with, when compared
 
 
 @dataclass
@@ -139,13 +137,13 @@ class CentralRunner:
         parts = [("dissimilarity", plan.dissimilarity)]
         if not plan.nullified:
             parts.append(("publication", plan.publication))
-        for part, values in parts:
-            for c, value in enumerate(values):
-                if value < 0:
-                    raise InvalidAllocation(
-                        f"slot {t}: {self.mechanism} allocated a negative {part} budget "
-                        f"{format_exact(value)} to {self.groups[c]}"
-                    )
+        bad = first_negative(parts)
+        if bad is not None:
+            part, c, value = bad
+            raise InvalidAllocation(
+                f"slot {t}: {self.mechanism} allocated a negative {part} budget "
+                f"{format_exact(value)} to {self.groups[c]}"
+            )
 
     def step(self) -> SlotRecord:
         """Run the next slot (a refused charge raises out of it, nothing more is sampled)."""
@@ -165,11 +163,9 @@ class CentralRunner:
         self._check_signs(t, plan)
         dis = self._dissimilarity(t, plan, hist)
         pub_sm = _sm(plan.publication, self.sizes, Fraction(1))
-        threshold: float | None = None
         decision = False
         if not plan.forced and not plan.nullified and pub_sm is not None:
-            threshold = math.sqrt(pub_sm.err)
-            decision = dis is not None and dis > threshold
+            decision = dis is not None and dis > math.sqrt(pub_sm.err)
         # The kernel's rule (forced, else not nullified and decided); a publication with no
         # positive budget charges nothing and repeats the last release.
         publish = plan.forced or (not plan.nullified and decision)
@@ -181,4 +177,4 @@ class CentralRunner:
             self.last_release = sampled + noise
         self._state = self.kernel.step(self._state, t, plan, publish)
         self.slot = t
-        return SlotRecord(t, status, self.last_release.copy(), truth, dis, threshold)
+        return SlotRecord(t, status, self.last_release.copy(), truth)

@@ -44,12 +44,6 @@ class Z3Algebra:
     def le(self, a: Any, b: Any) -> Any:
         return a <= b
 
-    def lt(self, a: Any, b: Any) -> Any:
-        return a < b
-
-    def eq(self, a: Any, b: Any) -> Any:
-        return a == b
-
     def select(self, cond: Any, then: Any, other: Any) -> Any:
         return z3.If(cond, then, other)
 

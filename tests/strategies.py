@@ -40,10 +40,15 @@ requirements: st.SearchStrategy[Requirement] = st.one_of(
 
 
 @st.composite
-def populations(draw: st.DrawFn, min_users: int = 1, max_users: int = 5) -> Population:
+def populations(
+    draw: st.DrawFn,
+    min_users: int = 1,
+    max_users: int = 5,
+    reqs: st.SearchStrategy[Requirement] = requirements,
+) -> Population:
     n = draw(st.integers(min_users, max_users))
     # Reuse a few requirements so classes have several members.
-    pool = draw(st.lists(requirements, min_size=1, max_size=3))
+    pool = draw(st.lists(reqs, min_size=1, max_size=3))
     return Population({f"u{i}": draw(st.sampled_from(pool)) for i in range(n)})
 
 

@@ -22,7 +22,7 @@ from accounting.requirements import Declaration, Dynamic, Fixed, Requirement
 from mechanisms.allocators import CENTRAL, TraceSlot, make_kernel, run_trace
 from mechanisms.allocators.algebra import ExactAlgebra
 from mechanisms.allocators.kernel import classes_of
-from tests.strategies import budgets, dynamics, positive_budgets
+from tests.strategies import budgets, dynamics, populations, positive_budgets
 from wevent.tracing import trace_with_guard
 
 F = Fraction
@@ -33,20 +33,13 @@ fixed_reqs_with_zero = st.builds(Fixed, st.integers(1, 6), budgets)
 any_reqs: st.SearchStrategy[Requirement] = st.one_of(fixed_reqs, dynamics(max_slot=12))
 
 
-@st.composite
-def populations(draw: st.DrawFn, reqs: st.SearchStrategy[Requirement]) -> Population:
-    pool = draw(st.lists(reqs, min_size=1, max_size=3))
-    n = draw(st.integers(1, 4))
-    return Population({f"u{i}": draw(st.sampled_from(pool)) for i in range(n)})
-
-
 decisions = st.lists(st.booleans(), min_size=1, max_size=40)
 
 
 @pytest.mark.parametrize("mechanism", FIXED_KERNELS)
 @settings(max_examples=60)
 @given(
-    pop=populations(fixed_reqs_with_zero),
+    pop=populations(max_users=4, reqs=fixed_reqs_with_zero),
     dec=decisions,
     arithmetic=st.sampled_from(["exact", "float"]),
 )
@@ -59,7 +52,11 @@ def test_sound_fixed_kernels_pass_the_guard(
 
 @pytest.mark.parametrize("mechanism", ["dpbd", "dpba"])
 @settings(max_examples=150)
-@given(pop=populations(any_reqs), dec=decisions, arithmetic=st.sampled_from(["exact", "float"]))
+@given(
+    pop=populations(max_users=4, reqs=any_reqs),
+    dec=decisions,
+    arithmetic=st.sampled_from(["exact", "float"]),
+)
 def test_sound_dynamic_kernels_pass_the_guard(
     mechanism: str, pop: Population, dec: list[bool], arithmetic: str
 ) -> None:
@@ -71,7 +68,7 @@ def test_sound_dynamic_kernels_pass_the_guard(
 
 @pytest.mark.parametrize("mechanism", FIXED_KERNELS)
 @settings(max_examples=60)
-@given(pop=populations(fixed_reqs), dec=decisions)
+@given(pop=populations(max_users=4, reqs=fixed_reqs), dec=decisions)
 def test_fixed_clip_never_binds_in_exact_arithmetic(
     mechanism: str, pop: Population, dec: list[bool]
 ) -> None:

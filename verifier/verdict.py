@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from accounting.budget import approx, format_exact
+from accounting.budget import approx, format_exact, ratio_text
 from accounting.evidence import Evidence, evidence_to_json
 
 __all__ = ["EvidenceFailure", "Verdict", "Violation", "ratio"]
@@ -35,11 +35,6 @@ def ratio(total: Fraction, bound: Fraction) -> Fraction | None:
     if bound == 0:
         return Fraction(0) if total == 0 else None
     return total / bound
-
-
-def _q(x: Fraction) -> str:
-    """Rationals in JSON: ``"a/b"`` (or an integer string)."""
-    return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,10 +114,10 @@ class Violation:
             "users": list(self.users),
             "window": [self.first, self.last],
             "anchor": self.anchor,
-            "spends": [[s, _q(a)] for s, a in self.spends],
-            "sum": _q(self.total),
-            "bound": _q(self.bound),
-            "excess": _q(self.excess),
+            "spends": [[s, ratio_text(a)] for s, a in self.spends],
+            "sum": ratio_text(self.total),
+            "bound": ratio_text(self.bound),
+            "excess": ratio_text(self.excess),
             "requirement": self.requirement,
         }
 
@@ -150,9 +145,9 @@ class EvidenceFailure:
     def to_json(self) -> dict[str, Any]:
         return {
             "evidence": evidence_to_json(self.evidence),
-            "amount": _q(self.amount),
-            "cost_lower": _q(self.cost_lower),
-            "cost_upper": _q(self.cost_upper),
+            "amount": ratio_text(self.amount),
+            "cost_lower": ratio_text(self.cost_lower),
+            "cost_upper": ratio_text(self.cost_upper),
             "rows": self.rows,
             "first_row": self.first_row + 1,
             "first_slot": self.first_slot,
@@ -181,7 +176,7 @@ class Verdict:
 
     def to_json(self) -> dict[str, Any]:
         def u(x: Fraction | None) -> str:
-            return "inf" if x is None else _q(x)
+            return "inf" if x is None else ratio_text(x)
 
         return {
             "ok": self.ok,

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
-from accounting.budget import Budget, BudgetError, format_exact
+from accounting.budget import Budget, BudgetError, format_exact, ratio_text
 from accounting.population import Population
 from accounting.spending import BudgetExceeded, Spender
 from mechanisms.allocators import (
@@ -23,13 +22,10 @@ from mechanisms.allocators import (
     make_kernel,
     run_trace,
 )
+from mechanisms.allocators.kernel import first_negative
 from verifier.guard import Guard
 
 __all__ = ["TraceResult", "charge_slot", "class_groups", "parse_decisions", "trace_with_guard"]
-
-
-def _q(x: Fraction) -> str:
-    return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
 
 
 @dataclass
@@ -56,8 +52,8 @@ class TraceResult:
             budgets = {}
             for c in classes:
                 entry = {
-                    "dissimilarity": _q(s.dissimilarity[c.index]),
-                    "publication": _q(s.publication[c.index]),
+                    "dissimilarity": ratio_text(s.dissimilarity[c.index]),
+                    "publication": ratio_text(s.publication[c.index]),
                 }
                 for user in c.members:
                     budgets[user] = entry
@@ -77,10 +73,10 @@ class TraceResult:
                 "requirement": r.requirement,
                 "window": [r.window.first, r.window.last],
                 "kind": r.window.kind,
-                "spent": _q(r.window.spent),
-                "asked": _q(r.asked),
-                "bound": _q(r.window.bound),
-                "excess": _q(r.excess),
+                "spent": ratio_text(r.window.spent),
+                "asked": ratio_text(r.asked),
+                "bound": ratio_text(r.window.bound),
+                "excess": ratio_text(r.excess),
                 "message": str(r),
             }
         if self.negative is not None:
@@ -126,17 +122,15 @@ def charge_slot(
 
 
 def _negative(slot: TraceSlot, population: Population) -> str | None:
-    for part, amounts in (
-        ("dissimilarity", slot.dissimilarity),
-        ("publication", slot.publication),
-    ):
-        for c, amount in zip(population.classes, amounts, strict=True):
-            if amount < 0:
-                return (
-                    f"slot {slot.slot}: the kernel allocated a negative {part} budget "
-                    f"{format_exact(amount)} to {c.name} [{c.requirement.describe()}]"
-                )
-    return None
+    bad = first_negative([("dissimilarity", slot.dissimilarity), ("publication", slot.publication)])
+    if bad is None:
+        return None
+    part, index, value = bad
+    c = population.classes[index]
+    return (
+        f"slot {slot.slot}: the kernel allocated a negative {part} budget "
+        f"{format_exact(value)} to {c.name} [{c.requirement.describe()}]"
+    )
 
 
 def trace_with_guard(

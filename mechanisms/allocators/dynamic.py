@@ -38,6 +38,7 @@ infeasible, as 001 Section 5.1 prescribes. Before a class's first declaration it
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -45,7 +46,7 @@ from typing import Generic, TypeVar
 
 from accounting.budget import BudgetError
 from mechanisms.allocators.algebra import Algebra, vmax, vmin
-from mechanisms.allocators.kernel import VARIANTS, ClassReq, Decl, DynamicClass, Plan, Prefix
+from mechanisms.allocators.kernel import ClassReq, Decl, DynamicClass, Plan, Prefix, check_variant
 
 __all__ = ["DynamicKernel", "DynamicState", "as_dynamic"]
 
@@ -69,24 +70,32 @@ class DynamicState(Generic[V]):
 
 @dataclass(frozen=True, slots=True)
 class _Schedule(Generic[V]):
-    """A class's declarations with their spans ``[slot, end]`` (end = next slot - 1)."""
+    """A class's declarations with their spans ``[slot, end]`` (end = next slot - 1) and the
+    per-declaration constants the rules use every slot (computed once)."""
 
     decls: tuple[Decl[V], ...]
     starts: tuple[int, ...]
     ends: tuple[int | None, ...]
     max_fwd: int
     max_back: int
+    share: tuple[V, ...]  # E_F / (2 w_F)
+    half_fwd: tuple[V, ...]  # E_F / 2
+    half_back: tuple[V, ...]  # E_B / 2
 
 
-def _schedule(c: DynamicClass[V]) -> _Schedule[V]:
+def _schedule(alg: Algebra[V, B], c: DynamicClass[V]) -> _Schedule[V]:
     starts = tuple(d.slot for d in c.decls)
     ends: tuple[int | None, ...] = (*(s - 1 for s in starts[1:]), None)
+    half = Fraction(1, 2)
     return _Schedule(
         c.decls,
         starts,
         ends,
         max(d.w_fwd for d in c.decls),
         max(d.w_back for d in c.decls),
+        tuple(alg.scale(d.eps_fwd, Fraction(1, 2 * d.w_fwd)) for d in c.decls),
+        tuple(alg.scale(d.eps_fwd, half) for d in c.decls),
+        tuple(alg.scale(d.eps_back, half) for d in c.decls),
     )
 
 
@@ -102,13 +111,12 @@ class DynamicKernel(Generic[V, B]):
     ) -> None:
         if name not in ("dpbd", "dpba"):
             raise BudgetError(f"unknown dynamic allocator {name!r}")
-        if variant not in VARIANTS:
-            raise BudgetError(f"{name}: unknown variant {variant!r} (expected sound or published)")
+        check_variant(name, variant)
         self.name = name
         self.variant = variant
         self.alg = alg
         self.classes: tuple[ClassReq[V], ...] = tuple(classes)
-        self._sched = tuple(_schedule(as_dynamic(c)) for c in self.classes)
+        self._sched = tuple(_schedule(alg, as_dynamic(c)) for c in self.classes)
         self._keep = max(max(s.max_fwd, s.max_back) for s in self._sched)
 
     def start(self) -> DynamicState[V]:
@@ -119,19 +127,8 @@ class DynamicKernel(Generic[V, B]):
 
     # ------------------------------------------------------------------ windows
 
-    @staticmethod
-    def _in_force(s: _Schedule[V], t: int) -> int:
-        lo, hi = 0, len(s.starts)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if s.starts[mid] <= t:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo - 1
-
-    def _covering(self, s: _Schedule[V], t: int, idx: int) -> list[tuple[Decl[V], int, int]]:
-        """``T_B(t)`` grouped by declaration: ``(declaration, first tau, last tau)`` for every
+    def _covering(self, s: _Schedule[V], t: int, idx: int) -> list[tuple[int, int, int]]:
+        """``T_B(t)`` grouped by declaration: ``(declaration index, first tau, last tau)`` for every
         declaration in force at some tau <= t whose forward window still covers t.
 
         Within one declaration the bound is the same for every tau, and the earliest tau has the
@@ -146,7 +143,7 @@ class DynamicKernel(Generic[V, B]):
                 break
             first = max(start, t - d.w_fwd + 1)
             if first <= last:
-                out.append((d, first, last))
+                out.append((j, first, last))
             j -= 1
         return out
 
@@ -158,7 +155,7 @@ class DynamicKernel(Generic[V, B]):
         half = Fraction(1, 2)
         dis_out, pub_out, nullify = [], [], []
         for i, s in enumerate(self._sched):
-            idx = self._in_force(s, t)
+            idx = bisect.bisect_right(s.starts, t) - 1
             if idx < 0:  # no requirement in force yet: nothing may be spent
                 dis_out.append(zero)
                 pub_out.append(zero)
@@ -167,28 +164,22 @@ class DynamicKernel(Generic[V, B]):
             dis_h, pub_h = state.dis[i], state.pub[i]
             cover = self._covering(s, t, idx)
             # Part_DC: Algorithm 6/7 lines 3-5.
-            dis_fwd = vmin(
-                alg, *(alg.scale(dt.eps_fwd, Fraction(1, 2 * dt.w_fwd)) for dt, _, _ in cover)
-            )
-            dis_back = alg.sub(alg.scale(d.eps_back, half), dis_h.total(t - d.w_back + 1, t - 1))
+            dis_fwd = vmin(alg, *(s.share[j] for j, _, _ in cover))
+            dis_back = alg.sub(s.half_back[idx], dis_h.total(t - d.w_back + 1, t - 1))
             dis = vmin(alg, dis_fwd, dis_back)
-            pub_back = alg.sub(alg.scale(d.eps_back, half), pub_h.total(t - d.w_back + 1, t - 1))
-            fwd_left = [
-                alg.sub(alg.scale(dt.eps_fwd, half), pub_h.total(first, t - 1))
-                for dt, first, _ in cover
-            ]
+            pub_back = alg.sub(s.half_back[idx], pub_h.total(t - d.w_back + 1, t - 1))
+            fwd_left = [alg.sub(s.half_fwd[j], pub_h.total(first, t - 1)) for j, first, _ in cover]
             if self.name == "dpbd":  # Algorithm 6 lines 9-13
                 pub = vmin(alg, alg.scale(vmin(alg, *fwd_left), half), pub_back)
             else:  # Algorithm 7 lines 6-8 and 15-25
                 absorb = []
-                for dt, first, last in cover:
-                    share = alg.scale(dt.eps_fwd, Fraction(1, 2 * dt.w_fwd))
+                for j, first, last in cover:
                     for tau in range(first, last + 1):
                         right = alg.count_add(
-                            alg.ratio(pub_h.total(tau, t - 1), share), alg.const(tau - 1)
+                            alg.ratio(pub_h.total(tau, t - 1), s.share[j]), alg.const(tau - 1)
                         )
                         nullify.append(alg.le(alg.const(t), right))
-                        absorb.append(alg.mul(alg.count_sub(alg.const(t), right), share))
+                        absorb.append(alg.mul(alg.count_sub(alg.const(t), right), s.share[j]))
                 pub = vmin(alg, vmin(alg, vmax(alg, *absorb), *fwd_left), pub_back)
             if self.variant == "sound":
                 room = self._room(state, i, s, t, idx, cover)
@@ -208,7 +199,7 @@ class DynamicKernel(Generic[V, B]):
         s: _Schedule[V],
         t: int,
         idx: int,
-        cover: list[tuple[Decl[V], int, int]],
+        cover: list[tuple[int, int, int]],
     ) -> V:
         """The joint room at t: the least ``bound - spent before t`` over every declared window
         covering t (clipped at zero)."""
@@ -227,7 +218,7 @@ class DynamicKernel(Generic[V, B]):
             if s.starts[j] - dj.w_back + 1 <= t:
                 rooms.append(alg.sub(dj.eps_back, spent(s.starts[j] - dj.w_back + 1)))
             j += 1
-        rooms.extend(alg.sub(dt.eps_fwd, spent(first)) for dt, first, _ in cover)
+        rooms.extend(alg.sub(s.decls[j].eps_fwd, spent(first)) for j, first, _ in cover)
         return vmax(alg, vmin(alg, *rooms), alg.const(0))
 
     def step(

@@ -29,11 +29,11 @@ from typing import Generic, TypeVar
 from accounting.budget import BudgetError
 from mechanisms.allocators.algebra import Algebra, vmax, vmin
 from mechanisms.allocators.kernel import (
-    VARIANTS,
     ClassReq,
     FixedClass,
     Plan,
     Prefix,
+    check_variant,
     fixed_classes,
     uniform_class,
 )
@@ -78,8 +78,7 @@ class FixedKernel(Generic[V, B]):
     ) -> None:
         if name not in _RULES:
             raise BudgetError(f"unknown fixed-window allocator {name!r}")
-        if variant not in VARIANTS:
-            raise BudgetError(f"{name}: unknown variant {variant!r} (expected sound or published)")
+        check_variant(name, variant)
         self.name = name
         self.variant = variant
         self.alg = alg

@@ -22,7 +22,7 @@ from typing import Final, Generic, Protocol, TypeVar
 from accounting.budget import BudgetError
 from accounting.population import Population
 from accounting.requirements import Dynamic, Fixed, WholeStream
-from mechanisms.allocators.algebra import Algebra
+from mechanisms.allocators.algebra import Algebra, vmin
 
 __all__ = [
     "VARIANTS",
@@ -186,19 +186,25 @@ def uniform_class(
     """The one requirement a non-personalized allocator serves every class with: the largest
     window and the smallest budget (001 Section 6.2), which meets each class's own requirement
     because a window of ``w_i <= w`` slots lies inside a window of ``w`` slots."""
-    fixed: list[FixedClass[V]] = []
-    for c in classes:
-        if not isinstance(c, FixedClass):
-            raise BudgetError(
-                f"{mechanism} is not personalized and needs fixed (w, eps) requirements; "
-                "use dpbd or dpba for dynamic requirements"
-            )
-        fixed.append(c)
-    w = max(c.w for c in fixed)
-    eps = fixed[0].eps
-    for c in fixed[1:]:
-        eps = alg.select(alg.le(c.eps, eps), c.eps, eps)
-    return FixedClass(w, eps)
+    fixed = fixed_classes(classes, mechanism)
+    return FixedClass(max(c.w for c in fixed), vmin(alg, *(c.eps for c in fixed)))
+
+
+def check_variant(name: str, variant: str) -> None:
+    if variant not in VARIANTS:
+        raise BudgetError(f"{name}: unknown variant {variant!r} (expected sound or published)")
+
+
+def first_negative(
+    parts: Sequence[tuple[str, Sequence[Fraction]]],
+) -> tuple[str, int, Fraction] | None:
+    """The first ``(part, class index, value)`` with a negative budget among the parts a slot
+    spends; no mechanism can spend one (the published dynamic rules can allocate it)."""
+    for part, values in parts:
+        for c, value in enumerate(values):
+            if value < 0:
+                return part, c, value
+    return None
 
 
 def fixed_classes(classes: Sequence[ClassReq[V]], mechanism: str) -> list[FixedClass[V]]:
