@@ -127,13 +127,21 @@ class SyntheticStream:
 
     The p sequence is fixed at construction (for ``lns`` from ``np.random.default_rng(seed)``);
     `histograms` draws each class's count of ones as Binomial(n_c, p_t) from the caller's ``rng``.
+
+    With ``d > 2`` values (a categorical stream for the frequency oracles) a user holds 0 with
+    probability 1 - p_t and each of 1..d-1 with p_t / (d - 1); d = 2 is the binary stream.
     """
 
-    __slots__ = ("_kind", "_p", "_sizes")
+    __slots__ = ("_d", "_kind", "_p", "_sizes")
 
-    def __init__(self, kind: str, slots: int, class_sizes: Sequence[int], seed: int) -> None:
+    def __init__(
+        self, kind: str, slots: int, class_sizes: Sequence[int], seed: int, d: int = 2
+    ) -> None:
         _check_kind(kind)
         _check_slots(slots)
+        if isinstance(d, bool) or not isinstance(d, int) or d < 2:
+            raise BudgetError(f"a synthetic stream needs d >= 2 values, got {d!r}")
+        self._d = d
         sizes: list[int] = []
         for n in class_sizes:
             if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
@@ -150,7 +158,7 @@ class SyntheticStream:
 
     @property
     def domain(self) -> int:
-        return 2
+        return self._d
 
     @property
     def slots(self) -> int:
@@ -169,7 +177,11 @@ class SyntheticStream:
         """Row c = [n_c - k, k] with k ~ Binomial(n_c, p_slot)."""
         p = float(self._p[_slot_index(slot, self.slots) - 1])
         ones = np.asarray(rng.binomial(self._sizes, p), dtype=np.int64)
-        return np.stack([self._sizes - ones, ones], axis=1)
+        if self._d == 2:
+            return np.stack([self._sizes - ones, ones], axis=1)
+        rest = np.full(self._d - 1, 1.0 / (self._d - 1))
+        spread = np.stack([rng.multinomial(int(k), rest) for k in ones.tolist()]).astype(np.int64)
+        return np.concatenate([(self._sizes - ones)[:, None], spread], axis=1)
 
 
 class CsvStream:

@@ -67,3 +67,6 @@ class Z3Algebra:
 
     def count_sub(self, a: Any, b: Any) -> Any:
         return a - b
+
+    def floor(self, a: Any) -> Any:
+        return z3.ToReal(z3.ToInt(a))

@@ -210,15 +210,53 @@ def prove_cmd(target: str, d: int, as_json: bool) -> None:
     sys.exit(EXIT_UNKNOWN if "unknown" in statuses else EXIT_OK)
 
 
-_MECHANISMS = ("uniform", "sample", "bd", "ba", "pbd", "pba", "dpbd", "dpba")
+_MECHANISMS = (
+    "uniform",
+    "sample",
+    "bd",
+    "ba",
+    "pbd",
+    "pba",
+    "dpbd",
+    "dpba",
+    "lbu",
+    "lsp",
+    "lbd",
+    "lba",
+    "plbu",
+    "lpu",
+    "lpd",
+    "lpa",
+    "plpd",
+    "plpa",
+    "plpd+",
+    "plpa+",
+    "plbd-rp",
+    "plba-rp",
+    "plbd-ops",
+    "plba-ops",
+)
+_POPULATION = frozenset(_MECHANISMS[13:])
 _MECHANISM_HELP = """
 \b
-Mechanisms (central model; 001 and Kellaris et al.):
+Central model (001 and Kellaris et al.):
   uniform  eps/w at every slot                    sample  all of eps every w slots
   bd       budget distribution                    ba      budget absorption
   pbd      personalized distribution (001 Alg 4)  pba     personalized absorption (001 Alg 5)
   dpbd     dynamic distribution (001 Alg 6)       dpba    dynamic absorption (001 Alg 7)
-uniform, sample, bd and ba serve every user with the largest window and the smallest budget.
+\b
+Local model, budget division (every user reports every slot; 002 Section 5):
+  lbu      eps/w at every slot                    lsp     all of eps every w slots
+  lbd      LDP budget distribution (002 Alg 1)    lba     LDP budget absorption (002 Alg 2)
+  plbu     eps_i/w_i at every slot, personalized oracle (001 Section 6.2)
+\b
+Local model, population division (sampled users report once per window; 002 Section 6, 000):
+  lpu      n/w fresh users every slot             lpd/lpa  population distribution/absorption
+  plpd     personalized distribution (000 Alg 5)  plpa     personalized absorption (000 Alg 6)
+  plpd+    with OPS and PUE (000 Alg 3)           plpa+    with OPS and PUE (000 Alg 4)
+  plbd-rp, plba-rp    PUE without OPS             plbd-ops, plba-ops  OPS without PUE
+uniform, sample, bd, ba and the non-personalized local ones serve every user with the largest
+window and the smallest budget.
 """
 
 
@@ -264,6 +302,21 @@ def _variant_options(f: Callable[..., Any]) -> Callable[..., Any]:
     "ignored. The trace runs one slot per decision.",
 )
 @_variant_options
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Population allocators: seed of the pool's draws (which users report when).",
+)
+@click.option(
+    "--d",
+    "domain",
+    type=click.IntRange(min=2),
+    default=2,
+    show_default=True,
+    help="Population allocators with OPS: the domain size its error formula uses.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the trace as JSON (exact 'a/b').")
 def trace_cmd(
     mechanism: str,
@@ -271,6 +324,8 @@ def trace_cmd(
     decisions: str,
     variant: str,
     arithmetic: str,
+    seed: int,
+    domain: int,
     as_json: bool,
 ) -> None:
     """Run only the budget kernel of MECHANISM against a publish/skip sequence.
@@ -280,12 +335,33 @@ def trace_cmd(
     runtime guard; a trace that breaks a window ends with the guard's refusal (exit 1), and
     so does a negative budget. Exit 0 when the guard accepted every charge, 2 on bad input.
 
+    Population allocators (lpu ... plba-ops) draw their users from a pool seeded with --seed;
+    the trace lists, per slot, how many users were drawn for each part and the budget each
+    drawn user paid. A draw the pool cannot serve also ends the trace with exit 1.
+
     \b
     Example (001 Example 7):
       wevent trace dpba -r table3.csv --decisions 1,0,1,0,1 --variant published
     """
-    from wevent.tracing import parse_decisions, trace_with_guard
+    from wevent.tracing import parse_decisions, trace_population, trace_with_guard
 
+    if mechanism in _POPULATION:
+        if arithmetic != "exact":
+            _fail("--arithmetic float only applies to the central absorption allocators")
+        try:
+            population = read_requirements(requirements)
+            pop_result = trace_population(
+                mechanism,
+                population,
+                parse_decisions(decisions),
+                variant=variant,
+                seed=seed,
+                d=domain,
+            )
+        except BudgetError as exc:
+            _fail(str(exc))
+        _print_population_trace(pop_result, as_json)
+        sys.exit(EXIT_OK if pop_result.ok else EXIT_VIOLATION)
     try:
         population = read_requirements(requirements)
         result = trace_with_guard(
@@ -324,6 +400,33 @@ def trace_cmd(
     sys.exit(EXIT_OK if result.ok else EXIT_VIOLATION)
 
 
+def _print_population_trace(result: Any, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+        return
+    setup, population = result.setup, result.population
+    cfg = setup.config
+    click.echo(
+        f"{result.mechanism} ({result.variant}): {cfg.n} users in {len(population.classes)} "
+        f"requirement class(es); {cfg.unit} users per slot, recycled after {cfg.recycle} slots"
+    )
+    for c in population.classes:
+        k = setup.splits[c.index]
+        click.echo(
+            f"  {c.name}: {c.requirement.describe()}; each report spends "
+            f"{format_exact(setup.budgets[c.index])}" + (f" (eps / {k})" if k > 1 else "")
+        )
+    for s in result.slots:
+        drawn = ", ".join(f"{part} {len(users)}" for part, users in s.sampled.items()) or "none"
+        click.echo(f"slot {s.slot}: {s.status:9}  pool {s.available:>6}  drawn: {drawn}")
+    if result.refusal is not None:
+        click.echo(f"REFUSED by the guard: {result.refusal}")
+    elif result.shortage is not None:
+        click.echo(f"POOL SHORT: {result.shortage}")
+    else:
+        click.echo(f"guard: all {len(result.slots)} slots accepted")
+
+
 @cli.command("run", epilog=_MECHANISM_HELP)
 @click.argument("mechanism", type=click.Choice(_MECHANISMS))
 @_requirements_option
@@ -349,9 +452,19 @@ def trace_cmd(
 )
 @click.option(
     "--domain",
+    "--d",
+    "domain",
     type=click.IntRange(min=1),
     default=None,
-    help="Number of values d of a CSV stream (default: largest value + 1).",
+    help="Number of values d: of a CSV stream (default: largest value + 1), or of a "
+    "synthetic stream, which is categorical when d > 2 (default 2, binary).",
+)
+@click.option(
+    "--oracle",
+    type=click.Choice(["grr", "oue"]),
+    default=None,
+    help="Frequency oracle of lbu, lsp, lbd, lba, lpu, lpd, lpa (default grr); the "
+    "personalized local allocators always use the personalized oracle (GRR per budget).",
 )
 @click.option(
     "--ledger",
@@ -375,6 +488,7 @@ def run_cmd(
     slots: int | None,
     seed: int,
     domain: int | None,
+    oracle: str | None,
     ledger_out: Path | None,
     releases_out: Path | None,
     variant: str,
@@ -413,6 +527,7 @@ def run_cmd(
             ledger_path=ledger_out,
             releases_path=releases_out,
             progress=None if bar is None else bar.update,
+            oracle=oracle,
         )
         if bar is not None:
             bar.close()

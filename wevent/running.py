@@ -20,8 +20,20 @@ from accounting.budget import BudgetError
 from accounting.formats import ledger_kind, write_ledger
 from accounting.population import Population
 from accounting.spending import BudgetExceeded, EvidenceRejected
-from mechanisms.allocators import algebra_for, classes_of, make_kernel
+from mechanisms.allocators import (
+    LOCAL_BUDGET,
+    ORACLE_CHOICE,
+    POPULATION,
+    algebra_for,
+    classes_of,
+    make_kernel,
+)
+from mechanisms.allocators.algebra import ExactAlgebra
+from mechanisms.allocators.local import population_setup
+from mechanisms.allocators.population import PopulationKernel
 from mechanisms.central import CentralRunner, InvalidAllocation, SlotRecord
+from mechanisms.local import LocalBudgetRunner, PopulationRunner
+from mechanisms.pool import PoolExhausted
 from mechanisms.streams import SYNTHETIC_KINDS, CsvStream, Stream, SyntheticStream
 from verifier.guard import Guard
 from wevent.tracing import class_groups
@@ -40,8 +52,10 @@ class RunSummary:
     classes: int
     slots_requested: int
     records: list[SlotRecord] = field(default_factory=list)
-    refusal: BudgetExceeded | EvidenceRejected | InvalidAllocation | None = None
+    refusal: BudgetExceeded | EvidenceRejected | InvalidAllocation | PoolExhausted | None = None
     charges: int = 0
+    reports: int = 0  # per-user reports (charges expanded to their users)
+    setup_note: str = ""
 
     @property
     def ok(self) -> bool:
@@ -75,6 +89,11 @@ class RunSummary:
                 f"  error vs truth (frequencies): mean absolute {errs['mae']:.6g}, "
                 f"AMRE (001 Eq. 5) {errs['amre']:.6g}"
             )
+        if self.setup_note:
+            lines.insert(1, f"  {self.setup_note}")
+        if self.records and self.users:
+            cfpu = self.reports / (len(self.records) * self.users)
+            lines.append(f"  communication: {cfpu:.4g} reports per user per slot (CFPU)")
         lines.append(f"  ledger: {self.charges} charges, every one accepted by the guard")
         if self.refusal is not None:
             lines.append(f"  STOPPED: {self.refusal}")
@@ -84,12 +103,13 @@ class RunSummary:
 def open_stream(
     spec: str, population: Population, slots: int | None, seed: int, domain: int | None
 ) -> Stream:
-    """``lns``/``sin``/``log`` (001 Section 6.1) or the path of a ``user,slot,value`` CSV."""
+    """``lns``/``sin``/``log`` (001 Section 6.1; ``domain`` > 2 makes them categorical) or the
+    path of a ``user,slot,value`` CSV."""
     sizes = [c.count for c in population.classes]
     if spec in SYNTHETIC_KINDS:
         if slots is None:
             raise BudgetError(f"--slots is required with the synthetic stream {spec!r}")
-        return SyntheticStream(spec, slots, sizes, seed)
+        return SyntheticStream(spec, slots, sizes, seed, 2 if domain is None else domain)
     path = Path(spec)
     if not path.suffix.lower() == ".csv" and not path.exists():
         raise BudgetError(
@@ -138,41 +158,90 @@ def run_mechanism(
     ledger_path: Path | None = None,
     releases_path: Path | None = None,
     progress: Callable[[int], None] | None = None,
+    oracle: str | None = None,
 ) -> RunSummary:
-    """Run ``slots`` slots; write the ledger and releases (also after a refusal)."""
+    """Run ``slots`` slots; write the ledger and releases (also after a refusal).
+
+    ``oracle`` (grr or oue, default grr) is the frequency oracle of the non-personalized local
+    allocators; the personalized ones report through GRR (the personalized frequency oracle)."""
     for path, what in ((ledger_path, "--ledger"), (releases_path, "--releases")):
         if path is not None:
             check_output(path, what)
     if slots > stream.slots:
         raise BudgetError(f"--slots {slots} is more than the stream's {stream.slots} slots")
-    kernel = make_kernel(
-        mechanism, algebra_for(arithmetic), classes_of(population, mechanism), variant
-    )
+    if oracle is not None and mechanism not in ORACLE_CHOICE:
+        raise BudgetError(
+            f"--oracle applies to {', '.join(ORACLE_CHOICE)}; {mechanism} reports through "
+            "the personalized frequency oracle (GRR)"
+            if mechanism in LOCAL_BUDGET or mechanism in POPULATION
+            else f"--oracle applies to the local allocators, not to the central {mechanism}"
+        )
+    if (mechanism in POPULATION or mechanism in LOCAL_BUDGET) and arithmetic != "exact":
+        raise BudgetError("--arithmetic float only applies to the central absorption allocators")
+    classes = classes_of(population, mechanism)
     guard = Guard(population)
     groups = class_groups(population, guard)
-    data_seed, noise_seed = np.random.SeedSequence(seed).spawn(2)
-    runner = CentralRunner(
-        kernel=kernel,
-        spender=guard,
-        groups=groups,
-        sizes=[c.count for c in population.classes],
-        stream=stream,
-        data_rng=np.random.default_rng(data_seed),
-        noise_rng=np.random.default_rng(noise_seed),
-        mechanism=mechanism,
-    )
+    data_seed, noise_seed, pool_seed = np.random.SeedSequence(seed).spawn(3)
+    sizes = [c.count for c in population.classes]
+    runner: CentralRunner | LocalBudgetRunner | PopulationRunner
+    note = ""
+    if mechanism in POPULATION:
+        setup = population_setup(mechanism, classes, sizes, stream.domain, variant)
+        cfg = setup.config
+        note = (
+            f"population: {cfg.unit} users per slot, recycled after {cfg.recycle} slots; "
+            "per-report budgets " + ", ".join(str(b) for b in setup.budgets)
+        )
+        runner = PopulationRunner(
+            setup=setup,
+            kernel=PopulationKernel(mechanism, ExactAlgebra(), cfg, variant),
+            spender=guard,
+            users=[u for c in population.classes for u in c.members],
+            class_of=np.array([c.index for c in population.classes for _ in c.members], np.int64),
+            stream=stream,
+            data_rng=np.random.default_rng(data_seed),
+            noise_rng=np.random.default_rng(noise_seed),
+            pool_rng=np.random.default_rng(pool_seed),
+            mechanism=mechanism,
+            oracle=oracle or "grr",
+        )
+    elif mechanism in LOCAL_BUDGET:
+        runner = LocalBudgetRunner(
+            kernel=make_kernel(mechanism, ExactAlgebra(), classes, variant),
+            spender=guard,
+            groups=groups,
+            sizes=sizes,
+            stream=stream,
+            data_rng=np.random.default_rng(data_seed),
+            noise_rng=np.random.default_rng(noise_seed),
+            mechanism=mechanism,
+            oracle=oracle or "grr",
+        )
+    else:
+        runner = CentralRunner(
+            kernel=make_kernel(mechanism, algebra_for(arithmetic), classes, variant),
+            spender=guard,
+            groups=groups,
+            sizes=sizes,
+            stream=stream,
+            data_rng=np.random.default_rng(data_seed),
+            noise_rng=np.random.default_rng(noise_seed),
+            mechanism=mechanism,
+        )
     summary = RunSummary(
         mechanism, variant, arithmetic, len(population), len(population.classes), slots
     )
+    summary.setup_note = note
     try:
         for _ in range(slots):
             summary.records.append(runner.step())
             if progress is not None:
                 progress(1)
-    except (BudgetExceeded, EvidenceRejected, InvalidAllocation) as exc:
+    except (BudgetExceeded, EvidenceRejected, InvalidAllocation, PoolExhausted) as exc:
         summary.refusal = exc
     finally:
         summary.charges = len(guard.ledger)
+        summary.reports = guard.ledger.per_user_rows()
         try:
             if ledger_path is not None:
                 write_ledger(guard.ledger, ledger_path)

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
+
+import numpy as np
 
 from accounting.budget import Budget, BudgetError, format_exact, ratio_text
 from accounting.population import Population
@@ -22,10 +25,24 @@ from mechanisms.allocators import (
     make_kernel,
     run_trace,
 )
-from mechanisms.allocators.kernel import first_negative
+from mechanisms.allocators.algebra import ExactAlgebra
+from mechanisms.allocators.kernel import Plan, first_negative, published_now
+from mechanisms.allocators.local import PopulationSetup, population_setup
+from mechanisms.allocators.population import PopulationKernel
+from mechanisms.oracles import charge_reporters
+from mechanisms.pool import PoolExhausted, UserPool
 from verifier.guard import Guard
 
-__all__ = ["TraceResult", "charge_slot", "class_groups", "parse_decisions", "trace_with_guard"]
+__all__ = [
+    "PopulationSlot",
+    "PopulationTrace",
+    "TraceResult",
+    "charge_slot",
+    "class_groups",
+    "parse_decisions",
+    "trace_population",
+    "trace_with_guard",
+]
 
 
 @dataclass
@@ -159,4 +176,156 @@ def trace_with_guard(
         except BudgetExceeded as exc:
             result.refusal, result.failed_slot = exc, slot.slot
             break
+    return result
+
+
+@dataclass
+class PopulationSlot:
+    """One slot of a population trace: status, users drawn per part, the budget each pays."""
+
+    slot: int
+    status: str
+    sampled: dict[str, list[str]]  # part -> user ids drawn (and charged)
+    available: int  # users in the pool before the slot's draws
+
+
+@dataclass
+class PopulationTrace:
+    """A population kernel run against decisions, with users drawn from a seeded pool and every
+    drawn user charged to the guard."""
+
+    mechanism: str
+    variant: str
+    population: Population
+    setup: PopulationSetup
+    slots: list[PopulationSlot]
+    refusal: BudgetExceeded | None = None
+    shortage: PoolExhausted | None = None
+    failed_slot: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.refusal is None and self.shortage is None
+
+    def budget_of(self, user: str) -> Fraction:
+        return self.setup.budgets[self.population.class_of(user).index]
+
+    def to_json(self) -> dict[str, Any]:
+        cfg = self.setup.config
+        slots = []
+        for s in self.slots:
+            budgets: dict[str, dict[str, str]] = {}
+            for part, users in s.sampled.items():
+                for u in users:
+                    budgets.setdefault(u, {})[part] = ratio_text(self.budget_of(u))
+            slots.append(
+                {
+                    "slot": s.slot,
+                    "status": s.status,
+                    "available": s.available,
+                    "sampled": {part: len(users) for part, users in s.sampled.items()},
+                    "budgets": budgets,
+                }
+            )
+        out: dict[str, Any] = {
+            "mechanism": self.mechanism,
+            "variant": self.variant,
+            "ok": self.ok,
+            "setup": {
+                "users": cfg.n,
+                "rule": cfg.rule,
+                "sample_size": cfg.unit,
+                "recycle": cfg.recycle,
+                "splits": {
+                    c.name: k
+                    for c, k in zip(self.population.classes, self.setup.splits, strict=True)
+                },
+            },
+            "slots": slots,
+        }
+        if self.refusal is not None:
+            r = self.refusal
+            out["refusal"] = {
+                "slot": r.slot,
+                "subject": r.subject,
+                "requirement": r.requirement,
+                "window": [r.window.first, r.window.last],
+                "kind": r.window.kind,
+                "spent": ratio_text(r.window.spent),
+                "asked": ratio_text(r.asked),
+                "bound": ratio_text(r.window.bound),
+                "excess": ratio_text(r.excess),
+                "message": str(r),
+            }
+        if self.shortage is not None:
+            out["shortage"] = {"slot": self.failed_slot, "message": str(self.shortage)}
+        return out
+
+
+def trace_population(
+    mechanism: str,
+    population: Population,
+    decisions: Sequence[bool],
+    *,
+    variant: str = "sound",
+    seed: int = 0,
+    d: int = 2,
+) -> PopulationTrace:
+    """Run the population kernel of ``mechanism``: each slot draws its users from a pool seeded
+    with ``seed`` and charges every drawn user their per-report budget to a fresh guard. A
+    publication's users are drawn only when the slot publishes."""
+    classes = classes_of(population, mechanism)
+    setup = population_setup(mechanism, classes, [c.count for c in population.classes], d, variant)
+    kernel: PopulationKernel[Fraction, bool] = PopulationKernel(
+        mechanism, ExactAlgebra(), setup.config, variant
+    )
+    users = [u for c in population.classes for u in c.members]
+    class_of = np.array([c.index for c in population.classes for _ in c.members], np.int64)
+    pool = UserPool(len(users), setup.config.recycle, np.random.default_rng(seed))
+    guard = Guard(population)
+    result = PopulationTrace(mechanism, variant, population, setup, [])
+    state = kernel.start()
+    for t, decision in enumerate(decisions, start=1):
+        pool.release(t)
+        draw = kernel.plan(state, t)
+        published = published_now(kernel.alg, Plan(draw.nullified, draw.forced, (), ()), decision)
+        published = published and draw.publication > 0
+        status = "published" if published else ("nullified" if draw.nullified else "skipped")
+        slot = PopulationSlot(t, status, {}, pool.available)
+        result.slots.append(slot)
+        try:
+            parts = [("dissimilarity", int(draw.dissimilarity))]
+            if published:
+                parts.append(("publication", int(draw.publication)))
+            for part, k in parts:
+                if k <= 0:
+                    continue
+                idx = pool.draw(k, what=part)
+                drawn = [users[i] for i in idx.tolist()]
+                slot.sampled[part] = drawn
+                for c in population.classes:
+                    members = [
+                        u
+                        for u, i in zip(drawn, idx.tolist(), strict=True)
+                        if class_of[i] == c.index
+                    ]
+                    amount = setup.budgets[c.index]
+                    if members and amount > 0:
+                        charge_reporters(
+                            guard,
+                            t,
+                            Budget(amount),
+                            None,
+                            reports=len(members),
+                            users=members,
+                            part=part,
+                            mechanism=mechanism,
+                        )
+        except PoolExhausted as exc:
+            result.shortage, result.failed_slot = exc, t
+            break
+        except BudgetExceeded as exc:
+            result.refusal, result.failed_slot = exc, t
+            break
+        state = kernel.step(state, t, draw, published)
     return result

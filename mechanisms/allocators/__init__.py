@@ -1,4 +1,4 @@
-"""Budget kernels of the central w-event allocators, and a registry by CLI name.
+"""Budget kernels of the central and local w-event allocators, and a registry by CLI name.
 
 `make_kernel(name, algebra, classes, variant)` builds the kernel; `run_trace` runs one against a
 publish/skip decision sequence in exact (or float-count) arithmetic.
@@ -23,10 +23,16 @@ from mechanisms.allocators.kernel import (
     classes_of,
     published_now,
 )
+from mechanisms.allocators.local import LOCAL, LOCAL_BUDGET, ORACLE_CHOICE, POPULATION
 
 __all__ = [
     "ARITHMETICS",
     "CENTRAL",
+    "LOCAL",
+    "LOCAL_BUDGET",
+    "MECHANISMS",
+    "ORACLE_CHOICE",
+    "POPULATION",
     "VARIANTS",
     "TraceSlot",
     "algebra_for",
@@ -40,17 +46,22 @@ V = TypeVar("V")
 B = TypeVar("B")
 
 CENTRAL: Final = ("uniform", "sample", "bd", "ba", "pbd", "pba", "dpbd", "dpba")
+MECHANISMS: Final = CENTRAL + LOCAL
 
 
 def make_kernel(
     name: str, alg: Algebra[V, B], classes: Sequence[ClassReq[V]], variant: str = "sound"
 ) -> Kernel[V, B, Any]:
-    """The kernel of allocator ``name`` over ``classes`` (in population class order)."""
+    """The budget kernel of allocator ``name`` over ``classes`` (in population class order): a
+    central allocator or a local budget-division one (population-division allocators have
+    population kernels, see `mechanisms.allocators.local.population_setup`)."""
     if name in ("dpbd", "dpba"):
         return DynamicKernel(name, alg, classes, variant)
-    if name in CENTRAL:
+    if name in CENTRAL or name in LOCAL_BUDGET:
         return FixedKernel(name, alg, classes, variant)
-    raise BudgetError(f"unknown allocator {name!r} (expected one of {', '.join(CENTRAL)})")
+    if name in POPULATION:
+        raise BudgetError(f"{name} allocates users, not budgets: it has a population kernel")
+    raise BudgetError(f"unknown allocator {name!r} (expected one of {', '.join(MECHANISMS)})")
 
 
 @dataclass(frozen=True, slots=True)

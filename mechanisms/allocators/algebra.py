@@ -63,6 +63,9 @@ class Algebra(Protocol[V, B]):
 
     def count_add(self, a: V, b: V) -> V: ...
     def count_sub(self, a: V, b: V) -> V: ...
+    def floor(self, a: V) -> V:
+        """The largest integer ``<= a`` (user counts of the population allocators)."""
+        ...
 
 
 def vmin(alg: Algebra[V, B], first: V, *rest: V) -> V:
@@ -127,6 +130,9 @@ class ExactAlgebra:
 
     def count_sub(self, a: Fraction, b: Fraction) -> Fraction:
         return a - b
+
+    def floor(self, a: Fraction) -> Fraction:
+        return Fraction(math.floor(a))
 
 
 def _float(x: Fraction) -> float:

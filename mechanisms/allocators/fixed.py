@@ -1,4 +1,5 @@
-"""Kernels for fixed ``(w, eps)`` requirements: Uniform, Sample, BD, BA, PBD, PBA.
+"""Kernels for fixed ``(w, eps)`` requirements: Uniform, Sample, BD, BA, PBD, PBA, and the local
+budget-division allocators LBU, LSP, LBD, LBA, PLBU that spend the same way.
 
 * Uniform, Sample (Kellaris et al.; 002 Sections 5.2.1-5.2.2 restate them): ``eps / w`` at every
   slot, or the whole ``eps`` at slots 1, w+1, 2w+1, ... with the slots between approximated.
@@ -44,7 +45,9 @@ V = TypeVar("V")
 B = TypeVar("B")
 
 
-# name -> (rule, personalized)
+# name -> (rule, personalized). The local budget-division allocators of 002 Section 5 (and the
+# personalized uniform baseline of 001 Section 6.2) spend exactly like their central namesakes;
+# only the data path differs (every user reports through a frequency oracle).
 _RULES: dict[str, tuple[str, bool]] = {
     "uniform": ("uniform", False),
     "sample": ("sample", False),
@@ -52,7 +55,16 @@ _RULES: dict[str, tuple[str, bool]] = {
     "ba": ("absorption", False),
     "pbd": ("distribution", True),
     "pba": ("absorption", True),
+    "lbu": ("uniform", False),  # 002 Section 5.2.1
+    "lsp": ("sample", False),  # 002 Section 5.2.2
+    "lbd": ("distribution", False),  # 002 Algorithm 1
+    "lba": ("absorption", False),  # 002 Algorithm 2
+    "plbu": ("uniform", True),  # 001 Section 6.2: eps_i / w_i at every slot
 }
+
+# Absorption kernels that follow 001 Algorithm 5 (t_N starts at 0, t_A clipped at 0); the others
+# follow 002 Algorithm 2 (eps_{l,2} starts at 0, so t_N = -1, and t_A = t - (l + t_N)).
+_ALGORITHM_5 = frozenset({"pba"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +115,7 @@ class FixedKernel(Generic[V, B]):
         # 001 Algorithm 5 line 5 starts every t_N at 0 (as if slot 0 published one share);
         # 002 Algorithm 2 line 1 starts with eps_{l,2} = 0, so t_N = -1 and slot 1 may absorb two
         # shares (a phantom slot 0; still sound, see docs/deviations.md).
-        initial = [self._share(c) if self.name == "pba" else zero for c in self.served]
+        initial = [self._share(c) if self.name in _ALGORITHM_5 else zero for c in self.served]
         return FixedState(
             dis=tuple(Prefix(alg, self._keep) for _ in self.served),
             pub=tuple(Prefix(alg, self._keep) for _ in self.served),
@@ -161,7 +173,7 @@ class FixedKernel(Generic[V, B]):
         nullified = alg.le(since, vmax(alg, *t_n))
         pub = []
         for c, share, tn in zip(self.served, shares, t_n, strict=True):
-            if self.name == "ba":  # 002 Algorithm 2 line 8: t_A = t - (l + t_N)
+            if self.name not in _ALGORITHM_5:  # 002 Algorithm 2 line 8: t_A = t - (l + t_N)
                 absorbed = alg.count_sub(now, alg.count_add(state.last, tn))
             else:  # 001 Algorithm 5 line 12: t_A = max(t - l - t_N, 0)
                 absorbed = vmax(alg, alg.count_sub(since, tn), zero)

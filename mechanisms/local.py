@@ -1,0 +1,370 @@
+"""The data path of the local allocators: frequency oracles, dissimilarity and error, the pool.
+
+Budget division (002 Algorithms 1-2; 001 Section 6.2's PLBU), per slot:
+
+1. the budget kernel plans each class's dissimilarity and publication budgets;
+2. every user reports with the dissimilarity budget (charged per class first); the server
+   estimates the frequencies and the dissimilarity of 002 Eq. 4,
+   ``dis = mean((c_bar - r_l)^2) - mean(Var c_bar)``;
+3. unless nullified or forced, publish iff ``dis > err`` with ``err`` the average variance of an
+   estimate made with the publication budgets (002 Eq. 6);
+4. on publication every user reports again with the publication budget.
+
+Population division (002 Algorithms 3-4; 000 Algorithms 3-6), per slot:
+
+1. the pool recycles the users drawn ``R`` slots ago; the population kernel says how many users
+   to draw;
+2. ``z`` users are drawn for the dissimilarity; each is charged their class's per-report budget
+   (the full eps, or eps_i / k_i after OPS) before reporting;
+3. the publication error is 002 Eq. 6 (one budget) or 000 Eq. 7 (personalized: sampling plus
+   PLDP variance); the PLPD+/PLPA+ family draws the publication users first and uses their
+   budget mix (000 Algorithm 3 line 14), putting them back untouched if the slot does not publish;
+4. on publication the drawn users are charged and report.
+
+One budget reports through the chosen oracle (GRR or OUE); several budgets through the
+personalized frequency oracle (GRR per budget, 000 Eq. 1), optionally enhanced by PUE (000
+Algorithm 2). Everything is simulated on histograms: a class's reporters' values are drawn without
+replacement from the class's true histogram (multivariate hypergeometric), which is the
+distribution of the values of a uniform sample of its users.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from accounting.budget import Budget, BudgetError, format_exact
+from accounting.spending import Spender
+from mechanisms.allocators import status_of
+from mechanisms.allocators.kernel import Kernel, Plan, first_negative
+from mechanisms.allocators.local import PopulationSetup
+from mechanisms.allocators.population import Draw, PopulationKernel
+from mechanisms.central import InvalidAllocation, SlotRecord
+from mechanisms.oracles import GRR, OUE, FrequencyOracle, charge_reporters
+from mechanisms.personalized import PersonalizedFO, sampling_variance
+from mechanisms.pool import UserPool
+from mechanisms.pue import pue
+from mechanisms.streams import Stream
+
+__all__ = ["Estimate", "LocalBudgetRunner", "PopulationRunner", "report"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+ORACLES = ("grr", "oue")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Frequencies estimated from one round of reports, and their average variance per value."""
+
+    freq: FloatArray
+    variance: float
+
+
+def _single(oracle: str, d: int, eps: Budget) -> FrequencyOracle:
+    if oracle == "oue":
+        return OUE.for_budget(d, eps)
+    if oracle == "grr":
+        return GRR.for_budget(d, eps)
+    raise BudgetError(f"unknown oracle {oracle!r} (expected grr or oue)")
+
+
+def _oracles(
+    budgets: Sequence[Fraction], oracle: str, d: int
+) -> tuple[list[Budget], dict[Budget, FrequencyOracle]]:
+    """The distinct positive budgets (ascending) and one oracle per budget."""
+    distinct = sorted({Budget(b) for b in budgets if b > 0})
+    if len(distinct) == 1:
+        return distinct, {distinct[0]: _single(oracle, d, distinct[0])}
+    return distinct, {b: GRR.for_budget(d, b) for b in distinct}
+
+
+def error_for(budgets: Sequence[Fraction], reporters: Sequence[int], d: int, oracle: str) -> float:
+    """The average variance per value of an estimate from ``reporters[c]`` users of class c
+    reporting with ``budgets[c]`` (002 Eq. 6 for one budget, 000 Eq. 1-2 for several)."""
+    by_budget: dict[Budget, int] = {}
+    for b, k in zip(budgets, reporters, strict=True):
+        if b > 0 and k > 0:
+            by_budget[Budget(b)] = by_budget.get(Budget(b), 0) + k
+    if not by_budget:
+        return math.inf
+    if len(by_budget) == 1:
+        ((b, k),) = by_budget.items()
+        return _single(oracle, d, b).average_variance(k)
+    return PersonalizedFO.for_budgets(d, by_budget).total_variance() / d
+
+
+def report(
+    budgets: Sequence[Fraction],
+    counts: IntArray,
+    d: int,
+    oracle: str,
+    rng: np.random.Generator,
+    *,
+    enhance: bool = False,
+) -> Estimate | None:
+    """Perturb the true value counts ``counts[c]`` of each class's reporters with the class's
+    budget and estimate the frequencies (aggregate path). ``enhance`` applies PUE (000
+    Algorithm 2) across the budget groups. None when nobody reports with a positive budget."""
+    distinct, oracles = _oracles(budgets, oracle, d)
+    if not distinct:
+        return None
+    grouped = {b: np.zeros(d, np.int64) for b in distinct}
+    for b, row in zip(budgets, counts, strict=True):
+        if b > 0:
+            grouped[Budget(b)] += row
+    sizes = [int(grouped[b].sum()) for b in distinct]
+    live = [i for i, s in enumerate(sizes) if s > 0]
+    if not live:
+        return None
+    distinct = [distinct[i] for i in live]
+    sizes = [sizes[i] for i in live]
+    if len(distinct) == 1:
+        o = oracles[distinct[0]]
+        hist = o.perturb_counts(grouped[distinct[0]], rng)
+        return Estimate(o.estimate(hist, sizes[0]), o.average_variance(sizes[0]))
+    grrs = [GRR.for_budget(d, b) for b in distinct]
+    pfo = PersonalizedFO(d, tuple(grrs), tuple(sizes))
+    hists = pfo.perturb_counts([grouped[b] for b in distinct], rng)
+    if enhance:
+        hists = pue(grrs, hists, rng)
+        pfo = PersonalizedFO(d, tuple(grrs), tuple(int(h.sum()) for h in hists))
+    return Estimate(pfo.estimate(hists), pfo.total_variance() / d)
+
+
+def dissimilarity(estimate: Estimate, last: FloatArray) -> float:
+    """002 Eq. 4 (000 Algorithm 5 line 8): the squared distance to the last release minus the
+    estimate's own average variance, an unbiased estimate of the true squared distance."""
+    return float(np.mean((estimate.freq - last) ** 2)) - estimate.variance
+
+
+def _evidence(oracle: str, d: int, eps: Fraction, personalized: bool) -> Any:
+    if personalized:
+        return GRR.for_budget(d, Budget(eps)).evidence
+    return _single(oracle, d, Budget(eps)).evidence
+
+
+@dataclass
+class LocalBudgetRunner:
+    """Drives a budget kernel with every user reporting through a frequency oracle."""
+
+    kernel: Kernel[Fraction, bool, Any]
+    spender: Spender
+    groups: Sequence[str]
+    sizes: Sequence[int]
+    stream: Stream
+    data_rng: np.random.Generator
+    noise_rng: np.random.Generator
+    mechanism: str
+    oracle: str = "grr"
+    slot: int = 0
+    last_release: FloatArray = field(init=False)
+    _state: Any = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.last_release = np.zeros(self.stream.domain, dtype=np.float64)
+        self._state = self.kernel.start()
+        self._n = sum(self.sizes)
+
+    def _charge(self, t: int, budgets: Sequence[Fraction], part: str) -> None:
+        d = self.stream.domain
+        distinct = {Budget(b) for b in budgets if b > 0}
+        personalized = len(distinct) > 1
+        for c, b in enumerate(budgets):
+            if b > 0 and self.sizes[c] > 0:
+                charge_reporters(
+                    self.spender,
+                    t,
+                    Budget(b),
+                    _evidence(self.oracle, d, b, personalized),
+                    reports=self.sizes[c],
+                    group=self.groups[c],
+                    part=part,
+                    mechanism=self.mechanism,
+                )
+
+    def _round(
+        self, t: int, budgets: Sequence[Fraction], hist: IntArray, part: str
+    ) -> Estimate | None:
+        live = [b if self.sizes[c] > 0 else Fraction(0) for c, b in enumerate(budgets)]
+        if not any(b > 0 for b in live):
+            return None
+        self._charge(t, live, part)
+        return report(live, hist, self.stream.domain, self.oracle, self.noise_rng)
+
+    def step(self) -> SlotRecord:
+        t = self.slot + 1
+        hist = self.stream.histograms(t, self.data_rng)
+        truth = hist.sum(axis=0).astype(np.int64)
+        plan: Plan[Fraction, bool] = self.kernel.plan(self._state, t)
+        parts = [("dissimilarity", plan.dissimilarity)]
+        if not plan.nullified:
+            parts.append(("publication", plan.publication))
+        bad = first_negative(parts)
+        if bad is not None:
+            raise InvalidAllocation(
+                f"slot {t}: {self.mechanism} allocated a negative {bad[0]} budget "
+                f"{format_exact(bad[2])} to {self.groups[bad[1]]}"
+            )
+        est = self._round(t, plan.dissimilarity, hist, "dissimilarity")
+        decision = False
+        if not plan.forced and not plan.nullified:
+            err = error_for(plan.publication, self.sizes, self.stream.domain, self.oracle)
+            decision = est is not None and dissimilarity(est, self.last_release) > err
+        publish = plan.forced or (not plan.nullified and decision)
+        if publish:
+            pub = self._round(t, plan.publication, hist, "publication")
+            if pub is not None:
+                self.last_release = pub.freq
+        self._state = self.kernel.step(self._state, t, plan, publish)
+        self.slot = t
+        return SlotRecord(t, status_of(plan, decision), self.last_release * self._n, truth)
+
+
+@dataclass
+class PopulationRunner:
+    """Drives a population kernel: users drawn from the pool report through the oracle.
+
+    ``users[i]`` is the id of user i and ``class_of[i]`` its class index; ``step()`` runs the
+    next slot and returns its record together with the users drawn per part."""
+
+    setup: PopulationSetup
+    kernel: PopulationKernel[Fraction, bool]
+    spender: Spender
+    users: Sequence[str]
+    class_of: IntArray
+    stream: Stream
+    data_rng: np.random.Generator
+    noise_rng: np.random.Generator
+    pool_rng: np.random.Generator
+    mechanism: str
+    oracle: str = "grr"
+    slot: int = 0
+    last_release: FloatArray = field(init=False)
+    pool: UserPool = field(init=False)
+    drawn: dict[str, IntArray] = field(init=False)
+    _state: Any = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.last_release = np.zeros(self.stream.domain, dtype=np.float64)
+        self._state = self.kernel.start()
+        self.pool = UserPool(len(self.users), self.setup.config.recycle, self.pool_rng)
+        self.n_classes = len(self.setup.budgets)
+        self.drawn = {}
+
+    def _counts(self, idx: IntArray) -> IntArray:
+        out: IntArray = np.bincount(self.class_of[idx], minlength=self.n_classes).astype(np.int64)
+        return out
+
+    def _values(self, per_class: IntArray, remaining: IntArray) -> IntArray:
+        """Value counts of ``per_class[c]`` reporters of each class, drawn without replacement
+        from the class's values not yet drawn this slot (``remaining`` is updated)."""
+        out = np.zeros_like(remaining)
+        for c, k in enumerate(per_class.tolist()):
+            if k:
+                out[c] = self.data_rng.multivariate_hypergeometric(remaining[c], k)
+        remaining -= out
+        return out
+
+    def _charge(self, t: int, idx: IntArray, part: str) -> None:
+        d = self.stream.domain
+        for c in range(self.n_classes):
+            members = idx[self.class_of[idx] == c]
+            b = self.setup.budgets[c]
+            if len(members) == 0 or b <= 0:
+                continue
+            charge_reporters(
+                self.spender,
+                t,
+                Budget(b),
+                _evidence(self.oracle, d, b, self.setup.personalized),
+                reports=len(members),
+                users=[self.users[i] for i in members.tolist()],
+                part=part,
+                mechanism=self.mechanism,
+            )
+
+    def _error(self, per_class: IntArray, k: int) -> float:
+        """The publication error with ``k`` reporters of mix ``per_class``: 002 Eq. 6 for one
+        budget; 000 Eq. 7 (sampling + PLDP variance) for the personalized allocators."""
+        d = self.stream.domain
+        if k <= 0:
+            return math.inf
+        if not self.setup.personalized:
+            return _single(self.oracle, d, Budget(self.setup.budgets[0])).average_variance(k)
+        by_budget: dict[Budget, int] = {}
+        for b, m in zip(self.setup.budgets, per_class.tolist(), strict=True):
+            if m > 0:
+                by_budget[Budget(b)] = by_budget.get(Budget(b), 0) + m
+        pfo = PersonalizedFO.for_budgets(d, by_budget)
+        n = len(self.users)
+        smpl = sampling_variance(n, k) if n >= 2 else 0.0
+        return (smpl + pfo.total_variance(k)) / d
+
+    def step(self) -> SlotRecord:
+        t = self.slot + 1
+        self.pool.release(t)
+        hist = self.stream.histograms(t, self.data_rng)
+        truth = hist.sum(axis=0).astype(np.int64)
+        remaining = hist.astype(np.int64).copy()
+        draw: Draw[Fraction, bool] = self.kernel.plan(self._state, t)
+        self.drawn = {}
+        est: Estimate | None = None
+        z = int(draw.dissimilarity)
+        if z > 0:
+            idx = self.pool.draw(z, what="dissimilarity")
+            self._charge(t, idx, "dissimilarity")
+            self.drawn["dissimilarity"] = idx
+            values = self._values(self._counts(idx), remaining)
+            est = report(
+                self.setup.budgets,
+                values,
+                self.stream.domain,
+                self.oracle,
+                self.noise_rng,
+                enhance=self.setup.pue,
+            )
+        k = int(draw.publication)
+        decision = False
+        pub_idx: IntArray | None = None
+        if not draw.forced and not draw.nullified and k > 0:
+            if self.setup.ops is not None:  # 000 Algorithm 3 line 14: draw before deciding
+                pub_idx = self.pool.draw(k, what="publication")
+                mix = self._counts(pub_idx)
+            else:
+                mix = np.array(
+                    [int(np.sum(self.class_of == c)) for c in range(self.n_classes)], np.int64
+                )
+            err = self._error(mix, k)
+            decision = est is not None and dissimilarity(est, self.last_release) > err
+            if not decision and pub_idx is not None:
+                self.pool.putback(pub_idx)
+                pub_idx = None
+        publish = bool(draw.forced) or (not draw.nullified and decision)
+        if publish and k > 0:
+            if pub_idx is None:
+                pub_idx = self.pool.draw(k, what="publication")
+            self._charge(t, pub_idx, "publication")
+            self.drawn["publication"] = pub_idx
+            values = self._values(self._counts(pub_idx), remaining)
+            pub = report(
+                self.setup.budgets,
+                values,
+                self.stream.domain,
+                self.oracle,
+                self.noise_rng,
+                enhance=self.setup.pue,
+            )
+            if pub is not None:
+                self.last_release = pub.freq
+        self._state = self.kernel.step(self._state, t, draw, publish)
+        self.slot = t
+        status = "published" if publish else ("nullified" if draw.nullified else "skipped")
+        return SlotRecord(t, status, self.last_release * len(self.users), truth)
