@@ -1,0 +1,111 @@
+"""`wevent trace` and `wevent run` for the local allocators: shapes, exit codes, clean ledgers,
+communication cost."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from accounting.formats import read_ledger, read_requirements
+from mechanisms.allocators import LOCAL, POPULATION
+from verifier.check import check
+from wevent.cli import cli
+from wevent.running import open_stream, run_mechanism
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.output
+
+
+@pytest.fixture
+def req(tmp_path: Path) -> str:
+    rows = ["user,w,epsilon"]
+    rows += [f"a{i},2,1" for i in range(5)]
+    rows += [f"b{i},5,1" for i in range(5)]
+    path = tmp_path / "req.csv"
+    path.write_text("\n".join(rows) + "\n")
+    return str(path)
+
+
+def test_population_trace_json_shape(req: str) -> None:
+    code, out = run("trace", "plpd+", "-r", req, "--decisions", "1,0,1", "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["ok"] is True and doc["setup"]["recycle"] == 2
+    assert doc["setup"]["splits"] == {"class-0": 1, "class-1": 3}
+    first = doc["slots"][0]
+    assert first["sampled"] == {"dissimilarity": 2, "publication": 2}
+    assert len(first["budgets"]) == 4
+    for budgets in first["budgets"].values():
+        assert set(budgets) <= {"dissimilarity", "publication"}
+        assert all(v in ("1", "1/3") for v in budgets.values())
+
+
+def test_published_ops_trace_exits_1_with_the_window(req: str) -> None:
+    code, out = run(
+        "trace", "plpd+", "-r", req, "--decisions", "1,1,1,1,1", "--variant", "published"
+    )
+    assert code == 1
+    assert "REFUSED by the guard" in out and "fixed window [1, 5]" in out
+
+
+def test_population_trace_rejects_float_arithmetic(req: str) -> None:
+    code, out = run("trace", "lpd", "-r", req, "--decisions", "1", "--arithmetic", "float")
+    assert code == 2 and "only applies to the central" in out
+
+
+@pytest.mark.parametrize("mechanism", LOCAL)
+def test_every_local_allocator_runs_with_a_clean_ledger(mechanism: str, tmp_path: Path) -> None:
+    req = tmp_path / "req.csv"
+    req.write_text(
+        "user,w,epsilon\n"
+        + "".join(f"a{i},3,1\n" for i in range(40))
+        + "".join(f"b{i},6,2\n" for i in range(60))
+    )
+    ledger = tmp_path / "run.jsonl"
+    releases = tmp_path / "rel.csv"
+    code, out = run(
+        "run", mechanism, "-r", str(req), "--stream", "sin", "--slots", "20", "--d", "3",
+        "--ledger", str(ledger), "--releases", str(releases),
+    )  # fmt: skip
+    assert code == 0, out
+    assert "CFPU" in out
+    verdict = check(read_ledger(ledger), read_requirements([req]))
+    assert verdict.ok and not verdict.violations
+    assert len(releases.read_text().splitlines()) == 1 + 20 * 3
+
+
+def test_cfpu_of_the_baselines(tmp_path: Path) -> None:
+    """002 Sections 5.4.3 and 6.3.3: LBU reports once per user per slot, LSP and LPU 1/w."""
+    req = tmp_path / "req.csv"
+    req.write_text("user,w,epsilon\n" + "".join(f"u{i},4,1\n" for i in range(40)))
+    pop = read_requirements([req])
+    cfpu = {}
+    for m in ("lbu", "lsp", "lpu"):
+        s = run_mechanism(m, pop, open_stream("lns", pop, 40, 0, None), slots=40, seed=0)
+        cfpu[m] = s.reports / (40 * 40)
+    assert cfpu == {"lbu": 1.0, "lsp": 0.25, "lpu": 0.25}
+
+
+@pytest.mark.parametrize("oracle", ["grr", "oue"])
+def test_oracle_choice(req: str, oracle: str) -> None:
+    code, out = run("run", "lba", "-r", req, "--stream", "lns", "--slots", "5", "--oracle", oracle)
+    assert code == 0, out
+
+
+def test_oracle_refused_for_personalized_and_central(req: str) -> None:
+    code, out = run("run", "plpa", "-r", req, "--stream", "lns", "--slots", "5", "--oracle", "oue")
+    assert code == 2 and "personalized frequency oracle" in out
+    code, out = run("run", "pba", "-r", req, "--stream", "lns", "--slots", "5", "--oracle", "oue")
+    assert code == 2 and "central" in out
+
+
+def test_population_allocators_are_listed_in_help() -> None:
+    code, out = run("run", "--help")
+    assert code == 0
+    for name in POPULATION:
+        assert name in out
