@@ -113,19 +113,27 @@ class Ledger:
         members_t = tuple(members)
         if not members_t:
             raise BudgetError(f"group {name!r} has no members")
-        if len(set(members_t)) != len(members_t):
+        known = self._users.index
+        codes = [known.get(m, -1) for m in members_t] if known else [-1] * len(members_t)
+        if -1 in codes:  # new user ids: validate them before interning (known ones already were)
+            for m in members_t:
+                if not isinstance(m, str) or not m:
+                    raise BudgetError(f"group {name!r}: user ids must be non-empty strings")
+        code_arr = np.array(codes, np.int64)
+        if -1 not in codes and len(np.unique(code_arr)) != len(codes):
             raise BudgetError(f"group {name!r} lists a member twice")
-        for m in members_t:
-            if not isinstance(m, str) or not m:
-                raise BudgetError(f"group {name!r}: user ids must be non-empty strings")
+        if -1 in codes and len(set(members_t)) != len(members_t):
+            raise BudgetError(f"group {name!r} lists a member twice")
         existing = self._groups.index.get(name)
         if existing is not None:
             if self._members[existing] != members_t:
                 raise BudgetError(f"group {name!r} is already defined with other members")
             return
+        if -1 in codes:
+            code_arr = np.array([self._users.code(m) for m in members_t], np.int64)
         self._groups.code(name)
         self._members.append(members_t)
-        self._member_codes.append(np.array([self._users.code(m) for m in members_t], np.int64))
+        self._member_codes.append(code_arr)
 
     @property
     def groups(self) -> Mapping[str, tuple[str, ...]]:

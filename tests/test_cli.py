@@ -100,9 +100,10 @@ def test_demo_prints_both_verdicts() -> None:
     assert out.count("NOT COMPLIANT") == 1
     assert "4 spend(s) refused" in out
     assert out.count(": proved - ") == 4
-    assert "300 of 300 slots run" in out
-    assert out.count("refused spend at slot") == 6  # 4 replayed + 2 published variants
+    assert out.count("300 of 300 slots run") == 2  # pba and plpa+
+    assert out.count("refused spend at slot") == 7  # 4 replayed + 3 published variants
     assert "dpbd (sound), same input: guard accepted 2 slots" in out
+    assert "plpd+ (sound): split ceil(5/2) = 3; guard accepted 6 slots" in out
 
 
 def test_prove_prints_the_proved_statement() -> None:

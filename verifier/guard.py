@@ -134,9 +134,13 @@ class Guard:
         if cached is not None and cached[0] == self._epoch:
             return cached[1]
         touched: dict[int, tuple[_Account, set[str]]] = {}
+        account_of = self._account_of
         for m in self.ledger.members(group):
-            acc = self._account(m)
-            touched.setdefault(id(acc), (acc, set()))[1].add(m)
+            acc = account_of.get(m) or self._account(m)
+            entry = touched.get(id(acc))
+            if entry is None:
+                entry = touched[id(acc)] = (acc, set())
+            entry[1].add(m)
         accounts = []
         for acc, inside in touched.values():
             accounts.append(acc if len(inside) == len(acc.members) else self._split(acc, inside))

@@ -3,8 +3,9 @@
 The demo checks two bundled ledgers against bundled requirements and prints the verdicts, shows
 the runtime guard refusing the spends that would break a window, runs PBA on a synthetic stream
 with the guard in the loop, refutes two published pseudo-codes (DPBD after a requirement change,
-BA with floating-point share counts) beside their sound variants, and proves the primitives'
-privacy theorems. Later issues grow it into run -> audit -> prove -> report.
+BA with floating-point share counts) beside their sound variants, runs the local PLPA+ (OPS and
+PUE) on the same users, refutes the published OPS split, and proves the primitives' privacy
+theorems. Later issues grow it into run -> audit -> prove -> report.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 from accounting.formats import read_ledger, read_requirements
+from accounting.population import Population
 from accounting.spending import BudgetExceeded, EvidenceRejected
 from verifier.check import check
 from verifier.guard import Guard
@@ -81,7 +83,6 @@ def run_demo(echo: Callable[[str], None]) -> bool:
 def _allocators(echo: Callable[[str], None]) -> bool:
     """A PBA run with the guard in the loop, then two published pseudo-codes refuted."""
     from accounting.budget import Budget
-    from accounting.population import Population
     from accounting.requirements import Declaration, Dynamic, Fixed, Requirement
     from mechanisms.streams import SyntheticStream
     from wevent.running import run_mechanism
@@ -133,4 +134,38 @@ def _allocators(echo: Callable[[str], None]) -> bool:
     sound_ba = trace_with_guard("ba", fixed, [False, True, False, True], arithmetic="float")
     echo(f"  ba (sound, float counts), same input: guard accepted {len(sound_ba.slots)} slots")
     intended &= float_ba.refusal is not None and sound_ba.ok
+    intended &= _local(echo, population)
     return intended
+
+
+def _local(echo: Callable[[str], None], population: Population) -> bool:
+    """A PLPA+ run (OPS and PUE) on the same population, then the published OPS split refuted."""
+    from accounting.budget import Budget
+    from accounting.requirements import Fixed
+    from mechanisms.streams import SyntheticStream
+    from wevent.running import run_mechanism
+    from wevent.tracing import trace_population
+
+    sizes = [c.count for c in population.classes]
+    echo("")
+    echo("== wevent run plpa+: local model, OPS + PUE, same 10,000 users, categorical Sin, d = 10")
+    summary = run_mechanism(
+        "plpa+", population, SyntheticStream("sin", 300, sizes, 1, 10), slots=300, seed=1
+    )
+    for line in summary.describe():
+        echo("  " + line)
+    intended = summary.ok
+    echo("")
+    echo("== wevent trace plpd+: the published OPS split (000 Algorithm 1) breaks a window")
+    pop = Population.from_classes({Fixed(2, Budget(1)): 5, Fixed(5, Budget(1)): 5})
+    published = trace_population("plpd+", pop, [True] * 6, variant="published")
+    echo(
+        "  n = 10, windows {2, 5}: z_opt = 2, recycled every 2 slots, w=5 budget split in "
+        f"{published.setup.splits[1]}: {published.refusal}"
+    )
+    sound = trace_population("plpd+", pop, [True] * 6)
+    echo(
+        f"  plpd+ (sound): split ceil(5/2) = {sound.setup.splits[1]}; guard accepted "
+        f"{len(sound.slots)} slots"
+    )
+    return intended and published.refusal is not None and sound.ok

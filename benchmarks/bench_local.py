@@ -1,0 +1,93 @@
+"""Per-slot cost of the local allocators (run on demand: `make bench`, or with `--scale`).
+
+A population of n users in 16 requirement classes (windows 10-80, budgets 0.5-2), a categorical
+Sin stream with d = 100, the guard in the loop. Prints one Markdown row per allocator: set-up
+(population, guard, OPS), mean time per slot, per-user reports per slot and the run's peak
+resident memory so far. ``--scale`` runs the issue's target instead: PLPA+ on 10^6 users, d = 100,
+1,000 slots, writes the ledger (Parquet) and checks it with the batch checker.
+Measurements, not tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+from accounting.budget import Budget
+from accounting.formats import read_ledger
+from accounting.population import Population
+from accounting.requirements import Fixed, Requirement
+from mechanisms.allocators import LOCAL
+from mechanisms.streams import SyntheticStream
+from verifier.check import check
+from wevent.running import run_mechanism
+
+
+def population(n: int) -> Population:
+    reqs: list[Requirement] = [
+        Fixed(w, Budget(e)) for w in (10, 20, 40, 80) for e in ("0.5", "1", "1.5", "2")
+    ]
+    return Population.from_classes({r: n // len(reqs) for r in reqs})
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def table(n: int, slots: int, d: int) -> None:
+    print(f"{n:,} users, 16 classes, d = {d}, {slots} slots, categorical Sin stream, guard on")
+    print("| allocator | set-up | per slot | reports per slot | peak memory |")
+    print("|---|---|---|---|---|")
+    for name in LOCAL:
+        start = time.perf_counter()
+        pop = population(n)
+        sizes = [c.count for c in pop.classes]
+        stream = SyntheticStream("sin", slots, sizes, 1, d)
+        setup = time.perf_counter() - start
+        start = time.perf_counter()
+        summary = run_mechanism(name, pop, stream, slots=slots, seed=1)
+        per_slot = (time.perf_counter() - start) / slots
+        assert summary.ok, summary.refusal
+        print(
+            f"| {name} | {setup:.2f} s | {per_slot * 1e3:.1f} ms | "
+            f"{summary.reports / slots:,.0f} | {peak_mb():,.0f} MB |"
+        )
+
+
+def scale(n: int, slots: int, d: int) -> None:
+    pop = population(n)
+    stream = SyntheticStream("sin", slots, [c.count for c in pop.classes], 1, d)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "plpa+.parquet"
+        start = time.perf_counter()
+        summary = run_mechanism("plpa+", pop, stream, slots=slots, seed=1, ledger_path=path)
+        run_s = time.perf_counter() - start
+        for line in summary.describe():
+            print(line)
+        print(f"run: {run_s:.1f} s ({run_s / slots * 1e3:.0f} ms per slot, ledger written)")
+        start = time.perf_counter()
+        verdict = check(read_ledger(path), pop)
+        print(
+            f"batch check of the written ledger: {'COMPLIANT' if verdict.ok else 'VIOLATIONS'} "
+            f"in {time.perf_counter() - start:.1f} s; peak memory {peak_mb():,.0f} MB"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--users", type=int, default=100_000)
+    parser.add_argument("--slots", type=int, default=100)
+    parser.add_argument("--d", type=int, default=100)
+    parser.add_argument("--scale", action="store_true", help="PLPA+, 10^6 users, 1,000 slots")
+    args = parser.parse_args()
+    if args.scale:
+        scale(1_000_000, 1000, args.d)
+    else:
+        table(args.users, args.slots, args.d)
+
+
+if __name__ == "__main__":
+    main()
