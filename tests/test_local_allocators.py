@@ -3,6 +3,7 @@ soundness through the guard for every decision sequence, and the published OPS r
 
 from __future__ import annotations
 
+import itertools
 from fractions import Fraction
 
 import numpy as np
@@ -351,3 +352,32 @@ def test_published_ops_breaks_a_window_and_sound_does_not() -> None:
         assert published.refusal.window.bound == 1
         assert published.refusal.window.spent + published.refusal.asked > 1
         assert trace_population(name, pop, decisions, variant="sound").ok
+
+
+def test_search_finds_the_published_ops_counterexample() -> None:
+    """The smallest counterexample in a systematic search (n, then windows, then class sizes;
+    every slot publishing) is the regression fixture's shape: n = 10, windows {2, 5}. The sound
+    variant passes every population the search tried."""
+    found = None
+    for n in range(2, 13):
+        for w1, w2 in itertools.combinations(range(1, 7), 2):
+            for k1 in range(1, n):
+                pop = Population.from_classes({fx(w1, 1): k1, fx(w2, 1): n - k1})
+                decisions = [True] * (2 * w2)
+                try:
+                    sound = trace_population("plpd+", pop, decisions)
+                except BudgetError:  # every window longer than n/2: refused up front
+                    continue
+                assert sound.ok
+                try:
+                    published = trace_population("plpd+", pop, decisions, variant="published")
+                except BudgetError:  # a window beyond n/2: the published split is undefined
+                    continue
+                if published.refusal is not None:
+                    found = (n, w1, w2, k1, published.failed_slot)
+                    break
+            if found:
+                break
+        if found:
+            break
+    assert found == (10, 2, 5, 2, 5)
