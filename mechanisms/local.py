@@ -257,6 +257,7 @@ class PopulationRunner:
         self._state = self.kernel.start()
         self.pool = UserPool(len(self.users), self.setup.config.recycle, self.pool_rng)
         self.n_classes = len(self.setup.budgets)
+        self._class_sizes: IntArray = self._counts(np.arange(len(self.users), dtype=np.int64))
         self.drawn = {}
 
     def _counts(self, idx: IntArray) -> IntArray:
@@ -339,9 +340,7 @@ class PopulationRunner:
                 pub_idx = self.pool.draw(k, what="publication")
                 mix = self._counts(pub_idx)
             else:
-                mix = np.array(
-                    [int(np.sum(self.class_of == c)) for c in range(self.n_classes)], np.int64
-                )
+                mix = self._class_sizes
             err = self._error(mix, k)
             decision = est is not None and dissimilarity(est, self.last_release) > err
             if not decision and pub_idx is not None:
