@@ -417,24 +417,53 @@ def write_ledger(ledger: Ledger, path: Path | str) -> None:
             for row in _table_rows(ledger):
                 writer.writerow(["" if v is None else v for v in row])
     else:
-        import pyarrow as pa
         import pyarrow.parquet as pq
 
-        rows = list(_table_rows(ledger))
-        cols: list[tuple[Any, ...]] = (
-            list(zip(*rows, strict=True)) if rows else [() for _ in LEDGER_COLUMNS]
-        )
-        table = pa.table(
-            {
-                "slot": pa.array(cols[0], type=pa.int64()),
-                **{
-                    name: pa.array(col, type=pa.string())
-                    for name, col in zip(LEDGER_COLUMNS[1:], cols[1:], strict=True)
-                },
-            }
-        )
-        pq.write_table(table, tmp)
+        pq.write_table(_parquet_table(ledger), tmp)
     tmp.replace(path)
+
+
+def _parquet_table(ledger: Ledger) -> Any:
+    """The ledger as an Arrow table, built from its integer columns (no Python row objects):
+    membership rows (null slot) first, then the charges. Each string column is a dictionary
+    lookup of codes (empty string for "none"), materialized by Arrow."""
+    import pyarrow as pa
+
+    cols = ledger.columns()
+    sizes = np.array([len(m) for m in cols.group_members], np.int64)
+    member_users = (
+        np.concatenate(cols.group_members) if len(sizes) else np.zeros(0, np.int64)
+    ).astype(np.int64)
+    member_groups = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+    n_members, n_charges = len(member_users), len(cols.slot)
+    is_user = cols.subject >= 0
+
+    def column(values: list[str], member_codes: Any, charge_codes: Any) -> Any:
+        """Strings ``values[code]``; code -1 (or len(values)) is the empty string."""
+        dictionary = pa.array([*values, ""], type=pa.string())
+        none = len(values)
+        codes = np.concatenate([member_codes, charge_codes]).astype(np.int64)
+        codes = np.where(codes < 0, none, codes)
+        return pa.DictionaryArray.from_arrays(pa.array(codes), dictionary).cast(pa.string())
+
+    blank_members = np.full(n_members, -1, np.int64)
+    evidence = [json.dumps(evidence_to_json(e)) for e in cols.evidences]
+    slot = pa.array(
+        np.concatenate([np.zeros(n_members, np.int64), cols.slot]),
+        mask=np.concatenate([np.ones(n_members, bool), np.zeros(n_charges, bool)]),
+        type=pa.int64(),
+    )
+    return pa.table(
+        {
+            "slot": slot,
+            "user": column(cols.users, member_users, np.where(is_user, cols.subject, -1)),
+            "group": column(cols.groups, member_groups, np.where(is_user, -1, -cols.subject - 1)),
+            "epsilon": column([format_exact(a) for a in cols.amounts], blank_members, cols.amount),
+            "part": column(cols.parts, blank_members, cols.part),
+            "mechanism": column(cols.mechanisms, blank_members, cols.mechanism),
+            "evidence": column(evidence, blank_members, cols.evidence),
+        }
+    )
 
 
 def _read_parquet(path: Path) -> Ledger:
@@ -490,20 +519,37 @@ def _parquet_ledger(path: Path) -> Ledger:
     is_member = pc.is_null(table.column("slot")).combine_chunks()
     member_rows = np.flatnonzero(np.asarray(is_member.to_numpy(zero_copy_only=False), bool))
     charge_rows = np.flatnonzero(~np.asarray(is_member.to_numpy(zero_copy_only=False), bool))
-    groups: dict[str, list[str]] = {}
+    groups: dict[str, tuple[str, ...]] = {}
     if len(member_rows):
         mem = pa.array(np.asarray(is_member.to_numpy(zero_copy_only=False), bool))
-        g_list = strings("group", mem).to_pylist()
-        u_list = strings("user", mem).to_pylist()
-        e_list = strings("epsilon", mem).to_pylist()
-        for i, (g, u, e) in enumerate(zip(g_list, u_list, e_list, strict=True)):
-            row = int(member_rows[i]) + 1
-            if not g or not u or e:
-                raise FormatError(
-                    f"{path}: row {row}: a membership row (empty slot) gives group and user, "
-                    "and no epsilon"
-                )
-            groups.setdefault(g, []).append(u)
+
+        def member_codes(name: str) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+            enc = pc.dictionary_encode(strings(name, mem)).combine_chunks()
+            values = np.array(enc.dictionary.to_pylist() + [""], dtype=object)
+            return np.asarray(enc.indices.to_numpy(zero_copy_only=False), np.int64), values
+
+        g_codes_m, g_values = member_codes("group")
+        u_codes_m, u_values = member_codes("user")
+        e_codes_m, e_values = member_codes("epsilon")
+        bad_rows = (
+            (g_values[g_codes_m] == "") | (u_values[u_codes_m] == "") | (e_values[e_codes_m] != "")
+        )
+        if bool(np.any(bad_rows)):
+            row = int(member_rows[int(np.argmax(bad_rows))]) + 1
+            raise FormatError(
+                f"{path}: row {row}: a membership row (empty slot) gives group and user, "
+                "and no epsilon"
+            )
+        order = np.argsort(g_codes_m, kind="stable")
+        firsts = np.unique(g_codes_m, return_index=True)
+        bounds = np.searchsorted(g_codes_m[order], firsts[0])
+        ends = [*bounds[1:].tolist(), len(order)]
+        by_code = {
+            int(code): tuple(u_values[u_codes_m[order[a:b]]].tolist())
+            for code, a, b in zip(firsts[0].tolist(), bounds.tolist(), ends, strict=True)
+        }
+        for code in firsts[0][np.argsort(firsts[1])].tolist():  # first-appearance order
+            groups[str(g_values[code])] = by_code[code]
     keep = pa.array(~np.asarray(is_member.to_numpy(zero_copy_only=False), bool))
     n_charges = len(charge_rows)
     slot = np.asarray(
@@ -576,7 +622,7 @@ def _parquet_ledger(path: Path) -> Ledger:
             mechanisms=m_strings,
             evidence_codes=ev_arr,
             evidences=evidences,
-            groups={g: tuple(m) for g, m in groups.items()},
+            groups=groups,
         )
     except BudgetError as exc:
         raise FormatError(f"{path}: {exc}") from None
