@@ -525,7 +525,7 @@ def _parquet_ledger(path: Path) -> Ledger:
 
         def member_codes(name: str) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
             enc = pc.dictionary_encode(strings(name, mem)).combine_chunks()
-            values = np.array(enc.dictionary.to_pylist() + [""], dtype=object)
+            values = np.array([*enc.dictionary.to_pylist(), ""], dtype=object)
             return np.asarray(enc.indices.to_numpy(zero_copy_only=False), np.int64), values
 
         g_codes_m, g_values = member_codes("group")
