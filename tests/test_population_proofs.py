@@ -3,8 +3,18 @@ counterexample is a real one (its reports fit the window and exceed the split)."
 
 from __future__ import annotations
 
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from mechanisms.allocators.algebra import ExactAlgebra
+from mechanisms.allocators.kernel import FixedClass
+from mechanisms.allocators.local import population_setup
+from mechanisms.allocators.population import PopulationConfig, PopulationKernel
 from mechanisms.ops import reports_within
-from proofs.population import prove_ops_split
+from mechanisms.pool import PoolExhausted, UserPool
+from proofs.population import check_pool, prove_ops_split, prove_pool
 
 
 def test_sound_split_is_proved() -> None:
@@ -25,3 +35,35 @@ def test_published_split_is_refuted_with_a_real_counterexample() -> None:
     assert (cex["z"], cex["R"], cex["split"]) == (z, recycle, split)
     assert (k - 1) * recycle <= w - 1 and k <= reports_within(w, recycle)
     assert k > split
+
+
+POOL_SCOPE = {2: 5, 3: 7}  # 12 users, windows 2 and 3: R = 3 (w_max), horizon 3 R
+
+
+@pytest.mark.parametrize("mechanism", ["lpu", "lpd", "lpa", "plpd", "plpa", "plpd+", "plpa+"])
+@pytest.mark.parametrize("variant", ["sound", "published"])
+def test_population_kernels_never_exhaust_the_pool(mechanism: str, variant: str) -> None:
+    result = prove_pool(mechanism, POOL_SCOPE, horizon=9, variant=variant)
+    assert result.status == "proved", result
+    assert result.to_json()["result"] == "proved"
+
+
+def test_a_kernel_spending_every_user_on_publications_is_refuted_and_replays() -> None:
+    """A mutant that lets publications use all n users per window (capacity n instead of n/2)
+    runs the pool dry; the decisions Z3 returns reproduce the shortage in an exact run."""
+    good = population_setup("lpd", [FixedClass(3, Fraction(1))], [12], 2).config
+    bad = PopulationConfig(good.n, good.rule, good.unit, good.recycle, good.n, good.absorb_cap)
+    result = check_pool("lpd", bad, (3,), 9, "published", "mutant")
+    assert result.status == "counterexample"
+    kernel = PopulationKernel("lpd", ExactAlgebra(), bad, "published")
+    pool = UserPool(12, bad.recycle, np.random.default_rng(0))
+    state = kernel.start()
+    with pytest.raises(PoolExhausted):
+        for t, decision in enumerate(result.counterexample, start=1):
+            pool.release(t)
+            draw = kernel.plan(state, t)
+            pool.draw(int(draw.dissimilarity))
+            publish = not draw.nullified and decision
+            if publish:
+                pool.draw(int(draw.publication))
+            state = kernel.step(state, t, draw, publish)
