@@ -29,7 +29,7 @@ for _m in FIXED:
     PLAN.append((_m, "sound", "exact", True, Scope(3, 6), Scope(2, 6)))
     PLAN.append((_m, "published", "exact", False, Scope(2, 6), Scope(2, 3)))
     PLAN.append((_m, "sound", "float", False, Scope(1, 4), Scope(1, 3)))
-    PLAN.append((_m, "published", "float", False, Scope(2, 4), Scope(1, 3)))
+    PLAN.append((_m, "published", "float", False, Scope(1, 4), Scope(1, 3)))
 _grid = (Fraction(1, 2), Fraction(1))
 PLAN.append(("dpbd", "sound", "exact", False, Scope(2, 2, decl_slots=(1, 3)), Scope(1, 2)))
 PLAN.append(("dpba", "sound", "exact", False, Scope(1, 2, decl_slots=(1, 3)), Scope(1, 2)))
@@ -50,7 +50,7 @@ def certify(quick: bool = False, only: str | None = None) -> list[tuple[Allocato
     CERTIFICATES.mkdir(exist_ok=True)
     out = []
     for mechanism, variant, arithmetic, unbounded, full, small in PLAN:
-        if only is not None and mechanism != only:
+        if only is not None and mechanism not in only.split(","):
             continue
         scope = small if quick else full
         proof = prove_allocator(
@@ -92,7 +92,7 @@ def table(paths: list[Path]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the test suite's scopes")
-    parser.add_argument("--only", default=None, help="one allocator")
+    parser.add_argument("--only", default=None, help="only these allocators (comma-separated)")
     args = parser.parse_args(argv)
     results = certify(args.quick, args.only)
     print(table([p for _, p in results]))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -254,3 +255,34 @@ def test_population_of_counterexample_uses_one_user_per_class() -> None:
     assert cex is not None
     pop = cex.population
     assert isinstance(pop, Population) and len(pop.classes) == len(cex.requirements)
+
+
+def test_certificates_are_well_formed(tmp_path: Path) -> None:
+    """Every recorded certificate names its allocator, scope, solver, time and result; a
+    refutation carries its counterexample, which still replays."""
+    import json
+
+    from accounting.formats import read_requirements
+    from wevent.tracing import parse_decisions, trace_with_guard
+
+    paths = sorted(Path("proofs/certificates").glob("*.json"))
+    assert paths
+    for path in paths:
+        data = json.loads(path.read_text())
+        assert data["allocator"] in ALLOCATORS
+        assert data["result"] in ("proved", "counterexample", "unknown")
+        assert data["solver"].startswith("z3 ") and data["seconds"] >= 0
+        assert {"classes", "w", "horizon", "budgets"} <= set(data["scope"])
+        if data["result"] == "counterexample":
+            csv = tmp_path / "requirements.csv"
+            csv.write_text(data["requirements_csv"])
+            pop = read_requirements(csv)
+            decisions = parse_decisions(",".join(str(d) for d in data["decisions"]))
+            result = trace_with_guard(
+                data["allocator"],
+                pop,
+                decisions,
+                variant=data["variant"],
+                arithmetic=data["arithmetic"],
+            )
+            assert result.failed_slot == data["violation"]["slot"]
