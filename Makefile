@@ -35,6 +35,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_oracles.py
 	$(PY) benchmarks/bench_allocators.py
 	$(PY) benchmarks/bench_local.py
+	$(PY) benchmarks/bench_proofs.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -164,32 +164,145 @@ def check_cmd(
 EXIT_UNKNOWN = 3
 
 
+_PRIMITIVES = ("grr", "oue", "pue", "sm")
+_ALLOCATORS = ("uniform", "sample", "bd", "ba", "pbd", "pba", "dpbd", "dpba")
+
+
 @cli.command("prove")
-@click.argument("target", type=click.Choice(["grr", "oue", "pue", "sm", "all"]))
+@click.argument("target", type=click.Choice([*_PRIMITIVES, *_ALLOCATORS, "all"]))
 @click.option(
     "--d",
     "d",
     type=click.IntRange(min=2, max=64),
     default=5,
     show_default=True,
-    help="Domain size for the fixed-d and exhaustive checks (OUE enumerates 2^d "
+    help="Primitives: domain size for the fixed-d and exhaustive checks (OUE enumerates 2^d "
     "outputs for d <= 8).",
 )
+@click.option(
+    "--variant",
+    type=click.Choice(["sound", "published"]),
+    default="sound",
+    show_default=True,
+    help="Allocators: 'published' is the papers' pseudo-code as printed.",
+)
+@click.option(
+    "--arithmetic",
+    type=click.Choice(["exact", "float"]),
+    default="exact",
+    show_default=True,
+    help="Allocators: absorption counts exact, or in doubles as published code computes them "
+    "(then budgets range over the decimals 0.1, 0.2, ..., 1 and every decision sequence is "
+    "explored).",
+)
+@click.option(
+    "--w-max",
+    type=click.IntRange(min=1, max=12),
+    default=None,
+    help="Allocators: every window size 1..W (default 6 fixed, 2 dynamic: each class then has "
+    "declarations at slots 1 and 2 with every w_B, w_F <= W).",
+)
+@click.option(
+    "--classes",
+    type=click.IntRange(min=1, max=4),
+    default=None,
+    help="Allocators: populations of 1..K requirement classes (default 2 fixed, 1 dynamic).",
+)
+@click.option(
+    "--horizon",
+    type=click.IntRange(min=1, max=60),
+    default=None,
+    help="Allocators: slots unrolled (default 3 * w_max).",
+)
+@click.option(
+    "--unbounded",
+    is_flag=True,
+    help="Allocators: prove for every horizon by k-induction (fixed-window kernels, exact).",
+)
+@click.option(
+    "--timeout",
+    type=click.IntRange(min=1),
+    default=120,
+    show_default=True,
+    help="Allocators: seconds Z3 may spend on one case; a timeout is reported as unknown.",
+)
+@click.option(
+    "--save-requirements",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Allocators: write a counterexample's requirements CSV here (for wevent trace -r).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
-def prove_cmd(target: str, d: int, as_json: bool) -> None:
-    """Prove a primitive's privacy theorem: Z3 over real parameters, plus exhaustive exact
-    checks of the parameters the code actually uses.
+def prove_cmd(
+    target: str,
+    d: int,
+    variant: str,
+    arithmetic: str,
+    w_max: int | None,
+    classes: int | None,
+    horizon: int | None,
+    unbounded: bool,
+    timeout: int,
+    save_requirements: Path | None,
+    as_json: bool,
+) -> None:
+    """Prove a primitive's privacy theorem or an allocator's window theorem, or refute it.
 
     \b
-    grr  likelihood ratios of generalized randomized response <= e^eps
-    oue  likelihood ratios of optimized unary encoding <= e^eps
-    pue  re-perturbation (000 Eq. 8) is valid iff eps_L <= eps_H and yields eps_L reports
-    sm   the sampling mechanism's evidence certifies each class's budget
-    all  every one of them
+    Primitives (Z3 over real parameters, plus exhaustive exact checks):
+      grr  likelihood ratios of generalized randomized response <= e^eps
+      oue  likelihood ratios of optimized unary encoding <= e^eps
+      pue  re-perturbation (000 Eq. 8) is valid iff eps_L <= eps_H and yields eps_L reports
+      sm   the sampling mechanism's evidence certifies each class's budget
+      all  every primitive
 
-    Exit 0 when proved, 1 on a counterexample (printed), 3 when undecided (never reported as
-    proved).
+    \b
+    Allocators (the budget kernel that runs, on Z3 terms):
+      uniform sample bd ba pbd pba  fixed (w, eps): every w consecutive slots spend <= eps
+      dpbd dpba                     dynamic (001 Def. 10): backward and forward windows
+    Every publish/skip decision is free (adversarial); budgets are symbolic positive reals.
+    A proof covers every population of 1..--classes classes with windows <= --w-max for
+    --horizon slots, or every horizon with --unbounded. A counterexample is printed as a
+    requirements CSV and a --decisions string that `wevent trace` replays to the same failure.
+
+    \b
+    Examples:
+      wevent prove pba                          bounded: w <= 6, 2 classes, 18 slots
+      wevent prove pba --unbounded              every horizon (k-induction)
+      wevent prove ba --arithmetic float --variant published --classes 1
+      wevent prove dpbd --variant published --json
+
+    Exit 0 when proved, 1 on a counterexample (printed), 2 on bad input, 3 when undecided or
+    timed out (never reported as proved).
     """
+    if target in _ALLOCATORS:
+        from proofs.central import ALLOCATORS
+        from wevent.proving import default_scope, render_proof, run_allocator_proof
+
+        if target not in ALLOCATORS:  # pragma: no cover - the registry holds every choice
+            _fail(f"{target}: no proof registered")
+        try:
+            scope = default_scope(
+                target, w_max=w_max, classes=classes, horizon=horizon, timeout=timeout
+            )
+            proof = run_allocator_proof(
+                target,
+                variant=variant,
+                arithmetic=arithmetic,
+                scope=scope,
+                unbounded=unbounded,
+                save_requirements=save_requirements,
+            )
+        except (BudgetError, OSError) as exc:
+            _fail(str(exc))
+        if as_json:
+            click.echo(json.dumps(proof.to_json(), indent=2))
+        else:
+            for line in render_proof(proof):
+                click.echo(line)
+        codes = {"proved": EXIT_OK, "counterexample": EXIT_VIOLATION}
+        sys.exit(codes.get(proof.status, EXIT_UNKNOWN))
+
     from proofs.primitives import PRIMITIVES, prove_primitive
 
     names = sorted(PRIMITIVES) if target == "all" else [target]

@@ -1,0 +1,107 @@
+"""`wevent prove` for allocators: exit codes, JSON shape, and counterexamples `wevent trace`
+replays to the same failure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from proofs.central import AllocatorProof
+from wevent.cli import cli
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_proved_exit_0_and_json_scope() -> None:
+    code, out, _ = run("prove", "pbd", "--w-max", "2", "--classes", "1", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["result"] == "proved" and data["mechanism"] == "pbd"
+    assert data["scope"] == {
+        "classes": "1..1",
+        "w": "1..2",
+        "horizon": 6,
+        "budgets": "positive reals",
+    }
+    assert data["solver"].startswith("z3 ")
+
+
+def test_proved_text_states_theorem_and_scope() -> None:
+    code, out, _ = run("prove", "ba", "--w-max", "2", "--classes", "1", "--unbounded")
+    assert code == 0
+    assert "PROVED by k-induction" in out and "every horizon" in out and "horizon=unbounded" in out
+
+
+def test_counterexample_exit_1_replays_with_trace(tmp_path: Path) -> None:
+    req = tmp_path / "cex.csv"
+    args = ["--variant", "published", "--arithmetic", "float", "--classes", "1", "--w-max", "3"]
+    code, out, _ = run("prove", "ba", *args, "--json", "--save-requirements", str(req))
+    assert code == 1
+    data = json.loads(out)
+    assert data["result"] == "counterexample"
+    assert data["requirements"] == [{"user": "u1", "w": 3, "epsilon": "0.3"}]
+    assert data["decisions"] == [0, 1, 0, 1]
+    violation = data["violation"]
+    assert violation["slot"] == 4 and violation["kind"] == "fixed"
+    assert violation["window"] == [2, 4] and violation["bound"] == "3/10"
+    decisions = ",".join(str(d) for d in data["decisions"])
+    code, out, _ = run(
+        "trace", "ba", "-r", str(req), "--decisions", decisions,
+        "--variant", "published", "--arithmetic", "float", "--json",
+    )  # fmt: skip
+    assert code == 1
+    trace = json.loads(out)
+    assert trace["refusal"]["slot"] == violation["slot"]
+    assert trace["refusal"]["kind"] == "fixed"
+
+
+def test_counterexample_text_prints_csv_and_command() -> None:
+    code, out, _ = run("prove", "dpbd", "--variant", "published")
+    assert code == 1
+    assert "REFUTED" in out and "user,slot,w_back,eps_back,w_fwd,eps_fwd" in out
+    assert "wevent trace dpbd -r counterexample.csv --decisions" in out
+
+
+def test_unknown_exit_3(monkeypatch: pytest.MonkeyPatch) -> None:
+    def undecided(mechanism: str, **kw: Any) -> AllocatorProof:
+        return AllocatorProof(
+            mechanism, "sound", "exact", "bounded", "s", {}, "unknown", 1.0, 1, reason="timeout"
+        )
+
+    monkeypatch.setattr("wevent.proving.prove_allocator", undecided)
+    code, out, _ = run("prove", "pba")
+    assert code == 3 and "UNKNOWN" in out and "timeout" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["ba", "--w-max", "0"], "--w-max"),
+        (["nope"], "is not one of"),
+        (["dpbd", "--unbounded"], "k-induction"),
+        (["ba", "--unbounded", "--arithmetic", "float"], "k-induction"),
+    ],
+)
+def test_bad_input_exit_2_one_line(args: list[str], message: str) -> None:
+    code, _, err = run("prove", *args)
+    assert code == 2
+    assert message in err and "Traceback" not in err
+
+
+def test_help_teaches() -> None:
+    code, out, _ = run("prove", "--help")
+    assert code == 0
+    for word in ("--unbounded", "--w-max", "--classes", "--horizon", "replays", "Exit 0"):
+        assert word in out
+
+
+def test_primitives_still_proved() -> None:
+    code, out, _ = run("prove", "grr", "--json")
+    assert code == 0 and json.loads(out)[0]["result"] == "proved"

@@ -1,0 +1,90 @@
+"""`wevent prove` for allocators: run a proof and render its outcome (text or JSON)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from accounting.formats import write_requirements
+from proofs.central import ALLOCATORS, AllocatorProof, Scope, prove_allocator
+
+__all__ = ["default_scope", "progress_printer", "render_proof", "run_allocator_proof"]
+
+
+def default_scope(
+    mechanism: str,
+    *,
+    w_max: int | None,
+    classes: int | None,
+    horizon: int | None,
+    timeout: int,
+) -> Scope:
+    """The scope `wevent prove` uses: fixed kernels w <= 6 with 2 classes; dynamic kernels
+    w <= 2 with 1 class and declarations at slots 1 and 2 (their shapes grow as w^4 per class);
+    horizon 3 * w_max."""
+    dynamic = ALLOCATORS[mechanism].requirement == "dynamic"
+    w = w_max if w_max is not None else (2 if dynamic else 6)
+    k = classes if classes is not None else (1 if dynamic else 2)
+    return Scope(classes=k, w_max=w, horizon=horizon or 0, timeout_ms=timeout * 1000)
+
+
+def progress_printer() -> Callable[[str], None] | None:
+    """Progress on stderr when it is a terminal (a tqdm bar counting cases)."""
+    if not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    bar = tqdm(desc="proving", unit="case", leave=False, file=sys.stderr)
+
+    def say(message: str) -> None:
+        bar.set_postfix_str(message[:60])
+        bar.update(1)
+
+    return say
+
+
+def run_allocator_proof(
+    mechanism: str,
+    *,
+    variant: str,
+    arithmetic: str,
+    scope: Scope,
+    unbounded: bool,
+    save_requirements: Path | None = None,
+) -> AllocatorProof:
+    proof = prove_allocator(
+        mechanism,
+        variant=variant,
+        arithmetic=arithmetic,
+        scope=scope,
+        unbounded=unbounded,
+        progress=progress_printer(),
+    )
+    if proof.counterexample is not None and save_requirements is not None:
+        write_requirements(proof.counterexample.population, save_requirements)
+    return proof
+
+
+def render_proof(proof: AllocatorProof) -> list[str]:
+    """Human-readable lines: status, theorem and scope, then the counterexample if any."""
+    label = {"proved": "PROVED", "counterexample": "REFUTED", "unknown": "UNKNOWN"}[proof.status]
+    lines = [
+        f"{proof.mechanism} ({proof.variant}, {proof.arithmetic} arithmetic): {label} "
+        f"by {proof.method} ({proof.cases} cases, {proof.seconds:.2f} s)",
+        f"  theorem: {proof.statement}",
+        "  scope: " + ", ".join(f"{k}={_show(v)}" for k, v in proof.scope.items()),
+    ]
+    lines += [f"  note: {n}" for n in proof.notes]
+    if proof.reason:
+        lines.append(f"  reason: {proof.reason}")
+    if proof.counterexample is not None:
+        lines += ["  " + line for line in proof.counterexample.describe()]
+    return lines
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, list):
+        return "{" + ", ".join(str(v) for v in value) + "}"
+    return str(value)
