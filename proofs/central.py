@@ -136,6 +136,13 @@ for _name, _req, _scaling, _summary in (
     ("pba", "fixed", "per-class", "personalized absorption (001 Algorithm 5)"),
     ("dpbd", "dynamic", "per-class", "dynamic distribution (001 Algorithm 6)"),
     ("dpba", "dynamic", "per-class", "dynamic absorption (001 Algorithm 7)"),
+    # The local budget-division allocators spend through the same fixed kernels (002 Section 5,
+    # 001 Section 6.2); only their data path differs, so the window theorem is the same.
+    ("lbu", "fixed", "global", "LDP budget uniform: eps/w every slot (002 Section 5.2.1)"),
+    ("lsp", "fixed", "global", "LDP sampling: all of eps every w slots (002 Section 5.2.2)"),
+    ("lbd", "fixed", "global", "LDP budget distribution (002 Algorithm 1)"),
+    ("lba", "fixed", "global", "LDP budget absorption (002 Algorithm 2)"),
+    ("plbu", "fixed", "per-class", "personalized LDP uniform: eps_i/w_i (001 Section 6.2)"),
 ):
     register(Allocator(_name, _req, _scaling, _summary, _central(_name), _name == "dpba"))
 

@@ -110,6 +110,18 @@ def prove_ops_split(
     if result == z3.unsat:
         return SplitResult(variant, n_max, w_max, "proved", statement, seconds=seconds)
     if result == z3.sat:
+        # Minimize: the smallest n, then the smallest user window, that still breaks the split.
+        for var in (n, w):
+            while True:
+                best = s.model().eval(var, model_completion=True)
+                s.push()
+                s.add(var < best)
+                smaller = s.check() == z3.sat
+                s.pop()
+                s.add(var < best if smaller else var == best)
+                s.check()
+                if not smaller:
+                    break
         m = s.model()
         cex = {
             str(v): m.eval(v, model_completion=True).as_long() for v in (n, w_o, w, k, z, recycle)

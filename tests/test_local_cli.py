@@ -109,3 +109,22 @@ def test_population_allocators_are_listed_in_help() -> None:
     assert code == 0
     for name in POPULATION:
         assert name in out
+
+
+def test_prove_population_allocator_and_ops_split() -> None:
+    code, out = run("prove", "plpa+", "--w-max", "2", "--json")
+    assert code == 0, out
+    doc = json.loads(out)
+    assert doc["result"] == "proved"
+    assert [t["theorem"] for t in doc["theorems"]] == ["ops-split", "pool-never-short"]
+    code, out = run("prove", "ops", "--variant", "published")
+    assert code == 1
+    assert "n=10, candidate window 2 (z=2, R=2), user window 5: 3 reports fit" in out
+    code, out = run("prove", "lpd", "--arithmetic", "float")
+    assert code == 2 and "bounded and exact" in out
+
+
+def test_prove_local_budget_division_uses_the_fixed_kernel_theorem() -> None:
+    code, out = run("prove", "lba", "--w-max", "2", "--classes", "1")
+    assert code == 0, out
+    assert "PROVED" in out and "every w_i consecutive slots" in out

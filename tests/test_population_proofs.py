@@ -35,6 +35,7 @@ def test_published_split_is_refuted_with_a_real_counterexample() -> None:
     assert (cex["z"], cex["R"], cex["split"]) == (z, recycle, split)
     assert (k - 1) * recycle <= w - 1 and k <= reports_within(w, recycle)
     assert k > split
+    assert (n, w) == (10, 5)  # minimized: the smallest n, then window (the guard fixture's shape)
 
 
 POOL_SCOPE = {2: 5, 3: 7}  # 12 users, windows 2 and 3: R = 3 (w_max), horizon 3 R

@@ -148,6 +148,9 @@ class Z3ScopeAlgebra:
     def count_sub(self, a: Any, b: Any) -> Any:
         return self.sub(a, b)
 
+    def floor(self, a: Any) -> Any:
+        return z3.ToReal(z3.ToInt(a))
+
 
 # ---------------------------------------------------------------------------- unrollings
 

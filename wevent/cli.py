@@ -165,11 +165,41 @@ EXIT_UNKNOWN = 3
 
 
 _PRIMITIVES = ("grr", "oue", "pue", "sm")
-_ALLOCATORS = ("uniform", "sample", "bd", "ba", "pbd", "pba", "dpbd", "dpba")
+_ALLOCATORS = (
+    "uniform",
+    "sample",
+    "bd",
+    "ba",
+    "pbd",
+    "pba",
+    "dpbd",
+    "dpba",
+    "lbu",
+    "lsp",
+    "lbd",
+    "lba",
+    "plbu",
+)
+_POPULATION_PROOFS = (
+    "lpu",
+    "lpd",
+    "lpa",
+    "plpd",
+    "plpa",
+    "plpd+",
+    "plpa+",
+    "plbd-rp",
+    "plba-rp",
+    "plbd-ops",
+    "plba-ops",
+    "ops",
+)
 
 
 @cli.command("prove")
-@click.argument("target", type=click.Choice([*_PRIMITIVES, *_ALLOCATORS, "all"]))
+@click.argument(
+    "target", type=click.Choice([*_PRIMITIVES, *_ALLOCATORS, *_POPULATION_PROOFS, "all"])
+)
 @click.option(
     "--d",
     "d",
@@ -266,6 +296,16 @@ def prove_cmd(
     requirements CSV and a --decisions string that `wevent trace` replays to the same failure.
 
     \b
+    Local allocators: lbu lsp lbd lba plbu spend through the fixed kernels (same theorem).
+    Population allocators (lpu lpd lpa plpd plpa plpd+ plpa+ and the ablations): no draw ever
+    asks the pool for more users than it holds, for every decision sequence, every window tuple
+    of 1..--classes classes with windows <= --w-max (default 4), n = 2 w_max .. 3 w_max users,
+    --horizon slots (default 3 R). The OPS allocators (and target ops) also prove the budget
+    split: k reports R apart inside w slots never exceed the split (integer arithmetic, n up to
+    10^4); the published split is refuted. No user reports twice within R slots by construction
+    of the pool.
+
+    \b
     Examples:
       wevent prove pba                          bounded: w <= 6, 2 classes, 18 slots
       wevent prove pba --unbounded              every horizon (k-induction)
@@ -302,6 +342,24 @@ def prove_cmd(
                 click.echo(line)
         codes = {"proved": EXIT_OK, "counterexample": EXIT_VIOLATION}
         sys.exit(codes.get(proof.status, EXIT_UNKNOWN))
+
+    if target in _POPULATION_PROOFS:
+        if arithmetic != "exact" or unbounded:
+            _fail(
+                f"{target}: population proofs are bounded and exact (no --arithmetic float, --unbounded)"
+            )
+        from wevent.proving import render_population, run_population_proof
+
+        result = run_population_proof(
+            target, variant=variant, w_max=w_max, classes=classes, horizon=horizon, timeout=timeout
+        )
+        if as_json:
+            click.echo(json.dumps(result, indent=2))
+        else:
+            for line in render_population(result):
+                click.echo(line)
+        codes = {"proved": EXIT_OK, "counterexample": EXIT_VIOLATION}
+        sys.exit(codes.get(result["result"], EXIT_UNKNOWN))
 
     from proofs.primitives import PRIMITIVES, prove_primitive
 
