@@ -50,7 +50,7 @@ from mechanisms.oracles import GRR, OUE, FrequencyOracle, charge_reporters
 from mechanisms.personalized import PersonalizedFO, sampling_variance
 from mechanisms.pool import UserPool
 from mechanisms.pue import pue
-from mechanisms.streams import Stream
+from mechanisms.streams import PerUserStream, Stream
 
 __all__ = ["Estimate", "LocalBudgetRunner", "PopulationRunner", "report"]
 
@@ -255,23 +255,47 @@ class PopulationRunner:
     def __post_init__(self) -> None:
         self.last_release = np.zeros(self.stream.domain, dtype=np.float64)
         self._state = self.kernel.start()
-        self.pool = UserPool(len(self.users), self.setup.config.recycle, self.pool_rng)
         self.n_classes = len(self.setup.budgets)
-        self._class_sizes: IntArray = self._counts(np.arange(len(self.users), dtype=np.int64))
+        budgets = np.array([b > 0 for b in self.setup.budgets], dtype=bool)
+        # Only users who can report (a positive per-report budget) are in the pool.
+        self._eligible: IntArray = np.flatnonzero(budgets[self.class_of]).astype(np.int64)
+        if len(self._eligible) != self.setup.config.n:
+            raise BudgetError("the population does not match the allocator's set-up")
+        self.pool = UserPool(len(self._eligible), self.setup.config.recycle, self.pool_rng)
+        self._class_sizes: IntArray = self._counts(self._eligible)
+        self._codes: IntArray | None = None
+        if isinstance(self.stream, PerUserStream):
+            self._codes = self.stream.user_codes(self.users)
         self.drawn = {}
 
     def _counts(self, idx: IntArray) -> IntArray:
         out: IntArray = np.bincount(self.class_of[idx], minlength=self.n_classes).astype(np.int64)
         return out
 
-    def _values(self, per_class: IntArray, remaining: IntArray) -> IntArray:
-        """Value counts of ``per_class[c]`` reporters of each class, drawn without replacement
-        from the class's values not yet drawn this slot (``remaining`` is updated)."""
+    def _values(self, t: int, idx: IntArray, remaining: IntArray) -> IntArray:
+        """Per class, the value counts of the drawn users ``idx``.
+
+        A stream with per-user values (a CSV) gives the drawn users' own values; a synthetic
+        stream has no per-user data, so the values are drawn without replacement from the
+        class's values not yet drawn this slot (``remaining`` is updated)."""
+        d = self.stream.domain
         out = np.zeros_like(remaining)
-        for c, k in enumerate(per_class.tolist()):
+        if self._codes is not None:
+            assert isinstance(self.stream, PerUserStream)
+            vals = self.stream.user_values(t, self._codes[idx])
+            missing = np.flatnonzero(vals < 0)
+            if len(missing):
+                raise BudgetError(
+                    f"slot {t}: user {self.users[int(idx[missing[0]])]!r} has no value in the "
+                    "stream; population allocators need every user's value at every slot"
+                )
+            np.add.at(out, (self.class_of[idx], vals), 1)
+            return out
+        for c, k in enumerate(self._counts(idx).tolist()):
             if k:
                 out[c] = self.data_rng.multivariate_hypergeometric(remaining[c], k)
         remaining -= out
+        assert out.shape[1] == d
         return out
 
     def _charge(self, t: int, idx: IntArray, part: str) -> None:
@@ -320,10 +344,10 @@ class PopulationRunner:
         est: Estimate | None = None
         z = int(draw.dissimilarity)
         if z > 0:
-            idx = self.pool.draw(z, what="dissimilarity")
+            idx = self._eligible[self.pool.draw(z, what="dissimilarity")]
+            values = self._values(t, idx, remaining)  # checked before anyone is charged
             self._charge(t, idx, "dissimilarity")
             self.drawn["dissimilarity"] = idx
-            values = self._values(self._counts(idx), remaining)
             est = report(
                 self.setup.budgets,
                 values,
@@ -337,22 +361,23 @@ class PopulationRunner:
         pub_idx: IntArray | None = None
         if not draw.forced and not draw.nullified and k > 0:
             if self.setup.ops is not None:  # 000 Algorithm 3 line 14: draw before deciding
-                pub_idx = self.pool.draw(k, what="publication")
+                pub_pos = self.pool.draw(k, what="publication")
+                pub_idx = self._eligible[pub_pos]
                 mix = self._counts(pub_idx)
             else:
                 mix = self._class_sizes
             err = self._error(mix, k)
             decision = est is not None and dissimilarity(est, self.last_release) > err
             if not decision and pub_idx is not None:
-                self.pool.putback(pub_idx)
+                self.pool.putback(pub_pos)
                 pub_idx = None
         publish = bool(draw.forced) or (not draw.nullified and decision)
         if publish and k > 0:
             if pub_idx is None:
-                pub_idx = self.pool.draw(k, what="publication")
+                pub_idx = self._eligible[self.pool.draw(k, what="publication")]
+            values = self._values(t, pub_idx, remaining)
             self._charge(t, pub_idx, "publication")
             self.drawn["publication"] = pub_idx
-            values = self._values(self._counts(pub_idx), remaining)
             pub = report(
                 self.setup.budgets,
                 values,

@@ -85,6 +85,9 @@ def _published_splits(classes: Sequence[OPSClass], n: int, z: int) -> tuple[int,
     out = []
     for c in classes:
         zi = sample_size(n, c.w)
+        if c.count == 0:  # nobody to split for
+            out.append(1)
+            continue
         if zi == 0:
             raise BudgetError(
                 f"published OPS: a window of {c.w} slots exceeds n/2 = {Fraction(n, 2)} users, so "

@@ -104,6 +104,8 @@ class UserPool:
 
     def putback(self, users: IntArray) -> None:
         """Return users of the latest draw that did not report (they were never charged)."""
+        if len(users) == 0:
+            return
         if not self._out or self._out[-1][0] != self._slot:
             raise BudgetError("putback only undoes a draw of the current slot")
         slot, batch = self._out.pop()

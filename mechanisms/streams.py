@@ -31,6 +31,7 @@ __all__ = [
     "SYNTHETIC_KINDS",
     "CsvStream",
     "IntArray",
+    "PerUserStream",
     "Stream",
     "SyntheticStream",
     "probability_sequence",
@@ -184,12 +185,27 @@ class SyntheticStream:
         return np.concatenate([(self._sizes - ones)[:, None], spread], axis=1)
 
 
+@runtime_checkable
+class PerUserStream(Protocol):
+    """A stream that also knows each user's own value (recorded data, unlike the synthetic
+    streams): population allocators then perturb exactly the drawn users' values."""
+
+    def user_codes(self, users: Sequence[str]) -> IntArray:
+        """The stream's code of each user (-1 for a user the stream never saw)."""
+        ...
+
+    def user_values(self, slot: int, codes: IntArray) -> IntArray:
+        """The value of each coded user at ``slot`` (-1 where the user has no row there)."""
+        ...
+
+
 class CsvStream:
     """Recorded observations: a CSV ``user,slot,value`` (one row per user and slot), counted per
     requirement class into a dense (slots, classes, d) array. Deterministic: ``rng`` is unused.
-    A user without a row at a slot contributes nothing there."""
+    A user without a row at a slot contributes nothing there. When loaded from a file it also
+    keeps every user's own values (sorted per slot: O(log rows) per lookup)."""
 
-    __slots__ = ("_counts",)
+    __slots__ = ("_codes", "_counts", "_offsets", "_user_index", "_values")
 
     def __init__(self, counts: npt.ArrayLike) -> None:
         arr = np.array(counts, dtype=np.int64)  # a private copy
@@ -199,6 +215,34 @@ class CsvStream:
             )
         arr.setflags(write=False)
         self._counts: IntArray = arr
+        self._user_index: dict[str, int] = {}
+        self._offsets: IntArray = np.zeros(arr.shape[0] + 1, np.int64)
+        self._codes: IntArray = np.zeros(0, np.int64)
+        self._values: IntArray = np.zeros(0, np.int64)
+
+    def _keep_users(
+        self, users: list[str], user_codes: IntArray, slot: IntArray, value: IntArray
+    ) -> None:
+        order = np.lexsort((user_codes, slot))
+        self._user_index = {u: i for i, u in enumerate(users)}
+        self._codes = user_codes[order].astype(np.int64)
+        self._values = value[order].astype(np.int64)
+        self._offsets = np.searchsorted(slot[order], np.arange(1, self.slots + 2)).astype(np.int64)
+
+    def user_codes(self, users: Sequence[str]) -> IntArray:
+        index = self._user_index
+        return np.array([index.get(u, -1) for u in users], dtype=np.int64)
+
+    def user_values(self, slot: int, codes: IntArray) -> IntArray:
+        t = _slot_index(slot, self.slots)
+        lo, hi = int(self._offsets[t - 1]), int(self._offsets[t])
+        out: IntArray = np.full(len(codes), -1, dtype=np.int64)
+        if hi > lo:
+            present, values = self._codes[lo:hi], self._values[lo:hi]
+            pos = np.minimum(np.searchsorted(present, codes), hi - lo - 1)
+            hit = (codes >= 0) & (present[pos] == codes)
+            out[hit] = values[pos[hit]]
+        return out
 
     @property
     def domain(self) -> int:
@@ -261,7 +305,9 @@ class CsvStream:
             )
         index = ((slot - 1) * n_classes + row_class) * d + value
         counts = np.bincount(index, minlength=cells).astype(np.int64, copy=False)
-        return cls(counts.reshape(slots, n_classes, d))
+        stream = cls(counts.reshape(slots, n_classes, d))
+        stream._keep_users(users, user_codes, slot, value)
+        return stream
 
 
 def _class_indices(users: list[str], class_of_user: Mapping[str, int], n_classes: int) -> IntArray:

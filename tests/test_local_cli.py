@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -128,3 +129,99 @@ def test_prove_local_budget_division_uses_the_fixed_kernel_theorem() -> None:
     code, out = run("prove", "lba", "--w-max", "2", "--classes", "1")
     assert code == 0, out
     assert "PROVED" in out and "every w_i consecutive slots" in out
+
+
+def _csv_stream(tmp_path: Path, users: int, slots: int, skip: int = 0) -> tuple[Path, Path]:
+    """User u0 alone holds value 1 (others 0 or 2); ``skip`` drops every skip-th row."""
+    rows = ["user,slot,value"]
+    for u in range(users):
+        for t in range(1, slots + 1):
+            rows.append(f"u{u},{t},{1 if u == 0 else (u + t) % 2 * 2}")
+    if skip:
+        rows = [r for i, r in enumerate(rows) if i == 0 or i % skip]
+    stream = tmp_path / "stream.csv"
+    stream.write_text("\n".join(rows) + "\n")
+    req = tmp_path / "req.csv"
+    req.write_text("user,w,epsilon\n" + "".join(f"u{u},5,1\n" for u in range(users)))
+    return stream, req
+
+
+@pytest.mark.parametrize("mechanism", ["lpd", "plpa+"])
+def test_csv_population_runs_perturb_the_drawn_users_own_values(
+    mechanism: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The values that enter each report round are exactly the drawn (and charged) users'
+    recorded values: u0's value 1 is reported only in slots where u0 was drawn."""
+    import mechanisms.local as local
+    from mechanisms.allocators import classes_of
+    from mechanisms.allocators.algebra import ExactAlgebra
+    from mechanisms.allocators.local import population_setup
+    from mechanisms.allocators.population import PopulationKernel
+    from verifier.guard import Guard
+
+    stream_path, req = _csv_stream(tmp_path, 40, 60)
+    pop = read_requirements([req])
+    stream = open_stream(str(stream_path), pop, None, 0, 3)
+    seen: list[object] = []
+    original = local.report
+
+    def spy(budgets: object, counts: object, *args: object, **kwargs: object) -> object:
+        seen.append(counts)
+        return original(budgets, counts, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(local, "report", spy)
+    setup = population_setup(mechanism, classes_of(pop, mechanism), [40], 3)
+    users = list(pop.classes[0].members)
+    runner = local.PopulationRunner(
+        setup=setup,
+        kernel=PopulationKernel(mechanism, ExactAlgebra(), setup.config),
+        spender=Guard(pop),
+        users=users,
+        class_of=np.zeros(40, np.int64),
+        stream=stream,
+        data_rng=np.random.default_rng(1),
+        noise_rng=np.random.default_rng(2),
+        pool_rng=np.random.default_rng(3),
+        mechanism=mechanism,
+    )
+    for _ in range(60):
+        seen.clear()
+        runner.step()
+        drawn = [users[i] for part in runner.drawn.values() for i in part.tolist()]
+        ones = sum(int(np.asarray(c)[0][1]) for c in seen)
+        assert ones == drawn.count("u0")
+
+
+def test_csv_population_runs_need_every_value(tmp_path: Path) -> None:
+    stream, req = _csv_stream(tmp_path, 40, 20, skip=7)
+    code, out = run("run", "lpd", "-r", str(req), "--stream", str(stream), "--d", "3")
+    assert code == 2 and "every user needs a row at every slot" in out
+    code, out = run("run", "lbd", "-r", str(req), "--stream", str(stream), "--d", "3")
+    assert code == 0, out  # budget division charges whole classes: gaps are harmless
+
+
+def test_zero_budget_users_never_report(tmp_path: Path) -> None:
+    req = tmp_path / "req.csv"
+    req.write_text(
+        "user,w,epsilon\n"
+        + "".join(f"a{i},3,1\n" for i in range(20))
+        + "".join(f"z{i},3,0\n" for i in range(10))
+    )
+    ledger = tmp_path / "l.jsonl"
+    for mechanism in ("plpd", "plpa", "plpd+", "plba-rp"):
+        code, out = run(
+            "run", mechanism, "-r", str(req), "--stream", "sin", "--slots", "12",
+            "--ledger", str(ledger),
+        )  # fmt: skip
+        assert code == 0, out
+        charged = {u for u, ch in read_ledger(ledger).expanded() if ch.amount > 0}
+        assert charged and not any(u.startswith("z") for u in charged)
+    code, out = run("run", "lpd", "-r", str(req), "--stream", "sin", "--slots", "3")
+    assert code == 2 and "eps = 0" in out
+
+
+def test_dynamic_requirements_are_refused_with_a_local_hint(tmp_path: Path) -> None:
+    req = tmp_path / "dyn.csv"
+    req.write_text("user,slot,w_back,eps_back,w_fwd,eps_fwd\nu,1,2,1,2,1\n")
+    code, out = run("trace", "lpd", "-r", str(req), "--decisions", "1")
+    assert code == 2 and "no local allocator supports dynamic requirements" in out

@@ -49,6 +49,16 @@ def test_population_kernels_never_exhaust_the_pool(mechanism: str, variant: str)
     assert result.to_json()["result"] == "proved"
 
 
+@pytest.mark.parametrize("variant", ["sound", "published"])
+def test_plpa_plus_with_a_fractional_w_opt_never_exhausts_the_pool(variant: str) -> None:
+    """14 users, w = 3: z_opt = 2, w_opt = 7/2, R = 3; published PLPA+ absorbs up to
+    floor(2 * 7/2) = 7 users, more than R units (6)."""
+    choice = population_setup("plpa+", [FixedClass(3, Fraction(1))], [14], 2).ops
+    assert choice is not None and choice.w_opt == Fraction(7, 2) and choice.recycle == 3
+    result = prove_pool("plpa+", {3: 14}, horizon=12, variant=variant)
+    assert result.status == "proved", result
+
+
 def test_a_kernel_spending_every_user_on_publications_is_refuted_and_replays() -> None:
     """A mutant that lets publications use all n users per window (capacity n instead of n/2)
     runs the pool dry; the decisions Z3 returns reproduce the shortage in an exact run."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +35,13 @@ from mechanisms.allocators.population import PopulationKernel
 from mechanisms.central import CentralRunner, InvalidAllocation, SlotRecord
 from mechanisms.local import LocalBudgetRunner, PopulationRunner
 from mechanisms.pool import PoolExhausted
-from mechanisms.streams import SYNTHETIC_KINDS, CsvStream, Stream, SyntheticStream
+from mechanisms.streams import (
+    SYNTHETIC_KINDS,
+    CsvStream,
+    PerUserStream,
+    Stream,
+    SyntheticStream,
+)
 from verifier.guard import Guard
 from wevent.tracing import class_groups
 
@@ -146,6 +153,25 @@ def check_output(path: Path, what: str) -> None:
         raise BudgetError(f"{what}: {path}: releases are written as CSV (use a .csv name)")
 
 
+def _check_complete(
+    stream: Stream, population: Population, slots: int, budgets: Sequence[Fraction]
+) -> None:
+    """Population allocators perturb the drawn users' own values: with recorded data every
+    reporting user needs a value at every slot of the run."""
+    if not isinstance(stream, PerUserStream):
+        return
+    for t in range(1, slots + 1):
+        seen = stream.histograms(t, np.random.default_rng(0)).sum(axis=1)
+        for c in population.classes:
+            if budgets[c.index] > 0 and int(seen[c.index]) != c.count:
+                raise BudgetError(
+                    f"--stream: slot {t} has values for {int(seen[c.index])} of the {c.count} "
+                    f"users of {c.name}; population allocators draw users and need each drawn "
+                    "user's value, so every user needs a row at every slot (fill the gaps, "
+                    "e.g. with the last known value, or use a budget-division allocator)"
+                )
+
+
 def run_mechanism(
     mechanism: str,
     population: Population,
@@ -187,6 +213,7 @@ def run_mechanism(
     note = ""
     if mechanism in POPULATION:
         setup = population_setup(mechanism, classes, sizes, stream.domain, variant)
+        _check_complete(stream, population, slots, setup.budgets)
         cfg = setup.config
         note = (
             f"population: {cfg.unit} users per slot, recycled after {cfg.recycle} slots; "

@@ -212,8 +212,12 @@ def fixed_classes(classes: Sequence[ClassReq[V]], mechanism: str) -> list[FixedC
     out = []
     for c in classes:
         if not isinstance(c, FixedClass):
-            raise BudgetError(
-                f"{mechanism} needs fixed (w, eps) requirements; use dpbd or dpba for dynamic ones"
+            hint = (
+                "use dpbd or dpba (central model) for dynamic ones"
+                if mechanism in ("uniform", "sample", "bd", "ba", "pbd", "pba")
+                else "no local allocator supports dynamic requirements yet (the central dpbd "
+                "and dpba do)"
             )
+            raise BudgetError(f"{mechanism} needs fixed (w, eps) requirements; {hint}")
         out.append(c)
     return out

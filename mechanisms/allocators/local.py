@@ -103,10 +103,21 @@ def population_setup(
     check_variant(name, variant)
     rule, personalized, use_ops, use_pue = _POPULATION[name]
     fixed = fixed_classes(classes, name)
+    if not any(k > 0 for k in counts):
+        raise BudgetError(f"{name}: the population has no users")
+    if not personalized and any(c.eps <= 0 for c, k in zip(fixed, counts, strict=True) if k):
+        raise BudgetError(
+            f"{name} serves every user with the smallest budget, and some users have eps = 0: "
+            "nobody could report; use a personalized allocator (plpd, plpa, ...), which leaves "
+            "the eps = 0 users out"
+        )
+    # Users with eps = 0 never report: they are not in the pool and not in n (000 Section IV
+    # samples reporters among the users who can report at all).
+    counts = [k if c.eps > 0 else 0 for c, k in zip(fixed, counts, strict=True)]
     live = [c for c, k in zip(fixed, counts, strict=True) if k > 0]
     n = sum(counts)
     if not live:
-        raise BudgetError(f"{name}: the population has no users")
+        raise BudgetError(f"{name}: every user has eps = 0, so nobody can report")
     w_max = max(c.w for c in live)
     eps_min = min(c.eps for c in live)
     choice: OPSChoice | None = None
@@ -117,7 +128,10 @@ def population_setup(
             variant=variant,
         )
         unit, recycle, splits = choice.z_opt, choice.recycle, choice.splits
-        budgets = tuple(c.eps / k for c, k in zip(fixed, splits, strict=True))
+        budgets = tuple(
+            c.eps / k if count else Fraction(0)
+            for c, k, count in zip(fixed, splits, counts, strict=True)
+        )
         absorb_cap = choice.w_opt
     else:
         recycle = w_max
@@ -129,7 +143,10 @@ def population_setup(
                 f"(needs at least {w_max if rule == 'uniform' else 2 * w_max} users)"
             )
         splits = tuple(1 for _ in fixed)
-        budgets = tuple(c.eps if personalized else eps_min for c in fixed)
+        budgets = tuple(
+            (c.eps if personalized else eps_min) if count else Fraction(0)
+            for c, count in zip(fixed, counts, strict=True)
+        )
         absorb_cap = Fraction(w_max)
     config = PopulationConfig(
         n=n,
