@@ -78,3 +78,10 @@ def test_a_kernel_spending_every_user_on_publications_is_refuted_and_replays() -
             if publish:
                 pool.draw(int(draw.publication))
             state = kernel.step(state, t, draw, publish)
+
+
+def test_cli_targets_match_the_proof_registry() -> None:
+    from proofs.population import POPULATION_TARGETS
+    from wevent.cli import _POPULATION_PROOFS
+
+    assert tuple(_POPULATION_PROOFS) == POPULATION_TARGETS

@@ -97,9 +97,6 @@ def _show(value: Any) -> str:
     return str(value)
 
 
-_OPS_FAMILY = ("plpd+", "plpa+", "plbd-ops", "plba-ops")
-
-
 def run_population_proof(
     target: str,
     *,
@@ -109,64 +106,18 @@ def run_population_proof(
     horizon: int | None,
     timeout: int,
 ) -> dict[str, Any]:
-    """Pool sufficiency over every window tuple and user count in scope (and, for the OPS
-    allocators or target ``ops``, the split theorem). The first counterexample ends the run."""
-    import itertools
-    import time
+    """`proofs.population.prove_population` with a progress bar on a terminal."""
+    from proofs.population import prove_population
 
-    from proofs.population import prove_ops_split, prove_pool
-
-    start = time.perf_counter()
-    out: dict[str, Any] = {"mechanism": target, "variant": variant, "theorems": []}
-    status = "proved"
-    if target in (*_OPS_FAMILY, "ops"):
-        split = prove_ops_split(variant, n_max=10_000, w_max=200, timeout_ms=timeout * 1000)
-        out["theorems"].append(split.to_json())
-        status = split.status
-    if target != "ops" and status == "proved":
-        w = w_max or 4
-        k = classes or 2
-        say = progress_printer()
-        cases = 0
-        for size in range(1, k + 1):
-            for windows in itertools.combinations_with_replacement(range(1, w + 1), size):
-                if len(set(windows)) != len(windows):
-                    continue
-                for n in range(2 * max(windows), 3 * max(windows) + 1):
-                    if n < len(windows):
-                        continue
-                    counts = {wi: n // len(windows) for wi in windows}
-                    counts[windows[0]] += n - sum(counts.values())
-                    result = prove_pool(
-                        target,
-                        counts,
-                        horizon=horizon or 3 * max(windows),
-                        variant=variant,
-                        timeout_ms=timeout * 1000,
-                    )
-                    cases += 1
-                    if say is not None:
-                        say(f"windows {windows}, n={n}")
-                    if result.status != "proved":
-                        out["theorems"].append(result.to_json())
-                        status = result.status
-                        break
-                if status != "proved":
-                    break
-            if status != "proved":
-                break
-        if status == "proved":
-            out["theorems"].append(
-                {
-                    "theorem": "pool-never-short",
-                    "result": "proved",
-                    "scope": {"classes": [1, k], "w": [1, w], "users": "2 w_max .. 3 w_max"},
-                    "cases": cases,
-                }
-            )
-    out["result"] = status
-    out["seconds"] = round(time.perf_counter() - start, 3)
-    return out
+    return prove_population(
+        target,
+        variant=variant,
+        w_max=w_max or 4,
+        classes=classes or 2,
+        horizon=horizon,
+        timeout_ms=timeout * 1000,
+        progress=progress_printer(),
+    )
 
 
 def render_population(result: dict[str, Any]) -> list[str]:
