@@ -444,7 +444,8 @@ def _parquet_table(ledger: Ledger) -> Any:
         none = len(values)
         codes = np.concatenate([member_codes, charge_codes]).astype(np.int64)
         codes = np.where(codes < 0, none, codes)
-        return pa.DictionaryArray.from_arrays(pa.array(codes), dictionary).cast(pa.string())
+        # large_string: 64-bit offsets, for ledgers whose strings pass 2 GiB (10^7+ members)
+        return pa.DictionaryArray.from_arrays(pa.array(codes), dictionary).cast(pa.large_string())
 
     blank_members = np.full(n_members, -1, np.int64)
     evidence = [json.dumps(evidence_to_json(e)) for e in cols.evidences]
@@ -509,9 +510,9 @@ def _parquet_ledger(path: Path) -> Ledger:
 
     def strings(name: str, rows: Any = None) -> Any:
         col = (
-            table.column(name).cast(pa.string())
+            table.column(name).cast(pa.large_string())
             if name in names
-            else pa.chunked_array([pa.array([""] * n, type=pa.string())])
+            else pa.chunked_array([pa.array([""] * n, type=pa.large_string())])
         )
         col = pc.fill_null(col, "")
         return col if rows is None else col.filter(rows)

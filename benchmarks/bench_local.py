@@ -63,11 +63,25 @@ def scale(n: int, slots: int, d: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "plpa+.parquet"
         start = time.perf_counter()
-        summary = run_mechanism("plpa+", pop, stream, slots=slots, seed=1, ledger_path=path)
+        done = [0]
+
+        def progress(k: int) -> None:
+            done[0] += k
+            if done[0] % 100 == 0:
+                elapsed = time.perf_counter() - start
+                print(f"  slot {done[0]}: {elapsed:.0f} s, peak {peak_mb():,.0f} MB", flush=True)
+
+        summary = run_mechanism(
+            "plpa+", pop, stream, slots=slots, seed=1, ledger_path=path, progress=progress
+        )
         run_s = time.perf_counter() - start
         for line in summary.describe():
             print(line)
-        print(f"run: {run_s:.1f} s ({run_s / slots * 1e3:.0f} ms per slot, ledger written)")
+        print(
+            f"run: {run_s:.1f} s ({run_s / slots * 1e3:.0f} ms per slot, ledger written: "
+            f"{path.stat().st_size / 2**20:,.0f} MiB Parquet)",
+            flush=True,
+        )
         start = time.perf_counter()
         verdict = check(read_ledger(path), pop)
         print(

@@ -286,3 +286,29 @@ def test_certificates_are_well_formed(tmp_path: Path) -> None:
                 arithmetic=data["arithmetic"],
             )
             assert result.failed_slot == data["violation"]["slot"]
+
+
+LOCAL_BUDGET = {"lbu": "uniform", "lsp": "sample", "lbd": "bd", "lba": "ba", "plbu": "plbu"}
+
+
+@pytest.mark.parametrize("mechanism", list(LOCAL_BUDGET))
+def test_local_budget_division_proved_for_every_horizon(mechanism: str) -> None:
+    """The local budget-division allocators spend through the fixed kernels: the window theorem
+    holds for every horizon (k-induction) on the kernel they run."""
+    proof = prove_allocator(mechanism, scope=Scope(classes=2, w_max=4), unbounded=True)
+    assert proof.status == "proved", proof.reason
+
+
+@pytest.mark.parametrize(("local", "central"), [(k, v) for k, v in LOCAL_BUDGET.items() if k != v])
+def test_local_budget_kernels_spend_like_their_central_namesakes(local: str, central: str) -> None:
+    rng = random.Random(5)
+    alg = ExactAlgebra()
+    for _ in range(50):
+        classes: list[ClassReq[Fraction]] = [
+            FixedClass(rng.randint(1, 6), F(rng.randint(1, 9), rng.randint(1, 9)))
+            for _ in range(rng.randint(1, 3))
+        ]
+        decisions = [rng.random() < 0.5 for _ in range(20)]
+        a = run_trace(make_kernel(local, alg, classes), decisions)
+        b = run_trace(make_kernel(central, alg, classes), decisions)
+        assert a == b
