@@ -37,7 +37,7 @@ from mechanisms.allocators.kernel import Kernel, Plan, first_negative
 from mechanisms.sampling import SamplingMechanism, obs
 from mechanisms.streams import Stream
 
-__all__ = ["CentralRunner", "InvalidAllocation", "SlotRecord"]
+__all__ = ["CentralRunner", "InvalidAllocation", "KernelRunner", "SlotRecord"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -80,8 +80,9 @@ def _sm(budgets: Sequence[Fraction], sizes: Sequence[int], sensitivity: Fraction
 
 
 @dataclass
-class CentralRunner:
-    """Drives ``kernel`` over ``stream`` with ``spender`` (the guard) in the loop.
+class KernelRunner:
+    """What a runner of a budget kernel holds: the kernel, the guard (``spender``), the ledger
+    group and size of every requirement class, the stream and the random generators.
 
     ``groups[c]`` is the ledger group of requirement class c and ``sizes[c]`` its number of users.
     ``step()`` runs the next slot and returns its record; a refused charge raises out of it.
@@ -102,6 +103,25 @@ class CentralRunner:
     def __post_init__(self) -> None:
         self.last_release = np.zeros(self.stream.domain, dtype=np.float64)
         self._state = self.kernel.start()
+
+    def _check_signs(self, t: int, plan: Plan[Fraction, bool]) -> None:
+        """Refuse a negative budget that would be spent (dissimilarity always, publication unless
+        the slot is nullified)."""
+        parts = [("dissimilarity", plan.dissimilarity)]
+        if not plan.nullified:
+            parts.append(("publication", plan.publication))
+        bad = first_negative(parts)
+        if bad is not None:
+            part, c, value = bad
+            raise InvalidAllocation(
+                f"slot {t}: {self.mechanism} allocated a negative {part} budget "
+                f"{format_exact(value)} to {self.groups[c]}"
+            )
+
+
+@dataclass
+class CentralRunner(KernelRunner):
+    """Drives ``kernel`` over ``stream`` with ``spender`` (the guard) in the loop."""
 
     def _charge(self, t: int, sm: _SM, part: str) -> None:
         for c, b in zip(sm.classes, sm.budgets, strict=True):
@@ -130,20 +150,6 @@ class CentralRunner:
         sampled = self._sample(sm, hist)
         mean_abs = float(np.mean(np.abs(sampled - self.last_release)))
         return mean_abs + float(self.noise_rng.laplace(0.0, sm.mech.laplace.scale))
-
-    def _check_signs(self, t: int, plan: Plan[Fraction, bool]) -> None:
-        """Refuse a negative budget that would be spent (dissimilarity always, publication unless
-        the slot is nullified)."""
-        parts = [("dissimilarity", plan.dissimilarity)]
-        if not plan.nullified:
-            parts.append(("publication", plan.publication))
-        bad = first_negative(parts)
-        if bad is not None:
-            part, c, value = bad
-            raise InvalidAllocation(
-                f"slot {t}: {self.mechanism} allocated a negative {part} budget "
-                f"{format_exact(value)} to {self.groups[c]}"
-            )
 
     def step(self) -> SlotRecord:
         """Run the next slot (a refused charge raises out of it, nothing more is sampled)."""

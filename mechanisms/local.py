@@ -39,13 +39,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from accounting.budget import Budget, BudgetError, format_exact
+from accounting.budget import Budget, BudgetError
 from accounting.spending import Spender
 from mechanisms.allocators import status_of
-from mechanisms.allocators.kernel import Kernel, Plan, first_negative
+from mechanisms.allocators.kernel import Plan
 from mechanisms.allocators.local import PopulationSetup
 from mechanisms.allocators.population import Draw, PopulationKernel
-from mechanisms.central import InvalidAllocation, SlotRecord
+from mechanisms.central import KernelRunner, SlotRecord
 from mechanisms.oracles import GRR, OUE, FrequencyOracle, charge_reporters
 from mechanisms.personalized import PersonalizedFO, sampling_variance
 from mechanisms.pool import UserPool
@@ -152,25 +152,13 @@ def _evidence(oracle: str, d: int, eps: Fraction, personalized: bool) -> Any:
 
 
 @dataclass
-class LocalBudgetRunner:
+class LocalBudgetRunner(KernelRunner):
     """Drives a budget kernel with every user reporting through a frequency oracle."""
 
-    kernel: Kernel[Fraction, bool, Any]
-    spender: Spender
-    groups: Sequence[str]
-    sizes: Sequence[int]
-    stream: Stream
-    data_rng: np.random.Generator
-    noise_rng: np.random.Generator
-    mechanism: str
     oracle: str = "grr"
-    slot: int = 0
-    last_release: FloatArray = field(init=False)
-    _state: Any = field(init=False)
 
     def __post_init__(self) -> None:
-        self.last_release = np.zeros(self.stream.domain, dtype=np.float64)
-        self._state = self.kernel.start()
+        super().__post_init__()
         self._n = sum(self.sizes)
 
     def _charge(self, t: int, budgets: Sequence[Fraction], part: str) -> None:
@@ -204,15 +192,7 @@ class LocalBudgetRunner:
         hist = self.stream.histograms(t, self.data_rng)
         truth = hist.sum(axis=0).astype(np.int64)
         plan: Plan[Fraction, bool] = self.kernel.plan(self._state, t)
-        parts = [("dissimilarity", plan.dissimilarity)]
-        if not plan.nullified:
-            parts.append(("publication", plan.publication))
-        bad = first_negative(parts)
-        if bad is not None:
-            raise InvalidAllocation(
-                f"slot {t}: {self.mechanism} allocated a negative {bad[0]} budget "
-                f"{format_exact(bad[2])} to {self.groups[bad[1]]}"
-            )
+        self._check_signs(t, plan)
         est = self._round(t, plan.dissimilarity, hist, "dissimilarity")
         decision = False
         if not plan.forced and not plan.nullified:
@@ -316,6 +296,10 @@ class PopulationRunner:
                 mechanism=self.mechanism,
             )
 
+    def _report(self, values: IntArray) -> Estimate | None:
+        d, setup = self.stream.domain, self.setup
+        return report(setup.budgets, values, d, self.oracle, self.noise_rng, enhance=setup.pue)
+
     def _error(self, per_class: IntArray, k: int) -> float:
         """The publication error with ``k`` reporters of mix ``per_class``: 002 Eq. 6 for one
         budget; 000 Eq. 7 (sampling + PLDP variance) for the personalized allocators."""
@@ -348,14 +332,7 @@ class PopulationRunner:
             values = self._values(t, idx, remaining)  # checked before anyone is charged
             self._charge(t, idx, "dissimilarity")
             self.drawn["dissimilarity"] = idx
-            est = report(
-                self.setup.budgets,
-                values,
-                self.stream.domain,
-                self.oracle,
-                self.noise_rng,
-                enhance=self.setup.pue,
-            )
+            est = self._report(values)
         k = int(draw.publication)
         decision = False
         pub_idx: IntArray | None = None
@@ -378,14 +355,7 @@ class PopulationRunner:
             values = self._values(t, pub_idx, remaining)
             self._charge(t, pub_idx, "publication")
             self.drawn["publication"] = pub_idx
-            pub = report(
-                self.setup.budgets,
-                values,
-                self.stream.domain,
-                self.oracle,
-                self.noise_rng,
-                enhance=self.setup.pue,
-            )
+            pub = self._report(values)
             if pub is not None:
                 self.last_release = pub.freq
         self._state = self.kernel.step(self._state, t, draw, publish)

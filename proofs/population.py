@@ -34,6 +34,7 @@ from typing import Any
 
 import z3
 
+from mechanisms.allocators.local import POPULATION
 from mechanisms.allocators.population import PopulationConfig
 
 __all__ = [
@@ -66,7 +67,7 @@ class SplitResult:
             "result": self.status,
             "statement": self.statement,
             "counterexample": self.counterexample or None,
-            "solver": z3.get_version_string(),
+            "solver": f"z3 {z3.get_version_string()}",
             "seconds": round(self.seconds, 3),
         }
 
@@ -164,7 +165,7 @@ class PoolResult:
             "result": self.status,
             "decisions": [int(d) for d in self.counterexample] or None,
             "slot": self.slot or None,
-            "solver": z3.get_version_string(),
+            "solver": f"z3 {z3.get_version_string()}",
             "seconds": round(self.seconds, 3),
         }
 
@@ -319,25 +320,12 @@ def prove_population(
                 }
             )
     out["result"] = status
-    out["solver"] = z3.get_version_string()
+    out["solver"] = f"z3 {z3.get_version_string()}"
     out["seconds"] = round(time.perf_counter() - start, 3)
     return out
 
 
-POPULATION_TARGETS = (
-    "lpu",
-    "lpd",
-    "lpa",
-    "plpd",
-    "plpa",
-    "plpd+",
-    "plpa+",
-    "plbd-rp",
-    "plba-rp",
-    "plbd-ops",
-    "plba-ops",
-    "ops",
-)
+POPULATION_TARGETS = (*POPULATION, "ops")
 
 
 def certify(directory: str = "proofs/certificates") -> list[dict[str, Any]]:

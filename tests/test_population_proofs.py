@@ -85,3 +85,27 @@ def test_cli_targets_match_the_proof_registry() -> None:
     from wevent.cli import _POPULATION_PROOFS
 
     assert tuple(_POPULATION_PROOFS) == POPULATION_TARGETS
+
+
+def test_population_certificates_are_well_formed() -> None:
+    """One certificate per population target and variant; sound ones proved, the published OPS
+    family refuted by the split theorem, every one naming its solver, scope and time."""
+    import json
+    from pathlib import Path
+
+    from proofs.population import POPULATION_TARGETS
+
+    for target in POPULATION_TARGETS:
+        for variant in ("sound", "published"):
+            name = target.replace("+", "-plus")
+            data = json.loads(
+                Path(f"proofs/certificates/population-{name}-{variant}.json").read_text()
+            )
+            assert data["mechanism"] == target and data["variant"] == variant
+            assert data["solver"].startswith("z3 ") and data["seconds"] >= 0
+            ops_family = target == "ops" or "+" in target or target.endswith("-ops")
+            expected = "counterexample" if variant == "published" and ops_family else "proved"
+            assert data["result"] == expected
+            if expected == "counterexample":
+                cex = data["theorems"][0]["counterexample"]
+                assert (cex["n"], cex["w"], cex["k"], cex["split"]) == (10, 5, 3, 2)

@@ -36,6 +36,8 @@ from typing import Any
 
 import z3
 
+from proofs.algebra import Z3Algebra, real
+
 __all__ = [
     "Outcome",
     "SlotTerms",
@@ -51,12 +53,6 @@ __all__ = [
 ]
 
 
-def real(q: Fraction | int) -> Any:
-    """An exact Z3 rational constant."""
-    q = Fraction(q)
-    return z3.RealVal(f"{q.numerator}/{q.denominator}")
-
-
 def fraction_of(value: Any) -> Fraction:
     """A Z3 rational value (from a model or a simplified term) as a `Fraction`."""
     v = z3.simplify(value)
@@ -68,8 +64,9 @@ def fraction_of(value: Any) -> Fraction:
 # ---------------------------------------------------------------------------- algebras
 
 
-class Z3ScopeAlgebra:
-    """Z3 terms; parameter-only selects are folded when the scope's assumptions decide them."""
+class Z3ScopeAlgebra(Z3Algebra):
+    """Z3 terms; parameter-only selects are folded when the scope's assumptions decide them
+    (the Boolean operations and ``floor`` are `Z3Algebra`'s)."""
 
     name = "z3"
 
@@ -127,18 +124,6 @@ class Z3ScopeAlgebra:
             return self._folds[ids]
         return z3.If(cond, then, other)
 
-    def and_(self, *terms: Any) -> Any:
-        return z3.And(*terms) if terms else z3.BoolVal(True)
-
-    def or_(self, *terms: Any) -> Any:
-        return z3.Or(*terms) if terms else z3.BoolVal(False)
-
-    def not_(self, a: Any) -> Any:
-        return z3.Not(a)
-
-    def truth(self, value: bool) -> Any:
-        return z3.BoolVal(value)
-
     def ratio(self, a: Any, b: Any) -> Any:
         return self._mark(z3.If(b == 0, real(0), a / b), a, b)
 
@@ -147,9 +132,6 @@ class Z3ScopeAlgebra:
 
     def count_sub(self, a: Any, b: Any) -> Any:
         return self.sub(a, b)
-
-    def floor(self, a: Any) -> Any:
-        return z3.ToReal(z3.ToInt(a))
 
 
 # ---------------------------------------------------------------------------- unrollings

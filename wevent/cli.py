@@ -18,6 +18,7 @@ import click
 from accounting.budget import MAX_SLOT, BudgetError, approx, format_exact
 from accounting.formats import read_ledger, read_requirements
 from accounting.population import Population
+from mechanisms.allocators import CENTRAL, LOCAL_BUDGET, MECHANISMS, POPULATION
 from verifier.check import check
 from verifier.verdict import Verdict
 
@@ -165,35 +166,8 @@ EXIT_UNKNOWN = 3
 
 
 _PRIMITIVES = ("grr", "oue", "pue", "sm")
-_ALLOCATORS = (
-    "uniform",
-    "sample",
-    "bd",
-    "ba",
-    "pbd",
-    "pba",
-    "dpbd",
-    "dpba",
-    "lbu",
-    "lsp",
-    "lbd",
-    "lba",
-    "plbu",
-)
-_POPULATION_PROOFS = (
-    "lpu",
-    "lpd",
-    "lpa",
-    "plpd",
-    "plpa",
-    "plpd+",
-    "plpa+",
-    "plbd-rp",
-    "plba-rp",
-    "plbd-ops",
-    "plba-ops",
-    "ops",
-)
+_ALLOCATORS = (*CENTRAL, *LOCAL_BUDGET)
+_POPULATION_PROOFS = (*POPULATION, "ops")
 
 
 @cli.command("prove")
@@ -381,33 +355,8 @@ def prove_cmd(
     sys.exit(EXIT_UNKNOWN if "unknown" in statuses else EXIT_OK)
 
 
-_MECHANISMS = (
-    "uniform",
-    "sample",
-    "bd",
-    "ba",
-    "pbd",
-    "pba",
-    "dpbd",
-    "dpba",
-    "lbu",
-    "lsp",
-    "lbd",
-    "lba",
-    "plbu",
-    "lpu",
-    "lpd",
-    "lpa",
-    "plpd",
-    "plpa",
-    "plpd+",
-    "plpa+",
-    "plbd-rp",
-    "plba-rp",
-    "plbd-ops",
-    "plba-ops",
-)
-_POPULATION = frozenset(_MECHANISMS[13:])
+_MECHANISMS = MECHANISMS
+_POPULATION = frozenset(POPULATION)
 _MECHANISM_HELP = """
 \b
 Central model (001 and Kellaris et al.):

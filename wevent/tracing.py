@@ -40,6 +40,7 @@ __all__ = [
     "charge_slot",
     "class_groups",
     "parse_decisions",
+    "refusal_json",
     "trace_population",
     "trace_with_guard",
 ]
@@ -83,22 +84,26 @@ class TraceResult:
             "slots": slots,
         }
         if self.refusal is not None:
-            r = self.refusal
-            out["refusal"] = {
-                "slot": r.slot,
-                "subject": r.subject,
-                "requirement": r.requirement,
-                "window": [r.window.first, r.window.last],
-                "kind": r.window.kind,
-                "spent": ratio_text(r.window.spent),
-                "asked": ratio_text(r.asked),
-                "bound": ratio_text(r.window.bound),
-                "excess": ratio_text(r.excess),
-                "message": str(r),
-            }
+            out["refusal"] = refusal_json(self.refusal)
         if self.negative is not None:
             out["negative"] = {"slot": self.failed_slot, "message": self.negative}
         return out
+
+
+def refusal_json(r: BudgetExceeded) -> dict[str, Any]:
+    """A guard refusal as JSON (exact values as 'a/b')."""
+    return {
+        "slot": r.slot,
+        "subject": r.subject,
+        "requirement": r.requirement,
+        "window": [r.window.first, r.window.last],
+        "kind": r.window.kind,
+        "spent": ratio_text(r.window.spent),
+        "asked": ratio_text(r.asked),
+        "bound": ratio_text(r.window.bound),
+        "excess": ratio_text(r.excess),
+        "message": str(r),
+    }
 
 
 def parse_decisions(text: str) -> list[bool]:
@@ -244,19 +249,7 @@ class PopulationTrace:
             "slots": slots,
         }
         if self.refusal is not None:
-            r = self.refusal
-            out["refusal"] = {
-                "slot": r.slot,
-                "subject": r.subject,
-                "requirement": r.requirement,
-                "window": [r.window.first, r.window.last],
-                "kind": r.window.kind,
-                "spent": ratio_text(r.window.spent),
-                "asked": ratio_text(r.asked),
-                "bound": ratio_text(r.window.bound),
-                "excess": ratio_text(r.excess),
-                "message": str(r),
-            }
+            out["refusal"] = refusal_json(self.refusal)
         if self.shortage is not None:
             out["shortage"] = {"slot": self.failed_slot, "message": str(self.shortage)}
         return out
