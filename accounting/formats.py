@@ -440,7 +440,7 @@ def _parquet_table(ledger: Ledger) -> Any:
 
     def column(values: list[str], member_codes: Any, charge_codes: Any) -> Any:
         """Strings ``values[code]``; code -1 (or len(values)) is the empty string."""
-        dictionary = pa.array([*values, ""], type=pa.string())
+        dictionary = pa.array([*values, ""], type=pa.large_string())
         none = len(values)
         codes = np.concatenate([member_codes, charge_codes]).astype(np.int64)
         codes = np.where(codes < 0, none, codes)
