@@ -46,6 +46,7 @@ __all__ = [
     "prove_ops_split",
     "prove_pool",
     "prove_population",
+    "replay_split_counterexample",
 ]
 
 
@@ -280,6 +281,11 @@ def prove_population(
         split = prove_ops_split(variant, n_max=10_000, w_max=200, timeout_ms=timeout_ms)
         out["theorems"].append(split.to_json())
         status = split.status
+        if split.status == "counterexample":
+            name = target if target != "ops" else "plpd+"
+            replay = replay_split_counterexample(split.counterexample, name)
+            if replay is not None:
+                out["replay"] = replay
     if target != "ops" and status == "proved":
         w, k, say = w_max, classes, progress
         cases = 0
@@ -352,3 +358,44 @@ def certify(directory: str = "proofs/certificates") -> list[dict[str, Any]]:
 
 if __name__ == "__main__":
     certify()
+
+
+def replay_split_counterexample(
+    cex: dict[str, int], mechanism: str = "plpd+"
+) -> dict[str, Any] | None:
+    """Turn an arithmetic split counterexample (n users, windows w_o and w) into a population
+    and a decision sequence that the runtime guard refuses: try every split of the n users
+    between the two windows (OPS must pick z for w_o) with every slot publishing. Returns the
+    requirements (user, w, epsilon), the decisions and the guard's refusal, or None."""
+    from accounting.budget import Budget
+    from accounting.population import Population
+    from accounting.requirements import Fixed
+    from wevent.tracing import trace_population
+
+    n, w_o, w = cex["n"], cex["w_o"], cex["w"]
+    if w_o == w:
+        return None
+    decisions = [True] * (2 * max(w, w_o) + 2)
+    for k in range(1, n):
+        pop = Population.from_classes({Fixed(w_o, Budget(1)): k, Fixed(w, Budget(1)): n - k})
+        trace = trace_population(mechanism, pop, decisions, variant="published")
+        if trace.refusal is not None:
+            r = trace.refusal
+            return {
+                "mechanism": mechanism,
+                "requirements": [
+                    {"user": u, "w": req.w, "epsilon": "1"}
+                    for u, req in pop.items()
+                    if isinstance(req, Fixed)
+                ],
+                "decisions": [int(d) for d in decisions[: trace.failed_slot]],
+                "violation": {
+                    "slot": r.slot,
+                    "subject": r.subject,
+                    "window": [r.window.first, r.window.last],
+                    "spent": str(r.window.spent),
+                    "asked": str(r.asked),
+                    "bound": str(r.window.bound),
+                },
+            }
+    return None

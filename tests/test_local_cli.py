@@ -225,3 +225,23 @@ def test_dynamic_requirements_are_refused_with_a_local_hint(tmp_path: Path) -> N
     req.write_text("user,slot,w_back,eps_back,w_fwd,eps_fwd\nu,1,2,1,2,1\n")
     code, out = run("trace", "lpd", "-r", str(req), "--decisions", "1")
     assert code == 2 and "no local allocator supports dynamic requirements" in out
+
+
+def test_prove_ops_counterexample_replays_through_wevent_trace(tmp_path: Path) -> None:
+    code, out = run("prove", "ops", "--variant", "published", "--json")
+    assert code == 1
+    replay = json.loads(out)["replay"]
+    req = tmp_path / "cex.csv"
+    req.write_text(
+        "user,w,epsilon\n"
+        + "".join(f"{r['user']},{r['w']},{r['epsilon']}\n" for r in replay["requirements"])
+    )
+    decisions = ",".join(str(d) for d in replay["decisions"])
+    code, out = run(
+        "trace", replay["mechanism"], "-r", str(req), "--decisions", decisions,
+        "--variant", "published", "--json",
+    )  # fmt: skip
+    assert code == 1
+    refusal = json.loads(out)["refusal"]
+    assert refusal["slot"] == replay["violation"]["slot"]
+    assert refusal["window"] == replay["violation"]["window"]

@@ -144,4 +144,20 @@ def render_population(result: dict[str, Any]) -> list[str]:
                     f"    decisions {','.join(str(d) for d in th['decisions'])} run the pool "
                     f"short at slot {th['slot']}"
                 )
+    replay = result.get("replay")
+    if replay:
+        v = replay["violation"]
+        lines.append(
+            f"  replays through the guard: {replay['mechanism']} (published), "
+            f"{len(replay['requirements'])} users, every slot publishing: refused at slot "
+            f"{v['slot']}, window [{v['window'][0]}, {v['window'][1]}] spent {v['spent']}, "
+            f"asked {v['asked']}, bound {v['bound']}"
+        )
+        lines.append("  requirements (user,w,epsilon):")
+        lines += [f"    {r['user']},{r['w']},{r['epsilon']}" for r in replay["requirements"]]
+        decisions = ",".join(str(d) for d in replay["decisions"])
+        lines.append(
+            f"  replay: wevent trace {replay['mechanism']} -r REQ.csv --decisions {decisions} "
+            "--variant published"
+        )
     return lines
