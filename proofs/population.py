@@ -356,10 +356,6 @@ def certify(directory: str = "proofs/certificates") -> list[dict[str, Any]]:
     return results
 
 
-if __name__ == "__main__":
-    certify()
-
-
 def replay_split_counterexample(
     cex: dict[str, int], mechanism: str = "plpd+"
 ) -> dict[str, Any] | None:
@@ -399,3 +395,7 @@ def replay_split_counterexample(
                 },
             }
     return None
+
+
+if __name__ == "__main__":
+    certify()
