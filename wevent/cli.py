@@ -324,9 +324,17 @@ def prove_cmd(
             )
         from wevent.proving import render_population, run_population_proof
 
-        result = run_population_proof(
-            target, variant=variant, w_max=w_max, classes=classes, horizon=horizon, timeout=timeout
-        )
+        try:
+            result = run_population_proof(
+                target,
+                variant=variant,
+                w_max=w_max,
+                classes=classes,
+                horizon=horizon,
+                timeout=timeout,
+            )
+        except BudgetError as exc:
+            _fail(str(exc))
         if as_json:
             click.echo(json.dumps(result, indent=2))
         else:
