@@ -31,7 +31,7 @@ distribution of the values of a uniform sample of its users.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from accounting.budget import Budget, BudgetError
+from accounting.population import Population
 from accounting.spending import Spender
 from mechanisms.allocators import status_of
 from mechanisms.allocators.kernel import Plan
@@ -52,7 +53,14 @@ from mechanisms.pool import UserPool
 from mechanisms.pue import pue
 from mechanisms.streams import PerUserStream, Stream
 
-__all__ = ["Estimate", "LocalBudgetRunner", "PopulationRunner", "report"]
+__all__ = [
+    "Estimate",
+    "LocalBudgetRunner",
+    "PopulationRunner",
+    "Reporters",
+    "population_arrays",
+    "report",
+]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -139,6 +147,13 @@ def report(
     return Estimate(pfo.estimate(hists), pfo.total_variance() / d)
 
 
+def population_arrays(population: Population) -> tuple[list[str], IntArray]:
+    """The users in class order and each one's class index (the order draws index into)."""
+    users = [u for c in population.classes for u in c.members]
+    class_of = np.array([c.index for c in population.classes for _ in c.members], np.int64)
+    return users, class_of
+
+
 def dissimilarity(estimate: Estimate, last: FloatArray) -> float:
     """002 Eq. 4 (000 Algorithm 5 line 8): the squared distance to the last release minus the
     estimate's own average variance, an unbiased estimate of the true squared distance."""
@@ -208,6 +223,62 @@ class LocalBudgetRunner(KernelRunner):
         return SlotRecord(t, status_of(plan, decision), self.last_release * self._n, truth)
 
 
+class Reporters:
+    """The users of a population allocator who can report (a positive per-report budget), the
+    pool they are drawn from, and the charging of drawn users: shared by `PopulationRunner` and
+    `wevent trace`, so a trace draws exactly as a run does.
+
+    ``users[i]`` is the id of user i and ``class_of[i]`` its class index; draws return user
+    indices."""
+
+    def __init__(
+        self,
+        users: Sequence[str],
+        class_of: IntArray,
+        budgets: Sequence[Fraction],
+        recycle: int,
+        rng: np.random.Generator,
+    ) -> None:
+        self.users, self.class_of, self.budgets = users, class_of, budgets
+        can_report = np.array([b > 0 for b in budgets], dtype=bool)
+        self.eligible: IntArray = np.flatnonzero(can_report[class_of]).astype(np.int64)
+        self._position = np.full(len(users), -1, np.int64)
+        self._position[self.eligible] = np.arange(len(self.eligible))
+        self.pool = UserPool(len(self.eligible), recycle, rng)
+
+    def draw(self, k: int, what: str) -> IntArray:
+        out: IntArray = self.eligible[self.pool.draw(k, what=what)]
+        return out
+
+    def putback(self, idx: IntArray) -> None:
+        self.pool.putback(self._position[idx])
+
+    def charge(
+        self,
+        spender: Spender,
+        t: int,
+        idx: IntArray,
+        part: str,
+        mechanism: str,
+        evidence: Callable[[Fraction], Any] | None = None,
+    ) -> None:
+        """Charge every drawn user their class's per-report budget, one group per class."""
+        for c, b in enumerate(self.budgets):
+            members = idx[self.class_of[idx] == c]
+            if len(members) == 0 or b <= 0:
+                continue
+            charge_reporters(
+                spender,
+                t,
+                Budget(b),
+                None if evidence is None else evidence(b),
+                reports=len(members),
+                users=[self.users[i] for i in members.tolist()],
+                part=part,
+                mechanism=mechanism,
+            )
+
+
 @dataclass
 class PopulationRunner:
     """Drives a population kernel: users drawn from the pool report through the oracle.
@@ -229,6 +300,7 @@ class PopulationRunner:
     slot: int = 0
     last_release: FloatArray = field(init=False)
     pool: UserPool = field(init=False)
+    reporters: Reporters = field(init=False)
     drawn: dict[str, IntArray] = field(init=False)
     _state: Any = field(init=False)
 
@@ -236,13 +308,13 @@ class PopulationRunner:
         self.last_release = np.zeros(self.stream.domain, dtype=np.float64)
         self._state = self.kernel.start()
         self.n_classes = len(self.setup.budgets)
-        budgets = np.array([b > 0 for b in self.setup.budgets], dtype=bool)
-        # Only users who can report (a positive per-report budget) are in the pool.
-        self._eligible: IntArray = np.flatnonzero(budgets[self.class_of]).astype(np.int64)
-        if len(self._eligible) != self.setup.config.n:
+        self.reporters = Reporters(
+            self.users, self.class_of, self.setup.budgets, self.setup.config.recycle, self.pool_rng
+        )
+        if len(self.reporters.eligible) != self.setup.config.n:
             raise BudgetError("the population does not match the allocator's set-up")
-        self.pool = UserPool(len(self._eligible), self.setup.config.recycle, self.pool_rng)
-        self._class_sizes: IntArray = self._counts(self._eligible)
+        self.pool = self.reporters.pool
+        self._class_sizes: IntArray = self._counts(self.reporters.eligible)
         self._codes: IntArray | None = None
         if isinstance(self.stream, PerUserStream):
             self._codes = self.stream.user_codes(self.users)
@@ -279,22 +351,15 @@ class PopulationRunner:
         return out
 
     def _charge(self, t: int, idx: IntArray, part: str) -> None:
-        d = self.stream.domain
-        for c in range(self.n_classes):
-            members = idx[self.class_of[idx] == c]
-            b = self.setup.budgets[c]
-            if len(members) == 0 or b <= 0:
-                continue
-            charge_reporters(
-                self.spender,
-                t,
-                Budget(b),
-                _evidence(self.oracle, d, b, self.setup.personalized),
-                reports=len(members),
-                users=[self.users[i] for i in members.tolist()],
-                part=part,
-                mechanism=self.mechanism,
-            )
+        d, personalized = self.stream.domain, self.setup.personalized
+        self.reporters.charge(
+            self.spender,
+            t,
+            idx,
+            part,
+            self.mechanism,
+            lambda b: _evidence(self.oracle, d, b, personalized),
+        )
 
     def _report(self, values: IntArray) -> Estimate | None:
         d, setup = self.stream.domain, self.setup
@@ -328,7 +393,7 @@ class PopulationRunner:
         est: Estimate | None = None
         z = int(draw.dissimilarity)
         if z > 0:
-            idx = self._eligible[self.pool.draw(z, what="dissimilarity")]
+            idx = self.reporters.draw(z, "dissimilarity")
             values = self._values(t, idx, remaining)  # checked before anyone is charged
             self._charge(t, idx, "dissimilarity")
             self.drawn["dissimilarity"] = idx
@@ -338,20 +403,19 @@ class PopulationRunner:
         pub_idx: IntArray | None = None
         if not draw.forced and not draw.nullified and k > 0:
             if self.setup.ops is not None:  # 000 Algorithm 3 line 14: draw before deciding
-                pub_pos = self.pool.draw(k, what="publication")
-                pub_idx = self._eligible[pub_pos]
+                pub_idx = self.reporters.draw(k, "publication")
                 mix = self._counts(pub_idx)
             else:
                 mix = self._class_sizes
             err = self._error(mix, k)
             decision = est is not None and dissimilarity(est, self.last_release) > err
             if not decision and pub_idx is not None:
-                self.pool.putback(pub_pos)
+                self.reporters.putback(pub_idx)
                 pub_idx = None
         publish = bool(draw.forced) or (not draw.nullified and decision)
         if publish and k > 0:
             if pub_idx is None:
-                pub_idx = self._eligible[self.pool.draw(k, what="publication")]
+                pub_idx = self.reporters.draw(k, "publication")
             values = self._values(t, pub_idx, remaining)
             self._charge(t, pub_idx, "publication")
             self.drawn["publication"] = pub_idx

@@ -30,10 +30,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-from accounting.budget import Budget, BudgetError, format_exact
+from accounting.budget import Budget, BudgetError
 from mechanisms.personalized import PersonalizedFO, sampling_variance
 
-__all__ = ["OPSChoice", "OPSClass", "describe", "ops", "reports_within", "sample_size"]
+__all__ = ["OPSChoice", "OPSClass", "ops", "reports_within", "sample_size"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +55,6 @@ class OPSChoice:
     splits: tuple[int, ...]  # k_i per class: each report spends eps_i / k_i
     error: float  # 000 Eq. 7 at z_opt
     candidates: tuple[tuple[int, float], ...]  # every (z~, error) evaluated, in ascending z~
-
-    def share(self, cls: OPSClass, index: int) -> Fraction:
-        return cls.eps / self.splits[index]
 
 
 def sample_size(n: int, w: int) -> int:
@@ -162,14 +159,3 @@ def ops(
 def reports_within(w: int, recycle: int) -> int:
     """The most reports a user recycled every ``recycle`` slots can make in ``w`` slots."""
     return -(-w // recycle)
-
-
-def describe(choice: OPSChoice, classes: Sequence[OPSClass]) -> str:
-    parts = [
-        f"w={c.w} eps={format_exact(c.eps)} -> {k} share(s) of {format_exact(c.eps / k)}"
-        for c, k in zip(classes, choice.splits, strict=True)
-    ]
-    return (
-        f"OPS: z_opt={choice.z_opt}, recycle every {choice.recycle} slots "
-        f"(w_opt={float(choice.w_opt):.4g}); " + "; ".join(parts)
-    )

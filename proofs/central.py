@@ -50,6 +50,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import partial
 from typing import Any
 
 import z3
@@ -468,6 +469,9 @@ def prove_allocator(
     start = time.perf_counter()
     statement = _statement(alloc, scope, arithmetic, False)
     scope_json = _scope_json(alloc, scope, arithmetic, False)
+    result = partial(
+        AllocatorProof, mechanism, variant, arithmetic, "bounded", statement, scope_json
+    )
     cases = 0
     unknown = ""
     for build, case, reqs in _bounded_cases(alloc, variant, arithmetic, scope):
@@ -485,25 +489,8 @@ def prove_allocator(
             cex = _counterexample(
                 mechanism, variant, arithmetic, u, outcome, case, reqs, scope.timeout_ms
             )
-            return AllocatorProof(
-                mechanism,
-                variant,
-                arithmetic,
-                "bounded",
-                statement,
-                scope_json,
-                "counterexample",
-                time.perf_counter() - start,
-                cases,
-                cex,
-            )
-    return AllocatorProof(
-        mechanism,
-        variant,
-        arithmetic,
-        "bounded",
-        statement,
-        scope_json,
+            return result("counterexample", time.perf_counter() - start, cases, cex)
+    return result(
         "unknown" if unknown else "proved",
         time.perf_counter() - start,
         cases,
@@ -863,6 +850,9 @@ def _prove_explicit(
     start = time.perf_counter()
     statement = _statement(alloc, scope, "float", False)
     scope_json = _scope_json(alloc, scope, "float", False)
+    result = partial(
+        AllocatorProof, alloc.name, variant, "float", "exhaustive", statement, scope_json
+    )
     cases = 0
     alg = FloatCountAlgebra()
     for classes, reqs, windows in _concrete_cases(alloc, scope):
@@ -891,25 +881,8 @@ def _prove_explicit(
                 out.decisions,
                 failure,
             )
-            return AllocatorProof(
-                alloc.name,
-                variant,
-                "float",
-                "exhaustive",
-                statement,
-                scope_json,
-                "counterexample",
-                time.perf_counter() - start,
-                cases,
-                cex,
-            )
-    return AllocatorProof(
-        alloc.name,
-        variant,
-        "float",
-        "exhaustive",
-        statement,
-        scope_json,
+            return result("counterexample", time.perf_counter() - start, cases, cex)
+    return result(
         "proved",
         time.perf_counter() - start,
         cases,

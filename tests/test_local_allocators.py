@@ -400,3 +400,15 @@ def test_putback_of_nothing_is_a_no_op() -> None:
     pool.draw(0)
     pool.putback(np.zeros(0, np.int64))
     assert pool.available == 2 and pool.out == 2
+
+
+def test_trace_draws_only_users_who_can_report() -> None:
+    """Users with eps = 0 are outside the pool in a trace exactly as in a run (the trace and the
+    runner share `Reporters`), and the pool size is the kernel's n."""
+    pop = Population.from_classes({fx(3, 1): 12, fx(3, 0): 6})
+    trace = trace_population("plpd", pop, [True] * 9)
+    assert trace.ok and trace.setup.config.n == 12
+    assert trace.slots[0].available == 12
+    drawn = {u for s in trace.slots for users in s.sampled.values() for u in users}
+    eps_of = {u: r.eps for u, r in pop.items() if isinstance(r, Fixed)}
+    assert drawn and all(eps_of[u] > 0 for u in drawn)

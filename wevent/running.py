@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,7 +34,7 @@ from mechanisms.allocators.algebra import ExactAlgebra
 from mechanisms.allocators.local import population_setup
 from mechanisms.allocators.population import PopulationKernel
 from mechanisms.central import CentralRunner, InvalidAllocation, SlotRecord
-from mechanisms.local import LocalBudgetRunner, PopulationRunner
+from mechanisms.local import LocalBudgetRunner, PopulationRunner, population_arrays
 from mechanisms.pool import PoolExhausted
 from mechanisms.streams import (
     SYNTHETIC_KINDS,
@@ -219,12 +220,13 @@ def run_mechanism(
             f"population: {cfg.unit} users per slot, recycled after {cfg.recycle} slots; "
             "per-report budgets " + ", ".join(str(b) for b in setup.budgets)
         )
+        users, class_of = population_arrays(population)
         runner = PopulationRunner(
             setup=setup,
             kernel=PopulationKernel(mechanism, ExactAlgebra(), cfg, variant),
             spender=guard,
-            users=[u for c in population.classes for u in c.members],
-            class_of=np.array([c.index for c in population.classes for _ in c.members], np.int64),
+            users=users,
+            class_of=class_of,
             stream=stream,
             data_rng=np.random.default_rng(data_seed),
             noise_rng=np.random.default_rng(noise_seed),
@@ -232,29 +234,22 @@ def run_mechanism(
             mechanism=mechanism,
             oracle=oracle or "grr",
         )
-    elif mechanism in LOCAL_BUDGET:
-        runner = LocalBudgetRunner(
-            kernel=make_kernel(mechanism, ExactAlgebra(), classes, variant),
-            spender=guard,
-            groups=groups,
-            sizes=sizes,
-            stream=stream,
-            data_rng=np.random.default_rng(data_seed),
-            noise_rng=np.random.default_rng(noise_seed),
-            mechanism=mechanism,
-            oracle=oracle or "grr",
-        )
     else:
-        runner = CentralRunner(
-            kernel=make_kernel(mechanism, algebra_for(arithmetic), classes, variant),
-            spender=guard,
-            groups=groups,
-            sizes=sizes,
-            stream=stream,
-            data_rng=np.random.default_rng(data_seed),
-            noise_rng=np.random.default_rng(noise_seed),
-            mechanism=mechanism,
-        )
+        kernel = make_kernel(mechanism, algebra_for(arithmetic), classes, variant)
+        common: dict[str, Any] = {
+            "kernel": kernel,
+            "spender": guard,
+            "groups": groups,
+            "sizes": sizes,
+            "stream": stream,
+            "data_rng": np.random.default_rng(data_seed),
+            "noise_rng": np.random.default_rng(noise_seed),
+            "mechanism": mechanism,
+        }
+        if mechanism in LOCAL_BUDGET:
+            runner = LocalBudgetRunner(**common, oracle=oracle or "grr")
+        else:
+            runner = CentralRunner(**common)
     summary = RunSummary(
         mechanism, variant, arithmetic, len(population), len(population.classes), slots
     )

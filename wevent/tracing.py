@@ -29,8 +29,8 @@ from mechanisms.allocators.algebra import ExactAlgebra
 from mechanisms.allocators.kernel import Plan, first_negative, published_now
 from mechanisms.allocators.local import PopulationSetup, population_setup
 from mechanisms.allocators.population import PopulationKernel
-from mechanisms.oracles import charge_reporters
-from mechanisms.pool import PoolExhausted, UserPool
+from mechanisms.local import Reporters, population_arrays
+from mechanisms.pool import PoolExhausted
 from verifier.guard import Guard
 
 __all__ = [
@@ -272,48 +272,30 @@ def trace_population(
     kernel: PopulationKernel[Fraction, bool] = PopulationKernel(
         mechanism, ExactAlgebra(), setup.config, variant
     )
-    users = [u for c in population.classes for u in c.members]
-    class_of = np.array([c.index for c in population.classes for _ in c.members], np.int64)
-    pool = UserPool(len(users), setup.config.recycle, np.random.default_rng(seed))
+    users, class_of = population_arrays(population)
+    reporters = Reporters(
+        users, class_of, setup.budgets, setup.config.recycle, np.random.default_rng(seed)
+    )
     guard = Guard(population)
     result = PopulationTrace(mechanism, variant, population, setup, [])
     state = kernel.start()
     for t, decision in enumerate(decisions, start=1):
-        pool.release(t)
+        reporters.pool.release(t)
         draw = kernel.plan(state, t)
         published = published_now(kernel.alg, Plan(draw.nullified, draw.forced, (), ()), decision)
         published = published and draw.publication > 0
         status = "published" if published else ("nullified" if draw.nullified else "skipped")
-        slot = PopulationSlot(t, status, {}, pool.available)
+        slot = PopulationSlot(t, status, {}, reporters.pool.available)
         result.slots.append(slot)
         try:
             parts = [("dissimilarity", int(draw.dissimilarity))]
             if published:
                 parts.append(("publication", int(draw.publication)))
             for part, k in parts:
-                if k <= 0:
-                    continue
-                idx = pool.draw(k, what=part)
-                drawn = [users[i] for i in idx.tolist()]
-                slot.sampled[part] = drawn
-                for c in population.classes:
-                    members = [
-                        u
-                        for u, i in zip(drawn, idx.tolist(), strict=True)
-                        if class_of[i] == c.index
-                    ]
-                    amount = setup.budgets[c.index]
-                    if members and amount > 0:
-                        charge_reporters(
-                            guard,
-                            t,
-                            Budget(amount),
-                            None,
-                            reports=len(members),
-                            users=members,
-                            part=part,
-                            mechanism=mechanism,
-                        )
+                if k > 0:
+                    idx = reporters.draw(k, part)
+                    slot.sampled[part] = [users[i] for i in idx.tolist()]
+                    reporters.charge(guard, t, idx, part, mechanism)
         except PoolExhausted as exc:
             result.shortage, result.failed_slot = exc, t
             break
