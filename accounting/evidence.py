@@ -9,6 +9,9 @@ Costs:
 * `OUE` (unary encoding with keep-probability p and flip-on probability q):
   ``ln(p (1 - q) / ((1 - p) q))``.
 * `Sampled`: amplification by sampling, ``ln(1 + prob * (e^inner - 1))`` (001 Section 4.2, SM).
+* `ExSub` (004 Definition 2, one report covering a user's whole stream): every output has
+  probability ``1/Omega`` or ``x/Omega`` with Omega the same for all inputs, so the cost is
+  ``ln(1 / x)``; ``x`` is the float the sampler used for e^-eps, as an exact rational.
 * `PostProcessing`: 0.
 """
 
@@ -29,6 +32,7 @@ __all__ = [
     "CostCheck",
     "DiscreteLaplace",
     "Evidence",
+    "ExSub",
     "Laplace",
     "PostProcessing",
     "Sampled",
@@ -138,14 +142,39 @@ class Sampled:
 
 
 @dataclass(frozen=True, slots=True)
+class ExSub:
+    """(d', s, eps, m)-ExSub (004 Definition 2) with exclusion weight ``x`` standing for e^-eps:
+    outputs meeting the input have weight 1, the others weight x."""
+
+    d_prime: int
+    s: int
+    m: int
+    x: Fraction
+
+    def __post_init__(self) -> None:
+        for name in ("d_prime", "s", "m"):
+            v = getattr(self, name)
+            if isinstance(v, str) and v.strip().isdigit():
+                v = int(v)
+                _set(self, name, v)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise BudgetError(f"exsub.{name} must be a positive integer, got {v!r}")
+        if not (self.s < self.d_prime and self.m <= self.d_prime):
+            raise BudgetError("exsub: need s < d_prime and m <= d_prime")
+        _set(self, "x", _exact(self.x, "exsub.x"))
+        if not 0 < self.x <= 1:
+            raise BudgetError("exsub.x must be in (0, 1]")
+
+
+@dataclass(frozen=True, slots=True)
 class PostProcessing:
     """A transformation of already-private output: costs nothing (e.g. PUE re-perturbation)."""
 
     note: str = ""
 
 
-Evidence = Laplace | DiscreteLaplace | GRR | OUE | Sampled | PostProcessing
-_EVIDENCE_TYPES = (Laplace, DiscreteLaplace, GRR, OUE, Sampled, PostProcessing)
+Evidence = Laplace | DiscreteLaplace | GRR | OUE | Sampled | ExSub | PostProcessing
+_EVIDENCE_TYPES = (Laplace, DiscreteLaplace, GRR, OUE, Sampled, ExSub, PostProcessing)
 
 
 def cost_bounds(evidence: Evidence, digits: int = 40) -> tuple[Fraction, Fraction]:
@@ -164,6 +193,10 @@ def cost_bounds(evidence: Evidence, digits: int = 40) -> tuple[Fraction, Fractio
         ratio = (p * (1 - q)) / ((1 - p) * q)
         ratio = max(ratio, 1 / ratio)
         return ln_bounds(ratio, ratio, digits)
+    if isinstance(evidence, ExSub):
+        if evidence.x == 1:
+            return (Fraction(0), Fraction(0))
+        return ln_bounds(1 / evidence.x, 1 / evidence.x, digits)
     if isinstance(evidence, Sampled):
         ilo, ihi = cost_bounds(evidence.inner, digits)
         prob = evidence.probability
@@ -245,6 +278,14 @@ def evidence_to_json(evidence: Evidence) -> dict[str, Any]:
             "probability": format_exact(evidence.probability),
             "inner": evidence_to_json(evidence.inner),
         }
+    if isinstance(evidence, ExSub):
+        return {
+            "kind": "exsub",
+            "d_prime": evidence.d_prime,
+            "s": evidence.s,
+            "m": evidence.m,
+            "x": format_exact(evidence.x),
+        }
     out: dict[str, Any] = {"kind": "postprocessing"}
     if evidence.note:
         out["note"] = evidence.note
@@ -257,6 +298,7 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     "grr": ("d", "p", "q"),
     "oue": ("p", "q"),
     "sampled": ("probability", "inner"),
+    "exsub": ("d_prime", "s", "m", "x"),
     "postprocessing": (),
 }
 
@@ -290,5 +332,7 @@ def evidence_from_json(obj: object) -> Evidence:
         return OUE(obj["p"], obj["q"])
     if kind == "sampled":
         return Sampled(evidence_from_json(obj["inner"]), obj["probability"])
+    if kind == "exsub":
+        return ExSub(obj["d_prime"], obj["s"], obj["m"], obj["x"])
     note = obj.get("note", "")
     return PostProcessing(note if isinstance(note, str) else str(note))
