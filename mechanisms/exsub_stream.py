@@ -109,7 +109,9 @@ class ExSubClient:
 
     def start(self) -> None:
         """Draw the subgroup (Algorithm 4 line 1). Call after the budget is charged."""
-        self.sampler = OnlineSampler(self.design, choose_subgroup(self.design, self.chooser), self.chooser)
+        self.sampler = OnlineSampler(
+            self.design, choose_subgroup(self.design, self.chooser), self.chooser
+        )
 
     def observe(self, x_t: npt.ArrayLike) -> list[tuple[int, int]]:
         """Slot t's report: ``(index in the level vector (0-based), sign)`` for each sent symbol."""
@@ -158,7 +160,8 @@ class ExSubServer:
     def __init__(self, protocol: ExSubProtocol) -> None:
         self.protocol = protocol
         self.sums = {
-            h: np.zeros((level_count(protocol.T, protocol.r, h), protocol.d)) for h in protocol.levels
+            h: np.zeros((level_count(protocol.T, protocol.r, h), protocol.d))
+            for h in protocol.levels
         }
         self.users = dict.fromkeys(protocol.levels, 0)
 

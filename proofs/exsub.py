@@ -158,9 +158,7 @@ def _lin_show(v: Lin, omega: Lin) -> str:
     return f"({format_exact(a)} + {format_exact(b)} x) / ({format_exact(omega[0])} + {format_exact(omega[1])} x)"
 
 
-def _distribution(
-    design: ExSubDesign, r: Output, online: bool, variant: str
-) -> dict[Output, Lin]:
+def _distribution(design: ExSubDesign, r: Output, online: bool, variant: str) -> dict[Output, Lin]:
     """Output -> (a, b): P[Z | r] = (a + b x) / (A + B x), subgroup choice symbolic."""
     out: dict[Output, Lin] = {}
     for nt, nr, size in design.subgroups:
@@ -188,7 +186,9 @@ def _valid_output(z: Output, m: int) -> bool:
     return all(v in (-1, 0, 1) for v in z) and sum(1 for v in z if v) == m
 
 
-def _quadratic_min(c0: Fraction, c1: Fraction, c2: Fraction, lo: Fraction, hi: Fraction) -> Fraction:
+def _quadratic_min(
+    c0: Fraction, c1: Fraction, c2: Fraction, lo: Fraction, hi: Fraction
+) -> Fraction:
     """The exact minimum of c0 + c1 x + c2 x^2 over [lo, hi], as the x attaining it."""
     cands = [lo, hi]
     if c2 > 0:
@@ -215,9 +215,7 @@ def _ratio_ok(num: Lin, den: Lin, x: Fraction | None) -> Fraction | None:
     return t
 
 
-def _check(
-    design: ExSubDesign, variant: str, eps: Fraction | None, proof: ExSubProof
-) -> list[str]:
+def _check(design: ExSubDesign, variant: str, eps: Fraction | None, proof: ExSubProof) -> list[str]:
     d, s, m = design.d_prime, design.s, design.m
     omega: Lin = (
         Fraction(sum(size for nt, _, size in design.subgroups if nt > 0)),

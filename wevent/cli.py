@@ -170,9 +170,78 @@ _ALLOCATORS = (*CENTRAL, *LOCAL_BUDGET)
 _POPULATION_PROOFS = (*POPULATION, "ops")
 
 
+def _exsub_prove_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option(
+        "--eps",
+        default=None,
+        help="exsub: prove at this epsilon (exact, e.g. 1 or 1/2) with the runtime's rounded "
+        "e^-eps instead of for every eps > 0.",
+    )(f)
+    f = click.option(
+        "--m",
+        "m",
+        type=click.IntRange(min=1, max=12),
+        default=3,
+        show_default=True,
+        help="exsub: output size m (at most d').",
+    )(f)
+    f = click.option(
+        "--s",
+        "sparsity",
+        type=click.IntRange(min=1, max=11),
+        default=2,
+        show_default=True,
+        help="exsub: sparsity s (non-zero entries of the input, s < d').",
+    )(f)
+    return click.option(
+        "--dprime",
+        type=click.IntRange(min=2, max=12),
+        default=5,
+        show_default=True,
+        help="exsub: vector length d' (inputs enumerated: C(d', s) 2^s; d' <= 6 takes seconds).",
+    )(f)
+
+
+def _prove_exsub(
+    dprime: int, sparsity: int, m: int, eps_text: str | None, variant: str, as_json: bool
+) -> None:
+    """`wevent prove exsub`: exits 0 proved, 1 counterexample, 2 bad input, 3 unknown."""
+    from accounting.budget import parse_exact
+    from proofs.exsub import prove_exsub
+
+    if variant == "published":
+        _fail("exsub: use --variant printed-offline or printed-online for 004's pseudo-code")
+    try:
+        eps = None if eps_text is None else parse_exact(eps_text, what="--eps")
+        if eps is not None and eps <= 0:
+            raise BudgetError(f"--eps must be positive, got {eps_text}")
+        if not sparsity < dprime or m > dprime:
+            raise BudgetError(
+                f"exsub needs s < d' and m <= d' (got d'={dprime}, s={sparsity}, m={m})"
+            )
+        proof = prove_exsub(dprime, sparsity, m, eps, variant)
+    except BudgetError as exc:
+        _fail(str(exc))
+    if as_json:
+        click.echo(json.dumps(proof.to_json(), indent=2))
+    else:
+        label = {"proved": "PROVED", "counterexample": "REFUTED", "unknown": "UNKNOWN"}
+        click.echo(
+            f"exsub ({variant}): {label[proof.status]} ({proof.inputs} inputs, "
+            f"{proof.outputs} outputs, {proof.seconds:.2f} s)"
+        )
+        click.echo(f"  theorem: {proof.statement}")
+        for c in proof.checks:
+            click.echo(f"  - {c}")
+        if proof.counterexample:
+            click.echo(f"  counterexample: {proof.counterexample}")
+    codes = {"proved": EXIT_OK, "counterexample": EXIT_VIOLATION}
+    sys.exit(codes.get(proof.status, EXIT_UNKNOWN))
+
+
 @cli.command("prove")
 @click.argument(
-    "target", type=click.Choice([*_PRIMITIVES, *_ALLOCATORS, *_POPULATION_PROOFS, "all"])
+    "target", type=click.Choice([*_PRIMITIVES, *_ALLOCATORS, *_POPULATION_PROOFS, "exsub", "all"])
 )
 @click.option(
     "--d",
@@ -185,10 +254,11 @@ _POPULATION_PROOFS = (*POPULATION, "ops")
 )
 @click.option(
     "--variant",
-    type=click.Choice(["sound", "published"]),
+    type=click.Choice(["sound", "published", "printed-offline", "printed-online"]),
     default="sound",
     show_default=True,
-    help="Allocators: 'published' is the papers' pseudo-code as printed.",
+    help="Allocators: 'published' is the papers' pseudo-code as printed. exsub: "
+    "'printed-offline' / 'printed-online' run 004 Algorithm 3 line 13 / Algorithm 4 as printed.",
 )
 @click.option(
     "--arithmetic",
@@ -236,6 +306,7 @@ _POPULATION_PROOFS = (*POPULATION, "ops")
     default=None,
     help="Allocators: write a counterexample's requirements CSV here (for wevent trace -r).",
 )
+@_exsub_prove_options
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def prove_cmd(
     target: str,
@@ -248,6 +319,10 @@ def prove_cmd(
     unbounded: bool,
     timeout: int,
     save_requirements: Path | None,
+    dprime: int,
+    sparsity: int,
+    m: int,
+    eps: str | None,
     as_json: bool,
 ) -> None:
     """Prove a primitive's privacy theorem or an allocator's window theorem, or refute it.
@@ -280,7 +355,14 @@ def prove_cmd(
     of the pool.
 
     \b
+    ExSub (004): exsub --dprime D --s S --m M [--eps E] enumerates the samplers' code exactly on
+    every s-sparse input of length D: the offline sampler (Algorithm 3) realizes Definition 2,
+    the online one (Algorithm 4) has the same distribution, and every likelihood ratio is <= e^eps
+    (for every eps > 0, or at E with the runtime's rounded e^-E).
+
+    \b
     Examples:
+      wevent prove exsub --dprime 5 --s 2 --m 3
       wevent prove pba                          bounded: w <= 6, 2 classes, 18 slots
       wevent prove pba --unbounded              every horizon (k-induction)
       wevent prove ba --arithmetic float --variant published --classes 1
@@ -289,6 +371,10 @@ def prove_cmd(
     Exit 0 when proved, 1 on a counterexample (printed), 2 on bad input, 3 when undecided or
     timed out (never reported as proved).
     """
+    if target == "exsub":
+        _prove_exsub(dprime, sparsity, m, eps, variant, as_json)
+    if variant.startswith("printed-"):
+        _fail(f"--variant {variant} applies to exsub only")
     if target in _ALLOCATORS:
         from proofs.central import ALLOCATORS
         from wevent.proving import default_scope, render_proof, run_allocator_proof
@@ -386,6 +472,86 @@ Local model, population division (sampled users report once per window; 002 Sect
 uniform, sample, bd, ba and the non-personalized local ones serve every user with the largest
 window and the smallest budget.
 """
+
+
+_EXSUB_RUN_HELP = """
+\b
+Whole-stream local model (004):
+  exsub    every user picks one hierarchy level, is charged its whole-stream eps once (w = inf
+           requirements) and reports its level's residues online through ExSub (Algorithm 4);
+           --stream sparse --slots T --d D --sparsity S, or a CSV (categorical values one-hot)
+"""
+
+
+def _exsub_run_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option(
+        "--weights",
+        type=click.Choice(["uniform", "range", "calibrated", "sqrt-calibrated"]),
+        default="uniform",
+        show_default=True,
+        help="exsub: hierarchy level portions (004 Section IV: uniform for mean queries, range or "
+        "calibrated (Section VI-D) for range queries).",
+    )(f)
+    f = click.option(
+        "--fanout",
+        type=click.IntRange(min=2, max=64),
+        default=2,
+        show_default=True,
+        help="exsub: fan-out r of the residue hierarchy.",
+    )(f)
+    return click.option(
+        "--sparsity",
+        type=click.IntRange(min=1, max=10**6),
+        default=4,
+        show_default=True,
+        help="exsub: s, the public bound on every user's number of changes (a user with more is "
+        "refused before the run).",
+    )(f)
+
+
+def _run_exsub(
+    requirements: Sequence[Path],
+    stream_spec: str,
+    slots: int | None,
+    seed: int,
+    domain: int | None,
+    sparsity: int,
+    fanout: int,
+    weights: str,
+    ledger_out: Path | None,
+    releases_out: Path | None,
+    oracle: str | None,
+    variant: str,
+    arithmetic: str,
+) -> None:
+    """`wevent run exsub`: exits 0 when every charge was accepted, 1 when the guard refused one."""
+    from wevent.exsub_run import run_exsub
+
+    if oracle is not None or variant != "sound" or arithmetic != "exact":
+        _fail("exsub takes no --oracle, --variant or --arithmetic")
+    try:
+        population = read_requirements(requirements)
+        summary = run_exsub(
+            population,
+            stream_spec,
+            slots=slots,
+            seed=seed,
+            d=domain,
+            sparsity=sparsity,
+            fanout=fanout,
+            weights=weights,
+            ledger_path=ledger_out,
+            releases_path=releases_out,
+        )
+    except BudgetError as exc:
+        _fail(str(exc))
+    for line in summary.describe():
+        click.echo(line)
+    if ledger_out is not None:
+        click.echo(f"  ledger written to {ledger_out}")
+    if releases_out is not None:
+        click.echo(f"  releases written to {releases_out}")
+    sys.exit(EXIT_OK if summary.ok else EXIT_VIOLATION)
 
 
 def _requirements_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -555,15 +721,15 @@ def _print_population_trace(result: Any, as_json: bool) -> None:
         click.echo(f"guard: all {len(result.slots)} slots accepted")
 
 
-@cli.command("run", epilog=_MECHANISM_HELP)
-@click.argument("mechanism", type=click.Choice(_MECHANISMS))
+@cli.command("run", epilog=_MECHANISM_HELP + _EXSUB_RUN_HELP)
+@click.argument("mechanism", type=click.Choice([*_MECHANISMS, "exsub"]))
 @_requirements_option
 @click.option(
     "--stream",
     "stream_spec",
     required=True,
     help="lns, sin or log (the synthetic binary streams of 001 Section 6.1) or a CSV file "
-    "'user,slot,value' with integer values 0..d-1.",
+    "'user,slot,value' with integer values 0..d-1. exsub: 'sparse' (s changes per user) or a CSV.",
 )
 @click.option(
     "--slots",
@@ -609,6 +775,7 @@ def _print_population_trace(result: Any, as_json: bool) -> None:
     help="Write the releases here (CSV slot,status,cell,release,truth).",
 )
 @_variant_options
+@_exsub_run_options
 def run_cmd(
     mechanism: str,
     requirements: Sequence[Path],
@@ -621,6 +788,9 @@ def run_cmd(
     releases_out: Path | None,
     variant: str,
     arithmetic: str,
+    sparsity: int,
+    fanout: int,
+    weights: str,
 ) -> None:
     """Run MECHANISM end to end on a stream with the runtime guard in the loop.
 
@@ -635,6 +805,22 @@ def run_cmd(
     """
     from wevent.running import open_stream, run_mechanism
 
+    if mechanism == "exsub":
+        _run_exsub(
+            requirements,
+            stream_spec,
+            slots,
+            seed,
+            domain,
+            sparsity,
+            fanout,
+            weights,
+            ledger_out,
+            releases_out,
+            oracle,
+            variant,
+            arithmetic,
+        )
     try:
         population = read_requirements(requirements)
         stream = open_stream(stream_spec, population, slots, seed, domain)
@@ -682,6 +868,59 @@ def demo_cmd() -> None:
     from wevent.demo import run_demo
 
     sys.exit(EXIT_OK if run_demo(click.echo) else EXIT_VIOLATION)
+
+
+@cli.command("reproduce")
+@click.argument("experiment", type=click.Choice(["exsub"]))
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Directory for results.csv, table.md and exsub.png (default: reproduction/EXPERIMENT).",
+)
+@click.option(
+    "--repeats",
+    type=click.IntRange(min=1, max=1000),
+    default=None,
+    help="Runs per setting, averaged (default 10, 2 with --quick).",
+)
+@click.option("--quick", is_flag=True, help="One small data set, two budgets: seconds.")
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Seed of data and noise.",
+)
+def reproduce_cmd(
+    experiment: str, out_dir: Path | None, repeats: int | None, quick: bool, seed: int
+) -> None:
+    """Re-run a paper's experiment and write its results.
+
+    \b
+    exsub (004 Section VI-C/D): online mean and range queries on synthetic sparse streams (each
+    user exactly s changes), ExSub against the baselines sample-grr (PCKV-GRR pattern),
+    sample-oue (PCKV-UE pattern) and split-rr (per-entry randomized response, eps / 2s), all in
+    004's hierarchical protocol with whole-stream budgets. Writes results.csv (long form:
+    experiment,dataset,mechanism,epsilon,w,metric,value,std), table.md (errors and ExSub's
+    reduction against each baseline) and exsub.png. The same seed gives the same files.
+
+    \b
+    Example:
+      wevent reproduce exsub --quick --out /tmp/exsub
+    """
+    from wevent.exsub_experiment import run_exsub_experiment
+
+    target = out_dir if out_dir is not None else Path("reproduction") / experiment
+    if target.exists() and not target.is_dir():
+        _fail(f"--out: {target} exists and is not a directory")
+    try:
+        rows = run_exsub_experiment(target, repeats or (2 if quick else 10), quick, seed)
+    except OSError as exc:
+        _fail(f"cannot write to {target}: {exc}")
+    click.echo(f"exsub: {len(rows)} result rows written to {target}/results.csv")
+    click.echo(f"  table: {target}/table.md, plot: {target}/exsub.png")
 
 
 def main(argv: Sequence[str] | None = None) -> Any:

@@ -186,7 +186,9 @@ def run_exsub_experiment(out_dir: Path, repeats: int, quick: bool, seed: int) ->
                     vals = np.array([r[metric] for r in results])
                     std = float(vals.std(ddof=1)) if len(vals) > 1 else 0.0
                     rows.append(
-                        Row("exsub", ds.name, name, str(eps), "inf", metric, float(vals.mean()), std)
+                        Row(
+                            "exsub", ds.name, name, str(eps), "inf", metric, float(vals.mean()), std
+                        )
                     )
     _write_csv(rows, out_dir / "results.csv")
     (out_dir / "table.md").write_text(markdown_table(rows, repeats), encoding="utf-8")
