@@ -55,7 +55,9 @@ def _ranks(n: int, k: int, rng: np.random.Generator) -> IntArray:
     """n independent uniform permutations of range(k), as ranks."""
     if k == 0:
         return np.zeros((n, 0), np.int64)
-    ranks: IntArray = np.argsort(np.argsort(rng.random((n, k)), axis=1), axis=1)
+    perm = np.argsort(rng.random((n, k)), axis=1)
+    ranks: IntArray = np.empty((n, k), np.int64)
+    np.put_along_axis(ranks, perm, np.broadcast_to(np.arange(k), (n, k)), axis=1)
     return ranks
 
 
@@ -80,7 +82,7 @@ def exsub_estimates(
     zrank = _ranks(n, d_prime - s, rng)
     zsign = np.where(zrank < nf, rng.choice(np.array([-1, 1]), size=zrank.shape), 0)
     np.put_along_axis(out, zero, zsign, axis=1)
-    est: FloatArray = out * float(design.value_scale())
+    est: FloatArray = out.astype(np.float64) * float(design.value_scale())
     return est
 
 

@@ -204,6 +204,5 @@ def sparse_streams(n: int, T: int, d: int, s: int, rng: np.random.Generator) -> 
     cells = np.argsort(keys, axis=1)[:, :s]
     flips = np.zeros((n, T * d), np.int64)
     np.put_along_axis(flips, cells, 1, axis=1)
-    flips = flips.reshape(n, T, d)
-    x: IntArray = (np.cumsum(flips, axis=1) % 2).astype(np.int64)
+    x: IntArray = (np.cumsum(flips.reshape(n, T, d), axis=1) % 2).astype(np.int64)
     return x

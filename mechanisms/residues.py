@@ -70,7 +70,7 @@ def levels(T: int, r: int) -> list[int]:
 def level_count(T: int, r: int, h: int) -> int:
     """``T_h = floor(T / r^h)``: how many residues Algorithm 1 emits at level h."""
     _check(T, r)
-    return T // r**h
+    return T // int(r**h)
 
 
 def residues(x: npt.ArrayLike, r: int, h: int) -> IntArray:
@@ -127,9 +127,10 @@ def reconstruct(estimates: Sequence[npt.ArrayLike], r: int, T: int) -> FloatArra
 
 
 def _prefix_factor(T: int, r: int, h: int) -> int:
-    k = (r - 1) * r**h
+    step = int(r**h)
+    k = (r - 1) * step
     first = k * (k + 1) * (2 * k + 1) // 6  # sum_{t'=0}^{K} t'^2
-    count = max(0, T - r**h - k + 1)  # terms t' = K .. T - r^h
+    count = max(0, T - step - k + 1)  # terms t' = K .. T - r^h
     return first + count * k * k
 
 

@@ -36,6 +36,7 @@ from math import comb
 from typing import Any
 
 from accounting.budget import BudgetError, format_exact
+from accounting.evidence import ExSub as ExSubEvidence
 from accounting.evidence import certify_cost
 from mechanisms.exsub import (
     ExSubDesign,
@@ -202,7 +203,10 @@ def _ratio_ok(num: Lin, den: Lin, x: Fraction | None) -> Fraction | None:
     """Check (a1 + b1 x) <= (a2 + b2 x) / x; return a violating x (None when it holds)."""
     (a1, b1), (a2, b2) = num, den
     c0, c1, c2 = a2, b2 - a1, -b1
-    value = lambda t: c0 + c1 * t + c2 * t * t  # noqa: E731
+
+    def value(t: Fraction) -> Fraction:
+        return c0 + c1 * t + c2 * t * t
+
     if x is not None:
         return None if value(x) >= 0 else x
     t = _quadratic_min(c0, c1, c2, Fraction(0), Fraction(1))
@@ -282,7 +286,8 @@ def _check(design: ExSubDesign, variant: str, eps: Fraction | None, proof: ExSub
             "x = e^-eps in (0, 1] (exact quadratic check)"
         )
     else:
-        check = certify_cost(design.evidence.__class__(d, s, m, x_used), eps)  # type: ignore[arg-type]
+        assert eps is not None
+        check = certify_cost(ExSubEvidence(d, s, m, x_used), eps)
         if not check.decided:
             raise TimeoutError(f"ln(1/x) <= {format_exact(eps)} could not be certified")
         if not check.ok:

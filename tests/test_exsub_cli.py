@@ -1,0 +1,158 @@
+"""`wevent run exsub`, `wevent prove exsub` and `wevent reproduce exsub` end to end."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from accounting.formats import read_ledger
+from wevent.cli import cli
+from wevent.demo import example_path
+
+WHOLE = str(example_path("requirements.wholestream.csv"))
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_run_exsub_writes_a_ledger_the_checker_accepts(tmp_path: Path) -> None:
+    ledger, releases = tmp_path / "run.jsonl", tmp_path / "rel.csv"
+    args = ["run", "exsub", "-r", WHOLE, "--stream", "sparse", "--slots", "8", "--d", "2"]
+    code, out, err = run(
+        *args, "--sparsity", "2", "--ledger", str(ledger), "--releases", str(releases)
+    )
+    assert code == 0, err
+    assert "40 of 40 users report" in out
+    rows = [json.loads(line) for line in ledger.read_text().splitlines()]
+    assert len(rows) == 40 and {r["slot"] for r in rows} == {1}
+    assert all(r["evidence"]["kind"] == "exsub" and r["mechanism"] == "exsub" for r in rows)
+    by_user = {r["user"]: r["epsilon"] for r in rows}
+    assert by_user["u1"] == "0.5" and by_user["u4"] == "2" and by_user["u2"] == "1"
+    code, out, _ = run("check", str(ledger), "-r", WHOLE)
+    assert code == 0 and "COMPLIANT" in out and "0 evidence failure" in out
+    with releases.open() as fh:
+        assert len(list(csv.DictReader(fh))) == 8 * 2
+    # same seed, same ledger
+    again = tmp_path / "again.jsonl"
+    run(*args, "--sparsity", "2", "--ledger", str(again))
+    assert again.read_text() == ledger.read_text()
+
+
+def test_a_tampered_exsub_ledger_fails_the_evidence_check(tmp_path: Path) -> None:
+    ledger = tmp_path / "run.jsonl"
+    code, _, _ = run(
+        "run",
+        "exsub",
+        "-r",
+        WHOLE,
+        "--stream",
+        "sparse",
+        "--slots",
+        "4",
+        "--ledger",
+        str(ledger),
+        "--sparsity",
+        "1",
+    )
+    assert code == 0
+    rows = [json.loads(line) for line in ledger.read_text().splitlines()]
+    rows[0]["evidence"]["x"] = "1/10"  # ln 10 > 0.5, the charge of u1
+    ledger.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    code, out, _ = run("check", str(ledger), "-r", WHOLE)
+    assert code == 1 and "1 evidence failure" in out
+    assert len(read_ledger(ledger)) == 40
+
+
+def test_run_exsub_on_a_csv_stream(tmp_path: Path) -> None:
+    req = tmp_path / "req.csv"
+    req.write_text("user,w,epsilon\na,inf,1\nb,inf,2\n")
+    stream = tmp_path / "s.csv"
+    stream.write_text("user,slot,value\na,1,0\na,3,1\nb,2,2\nb,3,2\nb,4,2\n")
+    code, out, err = run(
+        "run", "exsub", "-r", str(req), "--stream", str(stream), "--sparsity", "3", "--d", "3"
+    )
+    assert code == 0, err
+    assert "2 of 2 users report, 4 slots, d = 3" in out
+    # a: value 0 (1 change), then 1 (2 changes): 3 changes > 2
+    code, _, err = run("run", "exsub", "-r", str(req), "--stream", str(stream), "--sparsity", "2")
+    assert code == 2 and "user 'a' has 3 changes, more than --sparsity 2" in err
+    assert err.count("\n") == 1
+
+
+def test_run_exsub_user_mistakes_are_one_line(tmp_path: Path) -> None:
+    fixed = str(example_path("requirements.csv"))
+    cases = [
+        (["-r", fixed, "--stream", "sparse", "--slots", "4"], "whole-stream requirements"),
+        (["-r", WHOLE, "--stream", "sparse"], "--slots is required"),
+        (["-r", WHOLE, "--stream", "nope", "--slots", "4"], "neither the synthetic stream"),
+        (["-r", WHOLE, "--stream", "sparse", "--slots", "4", "--oracle", "oue"], "no --oracle"),
+        (
+            ["-r", WHOLE, "--stream", "sparse", "--slots", "2", "--d", "1", "--sparsity", "3"],
+            "do not fit",
+        ),
+    ]
+    for args, message in cases:
+        code, _, err = run("run", "exsub", *args)
+        assert code == 2, (args, err)
+        assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_prove_exsub_exit_codes() -> None:
+    code, out, _ = run("prove", "exsub", "--dprime", "4", "--s", "2", "--m", "2")
+    assert code == 0 and "PROVED" in out
+    code, out, _ = run("prove", "exsub", "--dprime", "4", "--s", "2", "--m", "2", "--eps", "1/2")
+    assert code == 0 and "runtime's x" in out
+    code, out, _ = run(
+        "prove", "exsub", "--dprime", "4", "--s", "2", "--m", "2", "--variant", "printed-online"
+    )
+    assert code == 1 and "REFUTED" in out and "counterexample" in out
+    code, out, _ = run("prove", "exsub", "--dprime", "3", "--s", "1", "--m", "2", "--json")
+    assert code == 0 and json.loads(out)["result"] == "proved"
+    for bad in (
+        ["--s", "4", "--dprime", "4"],
+        ["--eps", "0"],
+        ["--eps", "abc"],
+        ["--variant", "published"],
+    ):
+        code, _, err = run("prove", "exsub", *bad)
+        assert code == 2 and err.count("\n") == 1, (bad, err)
+    code, _, err = run("prove", "grr", "--variant", "printed-online")
+    assert code == 2 and "exsub only" in err
+
+
+def test_reproduce_exsub_quick_writes_results(tmp_path: Path) -> None:
+    out_dir = tmp_path / "out"
+    code, _, err = run("reproduce", "exsub", "--quick", "--repeats", "1", "--out", str(out_dir))
+    assert code == 0, err
+    with (out_dir / "results.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0]) == [
+        "experiment",
+        "dataset",
+        "mechanism",
+        "epsilon",
+        "w",
+        "metric",
+        "value",
+        "std",
+    ]
+    assert {r["mechanism"] for r in rows} >= {"exsub", "sample-grr", "sample-oue", "split-rr"}
+    assert {r["w"] for r in rows} == {"inf"}
+    assert "reduction of exsub vs sample-oue" in (out_dir / "table.md").read_text()
+    assert (out_dir / "exsub.png").read_bytes()[:4] == b"\x89PNG"
+    code, _, err = run("reproduce", "nope")
+    assert code == 2
+
+
+def test_help_teaches_exsub() -> None:
+    code, out, _ = run("run", "--help")
+    assert code == 0 and "Whole-stream local model (004)" in out and "--sparsity" in out
+    code, out, _ = run("prove", "--help")
+    assert "wevent prove exsub --dprime 5 --s 2 --m 3" in out
+    code, out, _ = run("reproduce", "--help")
+    assert code == 0 and "sample-grr" in out
