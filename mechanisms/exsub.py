@@ -216,6 +216,8 @@ class ExSubDesign:
     def value_scale(self) -> Fraction:
         """``1 / (p_t - p_r)``: the value estimator multiplies the output vector by this."""
         pt, pr, _ = self.rates()
+        if pt == pr:
+            raise BudgetError("exsub: with x = 1 (eps = 0) the output carries no information")
         return 1 / (pt - pr)
 
 

@@ -98,7 +98,11 @@ def test_every_likelihood_ratio_is_at_most_one_over_x(
     assert max(values) <= min(values) / x
     pt, pr, pf = design.rates()
     assert pr <= pt and pf <= pt and pt <= pr / x  # the estimators' denominators are positive
-    assert design.value_scale() > 0 or x == 1
+    if x < 1:
+        assert pt > pr and design.value_scale() > 0
+    else:
+        with pytest.raises(BudgetError):
+            design.value_scale()
 
 
 def test_lemma_1_mse_matches_direct_variance_sum() -> None:
