@@ -36,6 +36,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_allocators.py
 	$(PY) benchmarks/bench_local.py
 	$(PY) benchmarks/bench_proofs.py
+	$(PY) benchmarks/bench_exsub.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
