@@ -53,8 +53,12 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
 from math import ceil, comb
 from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
 
 from accounting.budget import BudgetError
 from accounting.evidence import ExSub as ExSubEvidence
@@ -75,6 +79,9 @@ __all__ = [
 ]
 
 VARIANTS = ("sound", "printed")
+
+
+FloatArray = npt.NDArray[np.float64]
 
 
 class SparsityExceeded(BudgetError):
@@ -159,7 +166,7 @@ class ExSubDesign:
         """Unnormalized probability of one output of a subgroup: 1, or x when n_t = 0."""
         return self.x if n_t == 0 else Fraction(1)
 
-    @property
+    @cached_property
     def omega(self) -> Fraction:
         """The normalization factor (Algorithm 3 line 1; Definition 2)."""
         return sum((size * self.weight(nt) for nt, _, size in self.subgroups), Fraction(0))
@@ -181,6 +188,10 @@ class ExSubDesign:
 
     def rates(self) -> tuple[Fraction, Fraction, Fraction]:
         """``(p_t, p_r, p_f)`` from the subgroup distribution (004 Section V-D)."""
+        return self._rates
+
+    @cached_property
+    def _rates(self) -> tuple[Fraction, Fraction, Fraction]:
         om = self.omega
         et = er = ef = Fraction(0)
         for nt, nr, size in self.subgroups:
@@ -212,6 +223,21 @@ class ExSubDesign:
         return (s * (pt + pr) * (1 - pt - pr) + (d - s) * 2 * pf * (1 - 2 * pf)) / (
             pt + pr - 2 * pf
         ) ** 2
+
+    def estimate_values(self, z: npt.ArrayLike) -> FloatArray:
+        """Proposition 1: ``([i_+ in Z] - [i_- in Z]) / (p_t - p_r)`` per entry, unbiased for R_i
+        (z: output vectors, one per row or a single one)."""
+        return np.asarray(z, dtype=np.float64) * float(self.value_scale())
+
+    def estimate_frequencies(self, z: npt.ArrayLike) -> FloatArray:
+        """Proposition 1: ``([i_+ in Z] + [i_- in Z] - 2 p_f) / (p_t + p_r - 2 p_f)`` per entry,
+        unbiased for |R_i|."""
+        pt, pr, pf = self.rates()
+        if pt + pr == 2 * pf:
+            raise BudgetError("exsub: with x = 1 (eps = 0) the output carries no information")
+        hits = np.abs(np.asarray(z, dtype=np.float64))
+        out: FloatArray = (hits - float(2 * pf)) / float(pt + pr - 2 * pf)
+        return out
 
     def value_scale(self) -> Fraction:
         """``1 / (p_t - p_r)``: the value estimator multiplies the output vector by this."""

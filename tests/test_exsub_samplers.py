@@ -51,6 +51,7 @@ def test_exact_samplers_are_unbiased_at_d_40(online: bool) -> None:
     chooser = RandomChooser(11 if online else 12)
     n = 4000
     total = np.zeros(40)
+    freq = np.zeros(40)
     for _ in range(n):
         group = choose_subgroup(design, chooser)
         if online:
@@ -60,10 +61,15 @@ def test_exact_samplers_are_unbiased_at_d_40(online: bool) -> None:
         else:
             z = offline_sample(design, r, group, chooser)
         assert sum(1 for v in z if v) == design.m
-        total += np.array(z, dtype=float)
-    mean = total / n * float(design.value_scale())
+        total += design.estimate_values(z)
+        freq += design.estimate_frequencies(z)
     sd = np.sqrt(_per_entry_variance(design, r) / n)
-    assert np.all(np.abs(mean - np.array(r)) <= Z * sd)
+    assert np.all(np.abs(total / n - np.array(r)) <= Z * sd)
+    # frequencies (Proposition 1): Bernoulli(p_t + p_r) or Bernoulli(2 p_f), rescaled
+    pt, pr, pf = (float(v) for v in design.rates())
+    den = pt + pr - 2 * pf
+    var = np.array([(pt + pr) * (1 - pt - pr) if v else 2 * pf * (1 - 2 * pf) for v in r])
+    assert np.all(np.abs(freq / n - np.abs(r)) <= Z * np.sqrt(var / den**2 / n))
 
 
 def test_vectorized_exsub_matches_the_exact_design() -> None:
