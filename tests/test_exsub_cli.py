@@ -156,3 +156,17 @@ def test_help_teaches_exsub() -> None:
     assert "wevent prove exsub --dprime 5 --s 2 --m 3" in out
     code, out, _ = run("reproduce", "--help")
     assert code == 0 and "sample-grr" in out
+
+
+def test_exsub_ledgers_round_trip_in_every_format(tmp_path: Path) -> None:
+    ledgers = []
+    for suffix in (".jsonl", ".csv", ".parquet"):
+        path = tmp_path / f"run{suffix}"
+        code, _, err = run(
+            "run", "exsub", "-r", WHOLE, "--stream", "sparse", "--slots", "4",
+            "--sparsity", "1", "--ledger", str(path),
+        )  # fmt: skip
+        assert code == 0, err
+        assert run("check", str(path), "-r", WHOLE)[0] == 0
+        ledgers.append(list(read_ledger(path)))
+    assert ledgers[0] == ledgers[1] == ledgers[2]
