@@ -26,9 +26,24 @@ import numpy.typing as npt
 
 from accounting.budget import BudgetError
 from mechanisms.exsub import Chooser, ExSubDesign, OnlineSampler, SparsityExceeded, choose_subgroup
-from mechanisms.residues import WEIGHTS, level_count, level_weights, levels, reconstruct
+from mechanisms.residues import (
+    WEIGHTS,
+    level_count,
+    level_weights,
+    levels,
+    reconstruct,
+    reconstruction_terms,
+)
 
-__all__ = ["ExSubClient", "ExSubProtocol", "ExSubServer", "change_count", "sparse_streams"]
+__all__ = [
+    "ExSubClient",
+    "ExSubProtocol",
+    "ExSubServer",
+    "change_count",
+    "level_variance_factors",
+    "sparse_streams",
+    "variance_optimal_weights",
+]
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -206,3 +221,48 @@ def sparse_streams(n: int, T: int, d: int, s: int, rng: np.random.Generator) -> 
     np.put_along_axis(flips, cells, 1, axis=1)
     x: IntArray = (np.cumsum(flips.reshape(n, T, d), axis=1) % 2).astype(np.int64)
     return x
+
+
+def level_variance_factors(
+    T: int, r: int, d: int, s: int, eps: Fraction, task: str = "range"
+) -> list[float]:
+    """``c_h = sigma_h^2 A_h`` per level (see `variance_optimal_weights`): the total variance of
+    the task's answers is ``sum_h c_h / (n W_h)``."""
+    if task not in {"mean", "range"}:
+        raise BudgetError(f"unknown task {task!r} (mean or range)")
+    hs = levels(T, r)
+    top = len(hs) - 1
+    use = {h: np.zeros((T, level_count(T, r, h))) for h in hs}
+    for t in range(1, T + 1):
+        for h, lo, hi in reconstruction_terms(t, r, top):
+            use[h][t - 1, lo - 1 : hi] = 1
+    out = []
+    for h in hs:
+        if task == "mean":
+            a = float(use[h].sum())
+        else:  # sum over i < j of (P_j - P_i)^2 = N sum P^2 - (sum P)^2, per residue
+            prefix = np.vstack([np.zeros((1, use[h].shape[1])), np.cumsum(use[h], axis=0)])
+            a = float(((T + 1) * (prefix**2).sum(axis=0) - prefix.sum(axis=0) ** 2).sum())
+        d_prime = d * level_count(T, r, h) + s
+        design = ExSubDesign.for_budget(d_prime, s, eps)
+        out.append(float(design.value_mse()) / d_prime * a)
+    return out
+
+
+def variance_optimal_weights(
+    T: int, r: int, d: int, s: int, eps: Fraction, task: str = "range"
+) -> list[Fraction]:
+    """Level portions minimizing the total variance of the task's answers (our derivation, not
+    004's): a level-h residue average has variance ``sigma_h^2 / (n W_h)`` with ``sigma_h^2`` the
+    ExSub per-entry variance at that level (004 Lemma 1's total over d'_h entries, divided by
+    d'_h); it enters the answers with the exact coefficients of Algorithm 2, ``A_h`` = the sum of
+    their squares over all answers (every x_t for ``mean``, every range [t1, t2] for ``range``).
+    ``sum_h sigma_h^2 A_h / W_h`` is minimal over the simplex at ``W_h`` proportional to
+    ``sqrt(sigma_h^2 A_h)`` (Lagrange). The sampling error of drawing users into levels is
+    ignored (as 004 does). Rounded to rationals (1e-9), exact sum 1."""
+    raw = [
+        Fraction(float(np.sqrt(c))).limit_denominator(10**9)
+        for c in level_variance_factors(T, r, d, s, eps, task)
+    ]
+    total = sum(raw, Fraction(0))
+    return [w / total for w in raw]

@@ -17,7 +17,9 @@ from mechanisms.exsub_stream import (
     ExSubProtocol,
     ExSubServer,
     change_count,
+    level_variance_factors,
     sparse_streams,
+    variance_optimal_weights,
 )
 from mechanisms.residues import (
     level_weights,
@@ -155,3 +157,41 @@ def test_error_metrics() -> None:
     # ranges: [1,1]=1 [1,2]=1 [1,3]=0 [2,2]=0 [2,3]=-1 [3,3]=-1
     assert m["range_mse"] == pytest.approx(4 / 6)
     assert m["mean_tve"] == 2 and m["range_tve"] == 4
+
+
+@settings(max_examples=30)
+@given(
+    st.sampled_from(["mean", "range"]),
+    st.lists(st.floats(0.01, 1.0), min_size=6, max_size=6),
+)
+def test_variance_optimal_weights_minimize_the_variance(task: str, other: list[float]) -> None:
+    """No other portions (here: any point of the simplex) give a smaller sum_h c_h / W_h."""
+    T, r, d, s, eps = 32, 2, 3, 4, Fraction(1)
+    c = level_variance_factors(T, r, d, s, eps, task)
+    best = [float(w) for w in variance_optimal_weights(T, r, d, s, eps, task)]
+    assert sum(variance_optimal_weights(T, r, d, s, eps, task)) == 1
+    alt = [w / sum(other) for w in other]
+
+    def objective(ws: list[float]) -> float:
+        return sum(ci / wi for ci, wi in zip(c, ws, strict=True))
+
+    assert objective(best) <= objective(alt) * (1 + 1e-9)
+    for kind in ("uniform", "calibrated"):
+        assert objective(best) <= objective([float(w) for w in level_weights(T, r, kind)])
+
+
+def test_mean_task_coefficients_count_algorithm_2_terms() -> None:
+    # T = 4, r = 2, one ExSub variance per level: A_h for the mean task counts how often the
+    # level's residues are used: x_1..x_4 use level 0 at t = 1, 3; level 1 at t = 2, 3; level 2
+    # at t = 4.
+    c = level_variance_factors(4, 2, 1, 1, Fraction(1), "mean")
+    sigma = []
+    for h, uses in zip(range(3), (2, 2, 1), strict=True):
+        from mechanisms.exsub import ExSubDesign
+
+        d_prime = 4 // 2**h + 1
+        design = ExSubDesign.for_budget(d_prime, 1, Fraction(1))
+        sigma.append(float(design.value_mse()) / d_prime * uses)
+    assert c == pytest.approx(sigma)
+    with pytest.raises(BudgetError):
+        level_variance_factors(4, 2, 1, 1, Fraction(1), "median")

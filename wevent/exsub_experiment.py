@@ -8,8 +8,10 @@ the ternary mechanism under its whole budget eps, and the server averages per le
 reconstructs with Algorithm 2. Mechanisms: ``exsub`` (uniform W, 004 Section IV (4) b),
 ``exsub-calibrated`` (004 Section VI-D's range weights), ``exsub-range`` (W proportional to r^h,
 004 Section IV (4) c), ``exsub-sqrt`` (square roots of the calibrated factors, our Lagrange
-minimizer, see `mechanisms.residues`) and the baselines of `mechanisms.exsub_baselines`
-(uniform W).
+minimizer, see `mechanisms.residues`), ``exsub-opt-mean`` / ``exsub-opt-range`` (portions
+minimizing the exact variance of the mean / range answers,
+`mechanisms.exsub_stream.variance_optimal_weights`; our derivation) and the baselines of
+`mechanisms.exsub_baselines` (uniform W).
 
 Metrics, per dimension: ``mean_mse`` = mean over (t, j) of (x_hat_t - x_bar_t)^2; ``range_mse`` =
 mean over every range [t1, t2] and j of the squared error of the range sum; ``mean_tve`` = 004's
@@ -30,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mechanisms.exsub_baselines import TERNARY
-from mechanisms.exsub_stream import sparse_streams
+from mechanisms.exsub_stream import sparse_streams, variance_optimal_weights
 from mechanisms.residues import level_count, level_weights, levels, reconstruct
 
 __all__ = ["COLUMNS", "Row", "run_exsub_experiment", "simulate_protocol"]
@@ -45,6 +47,8 @@ MECHANISMS = {  # name -> (ternary mechanism, level weights)
     "exsub-calibrated": ("exsub", "calibrated"),
     "exsub-range": ("exsub", "range"),
     "exsub-sqrt": ("exsub", "sqrt-calibrated"),
+    "exsub-opt-mean": ("exsub", "optimal-mean"),
+    "exsub-opt-range": ("exsub", "optimal-range"),
     "sample-grr": ("sample-grr", "uniform"),
     "sample-oue": ("sample-oue", "uniform"),
     "split-rr": ("split-rr", "uniform"),
@@ -115,7 +119,11 @@ def simulate_protocol(
     ``x_bar_t`` for t = 1..T, shape (T, d)."""
     n, T, d = x.shape
     hs = levels(T, r)
-    portions = np.array([float(w) for w in level_weights(T, r, weights)])
+    if weights.startswith("optimal-"):
+        exact = variance_optimal_weights(T, r, d, s, eps, weights.removeprefix("optimal-"))
+    else:
+        exact = level_weights(T, r, weights)
+    portions = np.array([float(w) for w in exact])
     level_of = rng.choice(len(hs), size=n, p=portions / portions.sum())
     ternary = TERNARY[mechanism]
     ests = []
