@@ -19,7 +19,7 @@ slow: $(STAMP)
 	$(PY) -m pytest -q -m slow
 
 typecheck: $(STAMP)
-	$(PY) -m mypy --strict accounting mechanisms verifier proofs wevent tests benchmarks
+	$(PY) -m mypy --strict accounting mechanisms verifier proofs wevent experiments tests benchmarks
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
