@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test demo lint typecheck unit slow bench clean
+.PHONY: test demo lint typecheck unit slow bench bench-scale clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_allocators.py
 	$(PY) benchmarks/bench_local.py
 	$(PY) benchmarks/bench_proofs.py
+
+# Scale: per-slot time and peak memory per allocator family, guard on and off (about 15 min).
+bench-scale: $(STAMP)
+	$(PY) benchmarks/bench_scale.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
