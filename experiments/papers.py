@@ -15,6 +15,7 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
+from accounting.budget import format_exact
 from accounting.population import Population
 from experiments import metrics
 from experiments.harness import Point, RunResult, Size, Sweep, run_sweep
@@ -77,6 +78,9 @@ ABLATION = ("plpd", "plpa", "plbd-rp", "plba-rp", "plbd-ops", "plba-ops", "plpd+
 PLDP_EPS = tuple(Point(F(k, 2), 120) for k in range(1, 6))  # Table IV: 0.5..2.5, w = 120
 PLDP_W = tuple(Point(F(3, 2), w) for w in (40, 80, 120, 160, 200))  # eps = 1.5
 PLDP_FULL = Size(10_000, 10_000)
+ABLATION_POINTS = tuple(
+    Point(p.epsilon, p.w, f"eps={format_exact(p.epsilon)}") for p in PLDP_EPS
+) + tuple(Point(p.epsilon, p.w, f"w={p.w}") for p in PLDP_W)
 PLDP_QUICK = Size(5_000, 200, points=(0, 2, 4))
 
 
@@ -178,15 +182,16 @@ SWEEPS: dict[str, Sweep] = {
         ),
         Sweep(
             "pldp-ablation",
-            "000 Figures 4-5: ablation of OPS and PUE (AMSE) as eps varies (w = 120)",
+            "000 Figures 4-5: ablation of OPS and PUE (AMSE) as eps varies (w = 120) and as w "
+            "varies (eps = 1.5)",
             ABLATION,
             SYNTHETIC,
-            "epsilon",
-            PLDP_EPS,
+            "setting",
+            ABLATION_POINTS,
             _pldp,
             ("amse", "ajsd"),
             PLDP_FULL,
-            PLDP_QUICK,
+            Size(5_000, 200, points=(0, 2, 4, 5, 7, 9)),
         ),
     )
 }
