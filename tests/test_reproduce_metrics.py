@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from experiments import metrics
+from experiments import claims, metrics
 
 # ---------------------------------------------------------------------------------------------
 # hand-computed values
@@ -153,3 +154,32 @@ def test_roc_is_a_monotone_curve_from_origin_to_one(points: list[tuple[float, fl
     assert 0 <= roc.auc <= 1
     # releasing the truth itself detects every event before any non-event
     assert metrics.event_roc(true, true).auc == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# the papers' "on average X% lower" claims (experiments.claims)
+
+
+def test_average_reduction_reproduces_001_table5_tlns_pba_vs_ba(tmp_path: Path) -> None:
+    """001 Table 5, TLNS: with the printed AMREs, the mean of 1 - PBA/BA is the printed 30.2%
+    and the mean of 1 - DPBA/BA the printed 70.6%."""
+    ba = [72_479.55, 13_456.32, 5_228.94, 2_583.01, 1_447.21]
+    pba = [15_734.77, 7_593.93, 4_031.24, 2_415.89, 1_449.54]
+    dpba = [3_249.53, 2_096.95, 1_309.70, 1_097.65, 860.35]
+    exp = tmp_path / "pwsm-epsilon"
+    exp.mkdir()
+    rows = ["experiment,dataset,mechanism,epsilon,w,metric,value,std,setting"]
+    for mech, values in (("ba", ba), ("pba", pba), ("dpba", dpba)):
+        for eps, v in zip(("0.2", "0.4", "0.6", "0.8", "1"), values, strict=True):
+            rows.append(f"pwsm-epsilon,lns,{mech},{eps},120,amre,{v},0,")
+    (exp / "results.csv").write_text("\n".join(rows) + "\n")
+    results = claims.load(exp / "results.csv")
+    assert claims.reduction(results, "lns", "pba", "ba", "amre") == pytest.approx(0.302, abs=5e-4)
+    assert claims.reduction(results, "lns", "dpba", "ba", "amre") == pytest.approx(0.706, abs=5e-4)
+    assert math.isnan(claims.reduction(results, "sin", "pba", "ba", "amre"))
+    lines = claims.evaluate(tmp_path)
+    assert any(
+        "| 001 Table 5 | TLNS | pba < ba (AMRE) | 30.2% lower | 30.2% | yes |" in line
+        for line in lines
+    )
+    assert not any("pldp" in line for line in lines)  # experiments that did not run are left out
