@@ -84,6 +84,8 @@ CLAIMS: tuple[Claim, ...] = (
     # 000 Section VI-C: PLPA vs LBA on the synthetic data sets (averaged over the three)
     *(_c("000 Fig. 2", "pldp-epsilon", d, "plpa", "lba", "amse", 47.27) for d in DS),
     *(_c("000 Fig. 3", "pldp-w", d, "plpa", "lba", "amse", 36.5) for d in DS),
+    *(_c("000 Fig. 2 (vs LPA)", "pldp-epsilon", d, "plpa", "lpa", "amse", 47.27) for d in DS),
+    *(_c("000 Fig. 3 (vs LPA)", "pldp-w", d, "plpa", "lpa", "amse", 36.5) for d in DS),
     *(
         _c("000 Fig. 2", "pldp-epsilon", d, a, b, "amse", None)
         for d in DS

@@ -73,7 +73,9 @@ def _ratio(point: Point, mechanism: str, users: int, seed: int) -> Population:
 
 
 # -- 000 (PLDP-IDS) ----------------------------------------------------------------------------
-PLDP = ("lbd", "lba", "plpd", "plpa", "plpd+", "plpa+")
+# 000 Section VI-B compares with 002's LBD and LBA; we add 002's population-division LPD and LPA,
+# the closer non-personalized counterparts (000's stated gains over "LBA" fit LPA far better).
+PLDP = ("lbd", "lba", "lpd", "lpa", "plpd", "plpa", "plpd+", "plpa+")
 ABLATION = ("plpd", "plpa", "plbd-rp", "plba-rp", "plbd-ops", "plba-ops", "plpd+", "plpa+")
 PLDP_EPS = tuple(Point(F(k, 2), 120) for k in range(1, 6))  # Table IV: 0.5..2.5, w = 120
 PLDP_W = tuple(Point(F(3, 2), w) for w in (40, 80, 120, 160, 200))  # eps = 1.5
