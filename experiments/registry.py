@@ -3,7 +3,13 @@
 An experiment writes its outputs (at least ``results.csv`` in the long form of
 `experiments.harness.RESULT_COLUMNS`) into ``out_dir`` and returns the paths it wrote. Further
 experiments (e.g. ExSub's) plug in with `register`. ``all`` runs every registered experiment, each
-into its own subdirectory.
+into its own subdirectory. For example, at the end of this module::
+
+    from experiments.exsub import run_exsub  # (out_dir, repeats, quick, seed) -> [paths]
+    register(Experiment("exsub", run_exsub, "004 Section 6: ExSub vs ..."))
+
+``wevent reproduce exsub`` then runs it (``--users``/``--slots`` only for experiments registered
+with ``sized=``).
 """
 
 from __future__ import annotations
