@@ -91,6 +91,11 @@ CLAIMS: tuple[Claim, ...] = (
         for d in DS
         for a, b in (("lba", "lbd"), ("plpa", "plpd"), ("plpa+", "plpd+"))
     ),
+    *(
+        _c("000 Fig. 3", "pldp-w", d, a, b, "amse", None)
+        for d in DS
+        for a, b in (("lba", "lbd"), ("plpa", "plpd"), ("plpa+", "plpd+"))
+    ),
     # 002 Section 7.2: population division beats budget division; LBD/LBA beat LBU
     *(
         _c("002 Fig. 4", "ldp-ids-epsilon", d, a, b, "mre", None)
