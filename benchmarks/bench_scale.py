@@ -192,7 +192,7 @@ def growth(n: int, slots: int) -> None:
     print("| varied | value | " + " | ".join(mechs) + " |")
     print("|---|---:|" + "---:|" * len(mechs))
     for label, key, values in (
-        ("n", "n", (n // 10, n)),
+        ("n", "n", (n // 10,)),
         ("d", "d", (2, 10, 100, 1000)),
         ("w_max", "w", (20, 80, 320)),
         ("classes", "classes", (1, 4, 16, 64)),
@@ -227,7 +227,7 @@ def main() -> None:
     if args.part in ("families", "all"):
         families(sizes, slots)
     if args.part in ("growth", "all"):
-        growth(2000 if args.quick else 100_000, slots if args.quick else 30)
+        growth(2000 if args.quick else 100_000, slots)
 
 
 if __name__ == "__main__":
