@@ -37,7 +37,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_local.py
 	$(PY) benchmarks/bench_proofs.py
 
-# Scale: per-slot time and peak memory per allocator family, guard on and off (about 15 min).
+# Scale: per-slot time and peak memory per allocator family, guard on and off (docs/performance.md).
 bench-scale: $(STAMP)
 	$(PY) benchmarks/bench_scale.py
 

@@ -10,7 +10,7 @@ the population, the guard and the allocator's configuration.
 `UncheckedSpender` below: it accepts every charge unchecked and keeps no ledger. It exists only
 here, for measuring what the guard costs; the library has no way to run unguarded.
 
-    python benchmarks/bench_scale.py                 # everything (about 15 minutes)
+    python benchmarks/bench_scale.py                 # everything (10^5 and 10^6 users: long)
     python benchmarks/bench_scale.py --part families # or growth
     python benchmarks/bench_scale.py --quick         # a small smoke run of every part
 
