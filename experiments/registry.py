@@ -94,6 +94,11 @@ def run_experiment(
 
     ``users``/``slots`` override the size (full or quick) of the experiments that support it."""
     if name == ALL:
+        unsized = [e.name for e in EXPERIMENTS.values() if e.sized is None]
+        if (users is not None or slots is not None) and unsized:
+            raise BudgetError(
+                f"--users/--slots do not apply to {', '.join(unsized)}; run the others one by one"
+            )
         out: list[Path] = []
         for each in list(EXPERIMENTS):
             out.extend(

@@ -146,6 +146,9 @@ def test_a_plugged_in_experiment_runs_through_the_command(
     assert "results.csv" in out
     code, _, err = run("reproduce", "fake", "--users", "10", "--out", str(tmp_path / "g"))
     assert code == 2 and "does not take --users" in err
+    # `all` refuses the size override up front, before running anything
+    code, _, err = run("reproduce", "all", "--users", "10", "--out", str(tmp_path / "h"))
+    assert code == 2 and "do not apply to fake" in err and not (tmp_path / "h").exists()
 
 
 def test_cli_quick_ldp_ids_smoke(tmp_path: Path) -> None:
