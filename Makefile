@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: test demo lint typecheck unit slow bench clean
+.PHONY: test demo lint typecheck unit slow bench bench-scale clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,7 @@ slow: $(STAMP)
 	$(PY) -m pytest -q -m slow
 
 typecheck: $(STAMP)
-	$(PY) -m mypy --strict accounting mechanisms verifier proofs wevent tests benchmarks
+	$(PY) -m mypy --strict accounting mechanisms verifier proofs wevent experiments tests benchmarks
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
@@ -37,6 +37,10 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_local.py
 	$(PY) benchmarks/bench_proofs.py
 	$(PY) benchmarks/bench_exsub.py
+
+# Scale: per-slot time and peak memory per allocator family, guard on and off (docs/performance.md).
+bench-scale: $(STAMP)
+	$(PY) benchmarks/bench_scale.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -856,6 +856,216 @@ def run_cmd(
     sys.exit(EXIT_OK if summary.ok else EXIT_VIOLATION)
 
 
+def _experiment_list() -> str:
+    from experiments.registry import ALL, EXPERIMENTS
+
+    lines = [f"  {name:<16} {exp.summary}" for name, exp in EXPERIMENTS.items()]
+    lines.append(f"  {ALL:<16} every experiment above, each into OUT/NAME")
+    return "\b\nExperiments:\n" + "\n".join(lines)
+
+
+@cli.command("reproduce", epilog=_experiment_list())
+@click.argument("experiment")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Directory for results.csv, runs.csv, table.md and the PNG plots "
+    "(default: reproduction/EXPERIMENT).",
+)
+@click.option(
+    "--repeats",
+    type=click.IntRange(min=1, max=1000),
+    default=None,
+    help="Runs per setting, averaged (default: 10 as the papers, 1 with --quick).",
+)
+@click.option(
+    "--quick",
+    is_flag=True,
+    help="Small smoke-test size (5,000 users, 200-300 slots, 3 sweep points): minutes, not hours.",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Repeat r uses seed SEED + r for the population, the stream and the noise.",
+)
+@click.option(
+    "--users",
+    type=click.IntRange(min=1, max=10**8),
+    default=None,
+    help="Override the number of users of every run (default: the paper's, or the quick size).",
+)
+@click.option(
+    "--slots",
+    type=click.IntRange(min=1, max=10**7),
+    default=None,
+    help="Override the number of slots of every run (default: the paper's, or the quick size).",
+)
+def reproduce_cmd(
+    experiment: str,
+    out_dir: Path | None,
+    repeats: int | None,
+    quick: bool,
+    seed: int,
+    users: int | None,
+    slots: int | None,
+) -> None:
+    """Re-run one of the papers' experiments on the synthetic streams (TLNS, Sin, Log).
+
+    Every run goes through the runtime guard (a refused charge stops the command, exit 1).
+    Writes results.csv (long form: experiment,dataset,mechanism,epsilon,w,metric,value,std,
+    setting), runs.csv (one line per run), table.md (the papers' layout) and one PNG per
+    metric. The same seed gives the same files. Full sizes are the papers' (e.g. 200,000 users
+    x 800 slots for 002) and take hours; --quick, --users and --slots make them smaller.
+
+    \b
+    Example:
+      wevent reproduce pwsm-epsilon --quick --out out/pwsm
+      wevent reproduce ldp-ids-w --users 20000 --slots 800 --repeats 3
+    """
+    from experiments.harness import GuardRefused
+    from experiments.registry import run_experiment
+
+    out = out_dir if out_dir is not None else Path("reproduction") / experiment
+    try:
+        if out.exists() and not out.is_dir():
+            raise BudgetError(f"--out: {out} exists and is not a directory")
+        files = run_experiment(
+            experiment,
+            out,
+            repeats if repeats is not None else (1 if quick else 10),
+            quick,
+            seed,
+            users=users,
+            slots=slots,
+        )
+    except BudgetError as exc:
+        _fail(str(exc))
+    except GuardRefused as exc:
+        click.echo(f"wevent: guard refused a charge: {exc}", err=True)
+        sys.exit(EXIT_VIOLATION)
+    except OSError as exc:
+        _fail(f"cannot write the results: {exc}")
+    for path in files:
+        click.echo(f"wrote {path}")
+
+
+@cli.group("prepare")
+def prepare_group() -> None:
+    """Turn a real data set's public files into a 'user,slot,value' CSV stream.
+
+    The output is what 'wevent run --stream FILE' reads. Where to get the data: README,
+    section 'Real data sets'.
+    """
+
+
+def _write_prepared(obs: Any, out: Path) -> None:
+    from mechanisms.datasets import write_observations
+
+    write_observations(obs, out)
+    click.echo(
+        f"wrote {out}: {len(obs.users)} users, {obs.slots} slots, d = {len(obs.values)} values, "
+        f"{len(obs.slot)} observations"
+    )
+
+
+_fill_option = click.option(
+    "--fill",
+    is_flag=True,
+    help="Give every user a value at every slot (last value carried forward, first value "
+    "backward), as the population allocators need.",
+)
+
+
+@prepare_group.command("tdrive")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--grid",
+    type=click.IntRange(min=1, max=1000),
+    default=10,
+    show_default=True,
+    help="Cut the area into GRID x GRID cells (d = GRID^2; 001 uses 10).",
+)
+@click.option(
+    "--interval",
+    type=click.IntRange(min=1),
+    default=60,
+    show_default=True,
+    help="Slot length in seconds (001: one minute).",
+)
+@_fill_option
+def prepare_tdrive_cmd(
+    files: Sequence[Path], out: Path, grid: int, interval: int, fill: bool
+) -> None:
+    """T-Drive taxi files (one per taxi: 'taxi_id,datetime,longitude,latitude'), gridded over
+    longitude 116-116.8 and latitude 39.5-40.3 as in 001 Section 6.1.
+
+    \b
+    Example:
+      wevent prepare tdrive release/taxi_log_2008_by_id/*.txt --out taxi.csv --fill
+    """
+    from mechanisms.datasets import tdrive_observations
+
+    paths: list[Path] = []
+    for f in files:
+        paths.extend(sorted(f.glob("*.txt")) if f.is_dir() else [f])
+    try:
+        _write_prepared(tdrive_observations(paths, grid=grid, interval=interval, fill=fill), out)
+    except BudgetError as exc:
+        _fail(str(exc))
+    except OSError as exc:
+        _fail(f"cannot write {out}: {exc.strerror or exc}")
+
+
+@prepare_group.command("foursquare")
+@click.argument("checkins", type=click.Path(path_type=Path))
+@click.argument("pois", type=click.Path(path_type=Path))
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--interval",
+    type=click.IntRange(min=1),
+    default=6000,
+    show_default=True,
+    help="Slot length in seconds (001: 100 minutes).",
+)
+@click.option(
+    "--fraction",
+    type=click.FloatRange(min=0, max=1, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Keep this seeded fraction of the users (001: 0.05).",
+)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@_fill_option
+def prepare_foursquare_cmd(
+    checkins: Path, pois: Path, out: Path, interval: int, fraction: float, seed: int, fill: bool
+) -> None:
+    """Foursquare global check-ins (tab-separated CHECKINS: user, venue, UTC time, offset;
+    POIS: venue, latitude, longitude, category, country): each check-in becomes its venue's
+    country, as in 001 Section 6.1 and 002 Section 7.1.2.
+
+    \b
+    Example:
+      wevent prepare foursquare dataset_TIST2015_Checkins.txt dataset_TIST2015_POIs.txt \\
+          --out foursquare.csv --fraction 0.05 --fill
+    """
+    from mechanisms.datasets import foursquare_observations
+
+    try:
+        obs = foursquare_observations(
+            checkins, pois, interval=interval, fraction=fraction, seed=seed, fill=fill
+        )
+        _write_prepared(obs, out)
+    except BudgetError as exc:
+        _fail(str(exc))
+    except OSError as exc:
+        _fail(f"cannot write {out}: {exc.strerror or exc}")
+
+
 @cli.command("demo")
 def demo_cmd() -> None:
     """Run the main job on the bundled examples and print the verdicts.
@@ -868,59 +1078,6 @@ def demo_cmd() -> None:
     from wevent.demo import run_demo
 
     sys.exit(EXIT_OK if run_demo(click.echo) else EXIT_VIOLATION)
-
-
-@cli.command("reproduce")
-@click.argument("experiment", type=click.Choice(["exsub"]))
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="Directory for results.csv, table.md and exsub.png (default: reproduction/EXPERIMENT).",
-)
-@click.option(
-    "--repeats",
-    type=click.IntRange(min=1, max=1000),
-    default=None,
-    help="Runs per setting, averaged (default 10, 2 with --quick).",
-)
-@click.option("--quick", is_flag=True, help="One small data set, two budgets: seconds.")
-@click.option(
-    "--seed",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Seed of data and noise.",
-)
-def reproduce_cmd(
-    experiment: str, out_dir: Path | None, repeats: int | None, quick: bool, seed: int
-) -> None:
-    """Re-run a paper's experiment and write its results.
-
-    \b
-    exsub (004 Section VI-C/D): online mean and range queries on synthetic sparse streams (each
-    user exactly s changes), ExSub against the baselines sample-grr (PCKV-GRR pattern),
-    sample-oue (PCKV-UE pattern) and split-rr (per-entry randomized response, eps / 2s), all in
-    004's hierarchical protocol with whole-stream budgets. Writes results.csv (long form:
-    experiment,dataset,mechanism,epsilon,w,metric,value,std), table.md (errors and ExSub's
-    reduction against each baseline) and exsub.png. The same seed gives the same files.
-
-    \b
-    Example:
-      wevent reproduce exsub --quick --out /tmp/exsub
-    """
-    from wevent.exsub_experiment import run_exsub_experiment
-
-    target = out_dir if out_dir is not None else Path("reproduction") / experiment
-    if target.exists() and not target.is_dir():
-        _fail(f"--out: {target} exists and is not a directory")
-    try:
-        rows = run_exsub_experiment(target, repeats or (2 if quick else 10), quick, seed)
-    except OSError as exc:
-        _fail(f"cannot write to {target}: {exc}")
-    click.echo(f"exsub: {len(rows)} result rows written to {target}/results.csv")
-    click.echo(f"  table: {target}/table.md, plot: {target}/exsub.png")
 
 
 def main(argv: Sequence[str] | None = None) -> Any:

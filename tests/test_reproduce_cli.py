@@ -1,0 +1,219 @@
+"""`wevent reproduce` and the experiment harness: outputs, determinism, the registry, errors."""
+
+from __future__ import annotations
+
+import csv
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from accounting.population import Population
+from experiments import registry
+from experiments.harness import (
+    RESULT_COLUMNS,
+    GuardRefused,
+    Point,
+    Size,
+    Sweep,
+    execute,
+    run_sweep,
+)
+from experiments.papers import LDP_IDS, SWEEPS
+from experiments.populations import pwsm_population, uniform_population
+from wevent.cli import cli
+
+TINY = ("--quick", "--users", "400", "--slots", "12")
+
+
+def run(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def read(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _pop(point: Point, mechanism: str, users: int, seed: int) -> Population:
+    return pwsm_population(users, point.epsilon, point.w, seed)
+
+
+SMALL = Sweep(
+    "test-sweep",
+    "a test sweep",
+    ("bd", "pba"),
+    ("sin",),
+    "epsilon",
+    (Point(Fraction(1, 2), 40), Point(Fraction(1), 40)),
+    _pop,
+    ("amre", "ajsd"),
+    Size(300, 10),
+    Size(300, 10),
+)
+
+
+def test_sweep_writes_long_form_results_tables_and_plots(tmp_path: Path) -> None:
+    rows, files = run_sweep(SMALL, tmp_path, repeats=2, quick=True, seed=7)
+    names = {p.name for p in files}
+    assert names == {"results.csv", "runs.csv", "table.md", "amre.png", "ajsd.png"}
+    results = read(tmp_path / "results.csv")
+    assert list(results[0])[: len(RESULT_COLUMNS)] == list(RESULT_COLUMNS)
+    # 2 metrics x 1 dataset x 2 mechanisms x 2 points
+    assert len(results) == len(rows) == 8
+    assert {r["epsilon"] for r in results} == {"0.5", "1"}
+    assert all(float(r["std"]) >= 0 for r in results)
+    assert any(float(r["std"]) > 0 for r in results)  # two repeats with different seeds differ
+    runs = read(tmp_path / "runs.csv")
+    assert len(runs) == 2 * 2 * 2 and {r["seed"] for r in runs} == {"7", "8"}
+    assert all(r["guard"] == "accepted" and int(r["ledger_rows"]) > 0 for r in runs)
+    table = (tmp_path / "table.md").read_text()
+    assert "| sin | bd |" in table and "ε=0.5" in table and "### AMRE" in table
+    assert (tmp_path / "amre.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_same_seed_same_results(tmp_path: Path) -> None:
+    run_sweep(SMALL, tmp_path / "a", repeats=1, quick=True, seed=3)
+    run_sweep(SMALL, tmp_path / "b", repeats=1, quick=True, seed=3)
+    run_sweep(SMALL, tmp_path / "c", repeats=1, quick=True, seed=4)
+    a = (tmp_path / "a" / "results.csv").read_text()
+    assert a == (tmp_path / "b" / "results.csv").read_text()
+    assert a != (tmp_path / "c" / "results.csv").read_text()
+
+
+def test_execute_returns_releases_truth_and_reports() -> None:
+    pop = uniform_population(200, 10, Fraction(1))
+    res = execute("lbu", pop, "log", 5, seed=0)
+    assert res.release.shape == res.truth.shape == (5, 2)
+    assert (res.truth.sum(axis=1) == 200).all()
+    assert res.reports == 200 * 5  # LBU: every user reports once per slot (002 Section 5.4.3)
+
+
+def test_a_guard_refusal_stops_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    import wevent.running as running
+    from mechanisms.central import InvalidAllocation
+
+    real = running.run_mechanism
+
+    def refused(*args: object, **kwargs: object) -> running.RunSummary:
+        summary = real(*args, **kwargs)  # type: ignore[arg-type]
+        summary.refusal = InvalidAllocation("refused for the test")
+        return summary
+
+    monkeypatch.setattr(running, "run_mechanism", refused)
+    with pytest.raises(GuardRefused, match="refused for the test"):
+        execute("lbu", uniform_population(50, 5, Fraction(1)), "sin", 3, seed=0)
+
+
+def test_registry_has_every_experiment_of_the_issue() -> None:
+    assert set(registry.EXPERIMENTS) == {
+        "ldp-ids-epsilon",
+        "ldp-ids-w",
+        "pwsm-epsilon",
+        "pwsm-w",
+        "pwsm-ratio",
+        "pldp-epsilon",
+        "pldp-w",
+        "pldp-ablation",
+        "cfpu",
+        "roc",
+    }
+    assert SWEEPS["ldp-ids-epsilon"].mechanisms == LDP_IDS
+    assert SWEEPS["pwsm-epsilon"].mechanisms == ("bd", "ba", "plbu", "pbd", "pba", "dpbd", "dpba")
+    assert set(SWEEPS["pldp-ablation"].mechanisms) >= {"plbd-rp", "plba-rp", "plbd-ops", "plba-ops"}
+
+
+def test_a_plugged_in_experiment_runs_through_the_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[tuple[Path, int, bool, int]] = []
+
+    def fake(out_dir: Path, repeats: int, quick: bool, seed: int) -> list[Path]:
+        seen.append((out_dir, repeats, quick, seed))
+        path = out_dir / "results.csv"
+        path.write_text(",".join(RESULT_COLUMNS) + "\n")
+        return [path]
+
+    monkeypatch.setattr(registry, "EXPERIMENTS", dict(registry.EXPERIMENTS))
+    registry.register(registry.Experiment("fake", fake, "a plugged-in experiment"))
+    with pytest.raises(ValueError, match="taken"):
+        registry.register(registry.Experiment("fake", fake, "again"))
+    code, out, _ = run("reproduce", "fake", "--quick", "--out", str(tmp_path / "f"), "--seed", "5")
+    assert code == 0, out
+    assert seen == [(tmp_path / "f", 1, True, 5)]
+    assert "results.csv" in out
+    code, _, err = run("reproduce", "fake", "--users", "10", "--out", str(tmp_path / "g"))
+    assert code == 2 and "does not take --users" in err
+    # `all` refuses the size override up front, before running anything
+    code, _, err = run("reproduce", "all", "--users", "10", "--out", str(tmp_path / "h"))
+    assert code == 2 and "do not apply to" in err and "fake" in err
+    assert not (tmp_path / "h").exists()
+
+
+def test_cli_quick_ldp_ids_smoke(tmp_path: Path) -> None:
+    code, out, err = run("reproduce", "ldp-ids-epsilon", *TINY, "--out", str(tmp_path))
+    assert code == 0, err
+    results = read(tmp_path / "results.csv")
+    assert {r["mechanism"] for r in results} == set(LDP_IDS)
+    assert {r["dataset"] for r in results} == {"lns", "sin", "log"}
+    assert {r["metric"] for r in results} == {"mre", "amse", "cfpu"}
+    assert {r["epsilon"] for r in results} == {"0.5", "1.5", "2.5"}  # quick: 3 of the 5 points
+    lbu = [r for r in results if r["mechanism"] == "lbu" and r["metric"] == "cfpu"]
+    assert all(float(r["value"]) == 1.0 for r in lbu)  # 002 Table 2: LBU's CFPU is 1
+    for name in ("mre.png", "amse.png", "cfpu.png", "table.md", "runs.csv"):
+        assert (tmp_path / name).exists()
+    assert f"wrote {tmp_path / 'results.csv'}" in out
+
+
+def test_cli_quick_pwsm_smoke(tmp_path: Path) -> None:
+    code, _, err = run("reproduce", "pwsm-w", *TINY, "--out", str(tmp_path))
+    assert code == 0, err
+    results = read(tmp_path / "results.csv")
+    assert {r["mechanism"] for r in results} == set(SWEEPS["pwsm-w"].mechanisms)
+    assert {r["w"] for r in results} == {"40", "120", "200"}
+    assert all(float(r["value"]) >= 0 for r in results)
+
+
+def test_cli_roc_writes_curves(tmp_path: Path) -> None:
+    code, _, err = run("reproduce", "roc", *TINY, "--out", str(tmp_path))
+    assert code == 0, err
+    points = read(tmp_path / "roc_points.csv")
+    assert {p["mechanism"] for p in points} == {"lba", "lsp", "lpu", "lpd", "lpa"}
+    assert (tmp_path / "roc.png").read_bytes()[:4] == b"\x89PNG"
+    for r in read(tmp_path / "results.csv"):
+        assert r["metric"] == "auc"
+        assert r["value"] == "nan" or 0 <= float(r["value"]) <= 1
+
+
+def test_cli_user_mistakes_are_one_line_exit_2(tmp_path: Path) -> None:
+    code, _, err = run("reproduce", "nope", "--quick", "--out", str(tmp_path))
+    assert code == 2 and err.count("\n") == 1 and "unknown experiment 'nope'" in err
+    assert "ldp-ids-epsilon" in err and "all" in err
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    code, _, err = run("reproduce", "cfpu", "--quick", "--out", str(blocker))
+    assert code == 2 and "Traceback" not in err
+    code, _, err = run("reproduce", "cfpu", "--repeats", "0")
+    assert code == 2 and "Traceback" not in err
+
+
+def test_cli_help_lists_the_experiments() -> None:
+    code, out, _ = run("reproduce", "--help")
+    assert code == 0
+    for name in [*registry.EXPERIMENTS, "all"]:
+        assert name in out
+    assert "--quick" in out and "results.csv" in out
+
+
+@pytest.mark.slow
+def test_cli_every_experiment_quick_tiny(tmp_path: Path) -> None:
+    """Every registered experiment runs: the sized ones at a tiny size, the others (ExSub) at
+    their quick size."""
+    for name, exp in registry.EXPERIMENTS.items():
+        size = ["--users", "600", "--slots", "10"] if exp.sized is not None else []
+        out = tmp_path / name
+        code, _, err = run("reproduce", name, "--quick", *size, "--out", str(out))
+        assert code == 0, err
+        assert (out / "results.csv").exists()
