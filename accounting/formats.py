@@ -509,11 +509,48 @@ def read_ledgers(paths: Iterable[Path | str]) -> Ledger:
             tables.append(_parquet_columns(f))
         else:
             tables.append(_parquet_table(read_ledger(f)))
+    tables = _drop_repeated_groups(tables, files)
     try:
         table = pa.concat_tables(tables, promote_options="permissive")
     except pa.ArrowException as exc:
         raise FormatError(f"{files[0]}: cannot combine the ledger files ({exc})") from None
     return _table_ledger(table, Path(" + ".join(str(f) for f in files)))
+
+
+def _drop_repeated_groups(tables: list[Any], files: list[Path]) -> list[Any]:
+    """A group may be defined again in a later file with the same members (each text file must
+    define the groups it charges); such repeats are dropped, other members are an error."""
+    import pyarrow.compute as pc
+
+    seen: dict[str, tuple[str, ...]] = {}
+    out = []
+    for table, path in zip(tables, files, strict=True):
+        is_member = pc.is_null(table.column("slot"))
+        rows = table.filter(is_member)
+        defined: dict[str, list[str]] = {}
+        for g, u in zip(
+            rows.column("group").to_pylist(), rows.column("user").to_pylist(), strict=True
+        ):
+            defined.setdefault(g, []).append(u)
+        repeated = []
+        for g, members in defined.items():
+            if g in seen:
+                if seen[g] != tuple(members):
+                    raise FormatError(f"{path}: group {g!r} is already defined with other members")
+                repeated.append(g)
+            else:
+                seen[g] = tuple(members)
+        if repeated:
+            drop = pc.and_(is_member, pc.is_in(table.column("group"), value_set=_strings(repeated)))
+            table = table.filter(pc.invert(drop))
+        out.append(table)
+    return out
+
+
+def _strings(values: list[str]) -> Any:
+    import pyarrow as pa
+
+    return pa.array(values, type=pa.large_string())
 
 
 def _parquet_columns(path: Path) -> Any:
