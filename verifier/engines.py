@@ -8,6 +8,7 @@ ledger, and returns the same `Verdict` plus the data a report plots (`SqlDetails
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from collections.abc import Callable, Sequence
@@ -83,47 +84,53 @@ class NumpyEngine:
 
 
 def numpy_details(ledger: Ledger, population: Population, verdict: Verdict) -> SqlDetails:
-    """Per-class totals of per-user charges per slot, and the spends of the tightest users."""
+    """Per-class totals of per-user charges per slot, and the spends of the tightest users
+    (vectorized; exact integer numerators over the amounts' common denominator)."""
     cols = ledger.columns()
     n_classes = len(population.classes)
     names = [c.name for c in population.classes] + ["unregistered"]
-    user_class = np.array(population.class_indices(cols.users) or [0], np.int64)[
-        : len(cols.users)
-    ]
+    user_class = np.array(population.class_indices(cols.users) or [0], np.int64)[: len(cols.users)]
     user_class[user_class < 0] = n_classes
-    per_group = [
-        np.bincount(user_class[m], minlength=n_classes + 1) if len(m) else np.zeros(n_classes + 1)
-        for m in cols.group_members
-    ]
-    totals: dict[tuple[int, int], Fraction] = {}
-    # One pass per distinct (subject, slot, amount): a ledger repeats these heavily.
-    keyed = np.stack([cols.subject, cols.slot, cols.amount.astype(np.int64)], axis=1)
-    uniq, counts = np.unique(keyed, axis=0, return_counts=True) if len(keyed) else (keyed, [])
-    for (subject, slot, amount), n in zip(uniq.tolist(), np.asarray(counts).tolist(), strict=True):
-        value = cols.amounts[amount] * n
-        if subject >= 0:
-            weights = {int(user_class[subject]): 1}
-        else:
-            weights = {c: int(k) for c, k in enumerate(per_group[-subject - 1]) if k}
-        for c, k in weights.items():
-            totals[(c, slot)] = totals.get((c, slot), Fraction(0)) + value * k
-    timeline: dict[str, list[tuple[int, Fraction]]] = {}
-    for (c, slot), v in sorted(totals.items()):
-        timeline.setdefault(names[c], []).append((slot, v))
-    chosen = tightest_users(verdict, 5)
-    groups_of: dict[str, set[str]] = {}
-    for g, members in ledger.groups.items():
-        for m in members:
-            groups_of.setdefault(m, set()).add(g)
+    lcd = math.lcm(*[a.denominator for a in cols.amounts]) if cols.amounts else 1
+    numerators = [int(a * lcd) for a in cols.amounts]
+    sizes = [len(m) for m in cols.group_members]
+    safe = max([*numerators, 1]) * max([*sizes, 1]) * (len(cols.slot) + 1) < 2**62
+    num = np.array(numerators or [0], dtype=np.int64 if safe else object)[cols.amount]
+    slots, rank = np.unique(cols.slot, return_inverse=True)
+    width = len(slots)
+    totals = np.zeros((n_classes + 1) * width, dtype=num.dtype)
+    direct = cols.subject >= 0
+    np.add.at(totals, user_class[cols.subject[direct]] * width + rank[direct], num[direct])
+    if cols.group_members:
+        per_group = np.stack(
+            [np.bincount(user_class[m], minlength=n_classes + 1) for m in cols.group_members]
+        )
+        g = -cols.subject[~direct] - 1
+        for c in range(n_classes + 1):
+            weight = per_group[g, c]
+            if weight.any():
+                np.add.at(totals, c * width + rank[~direct], num[~direct] * weight)
+    timeline: dict[str, tuple[tuple[int, Fraction], ...]] = {}
+    table = totals.reshape(n_classes + 1, width)
+    for c in range(n_classes + 1):
+        nz = np.flatnonzero(table[c])
+        if len(nz):
+            timeline[names[c]] = tuple(
+                (int(slots[k]), Fraction(int(table[c, k]), lcd)) for k in nz.tolist()
+            )
     spends: dict[str, tuple[tuple[int, Fraction], ...]] = {}
-    for u in chosen:
-        mine = groups_of.get(u, set())
-        per_slot: dict[int, Fraction] = {}
-        for ch in ledger:
-            if ch.user == u or (ch.group is not None and ch.group in mine):
-                per_slot[ch.slot] = per_slot.get(ch.slot, Fraction(0)) + ch.amount
-        spends[u] = tuple((s, v) for s, v in sorted(per_slot.items()) if v)
-    return SqlDetails({k: tuple(v) for k, v in timeline.items()}, spends)
+    position = {u: i for i, u in enumerate(cols.users)}
+    for u in tightest_users(verdict, 5):
+        code = position[u]
+        mine = [-k - 1 for k, m in enumerate(cols.group_members) if code in set(m.tolist())]
+        rows = np.flatnonzero((cols.subject == code) | np.isin(cols.subject, mine))
+        per_slot = np.zeros(width, dtype=num.dtype)
+        np.add.at(per_slot, rank[rows], num[rows])
+        spends[u] = tuple(
+            (int(slots[k]), Fraction(int(per_slot[k]), lcd))
+            for k in np.flatnonzero(per_slot).tolist()
+        )
+    return SqlDetails(timeline, spends)
 
 
 # ============================================================================ SQL engines
@@ -193,7 +200,7 @@ class DuckDBBackend:
             def col(name: str, have: set[str] = have) -> str:
                 if name not in have:
                     return "CAST(NULL AS VARCHAR)"
-                return f'NULLIF(CAST("{name}" AS VARCHAR), \'\')'
+                return f"NULLIF(CAST(\"{name}\" AS VARCHAR), '')"
 
             parts.append(
                 f"SELECT CAST(slot AS BIGINT) AS slot, {col('user')} AS usr, "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import io
+import itertools
 from fractions import Fraction
 from typing import Any
 
@@ -28,8 +29,9 @@ def _util_text(x: Fraction | None) -> str:
 
 def _percent(x: Fraction | None) -> str:
     if x is None:
-        return "unbounded"
-    return f"{approx(x * 100, 4)}%"
+        return "unbounded (positive spend against a zero bound)"
+    note = " (over the bound)" if x > 1 else " (at the bound)" if x == 1 else ""
+    return f"{approx(x * 100, 4)}%{note}"
 
 
 def closest_users(result: AuditResult, k: int = 20) -> list[tuple[str, str, Fraction | None]]:
@@ -45,7 +47,7 @@ def closest_users(result: AuditResult, k: int = 20) -> list[tuple[str, str, Frac
 def histogram(result: AuditResult) -> dict[str, int]:
     """Users per utilization bin: ``[0%, 10%)``, ..., ``[90%, 100%]``, ``over 100%`` (exact
     comparisons)."""
-    counts = {f"{lo}-{hi}%": 0 for lo, hi in zip(_BINS, _BINS[1:], strict=False)}
+    counts = {f"{lo}-{hi}%": 0 for lo, hi in itertools.pairwise(_BINS)}
     counts["over 100%"] = 0
     labels = list(counts)
     for x in result.verdict.user_utilization.values():
@@ -129,7 +131,10 @@ def render_markdown(result: AuditResult, limit: int = 100) -> str:
     if not v.violations and not v.evidence_failures:
         lines.append("None.")
     else:
-        lines += ["| # | kind | users | window | sum | bound | excess |", "|---|---|---|---|---|---|---|"]
+        lines += [
+            "| # | kind | users | window | sum | bound | excess |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for k, x in enumerate(v.violations[:limit], start=1):
             users = ", ".join(x.users[:3]) + (f" (+{len(x.users) - 3})" if len(x.users) > 3 else "")
             lines.append(
@@ -141,12 +146,12 @@ def render_markdown(result: AuditResult, limit: int = 100) -> str:
         lines += [f"- evidence: {e.describe()}" for e in v.evidence_failures]
     lines += ["", "## Utilization per class (largest window sum / bound)", ""]
     lines += ["| class | utilization |", "|---|---|"]
-    for name, x in sorted(v.class_utilization.items()):
-        lines.append(f"| {_class_label(result, name)} | {_percent(x)} |")
+    for name, share in sorted(v.class_utilization.items()):
+        lines.append(f"| {_class_label(result, name)} | {_percent(share)} |")
     lines += ["", "## Users closest to their bounds", "", "| user | class | utilization |"]
     lines.append("|---|---|---|")
-    for u, c, x in closest_users(result):
-        lines.append(f"| {u} | {c} | {_percent(x)} |")
+    for u, c, share in closest_users(result):
+        lines.append(f"| {u} | {c} | {_percent(share)} |")
     lines += ["", "## Utilization histogram (users)", "", "| bin | users |", "|---|---|"]
     lines += [f"| {b} | {n} |" for b, n in histogram(result).items()]
     return "\n".join(lines) + "\n"
@@ -178,7 +183,7 @@ def _window_series(
     for t in slots:
         if isinstance(req, Fixed):
             total = sum((x for s, x in spends if t - req.w < s <= t), Fraction(0))
-            bound: Fraction | None = req.eps
+            bound: Fraction = req.eps
             label = f"sum of the last {req.w} slots"
         elif isinstance(req, Dynamic):
             decl = req.in_force(t)
@@ -290,12 +295,13 @@ def render_html(result: AuditResult, limit: int = 200) -> str:
             out.append(f"<p>... {len(v.violations) - limit} more (see the JSON report).</p>")
         out += [f"<p>Evidence: {e(x.describe())}</p>" for x in v.evidence_failures]
     out.append("<h2>Utilization per class</h2><table><tr><th>class</th><th>utilization</th></tr>")
-    for name, x in sorted(v.class_utilization.items()):
-        out.append(f"<tr><td>{e(_class_label(result, name))}</td><td>{e(_percent(x))}</td></tr>")
+    for name, share in sorted(v.class_utilization.items()):
+        label = e(_class_label(result, name))
+        out.append(f"<tr><td>{label}</td><td>{e(_percent(share))}</td></tr>")
     out.append("</table><h2>Users closest to their bounds</h2>")
     out.append("<table><tr><th>user</th><th>class</th><th>utilization</th></tr>")
-    for u, c, x in closest_users(result):
-        out.append(f"<tr><td>{e(u)}</td><td>{e(c)}</td><td>{e(_percent(x))}</td></tr>")
+    for u, c, share in closest_users(result):
+        out.append(f"<tr><td>{e(u)}</td><td>{e(c)}</td><td>{e(_percent(share))}</td></tr>")
     out.append("</table><h2>Plots</h2>")
     for title, svg in _plots(result):
         out.append(f"<figure class='plot'><figcaption>{e(title)}</figcaption>{svg}</figure>")

@@ -317,12 +317,18 @@ def sql_audit(
 
     say("report data")
     per_user = int(direct_n) + int(group_n)
-    timeline_rows = [] if biggest * (per_user + 1) >= _SAFE else b.rows(
-        """SELECT r.cls, g.slot, CAST(SUM(g.v * r.size) AS STRING) FROM agg g
+    timeline_rows = (
+        []
+        if biggest * (per_user + 1) >= _SAFE
+        else b.rows(
+            """SELECT r.cls, g.slot, CAST(SUM(g.v * r.size) AS STRING) FROM agg g
            JOIN reps r ON g.rep = r.rep GROUP BY r.cls, g.slot ORDER BY r.cls, g.slot"""
+        )
     )
     timeline: dict[str, list[tuple[int, Fraction]]] = {}
     for cls, slot, total in timeline_rows:
+        if int(total) == 0:
+            continue
         timeline.setdefault(names[int(cls)], []).append((int(slot), Fraction(int(total), lcd)))
     chosen = tightest_users(verdict, detail_users)
     chosen_reps = sorted({user_rep[u] for u in chosen})
@@ -434,7 +440,9 @@ def evidence_scan(files: Sequence[Path], batch_rows: int = 1 << 20) -> tuple[Evi
             for batch in pf.iter_batches(batch_size=batch_rows, columns=["slot"]):
                 row_base += batch.num_rows - batch.column(0).null_count
             continue
-        for batch in pf.iter_batches(batch_size=batch_rows, columns=["slot", "epsilon", "evidence"]):
+        for batch in pf.iter_batches(
+            batch_size=batch_rows, columns=["slot", "epsilon", "evidence"]
+        ):
             slot = batch.column(0)
             is_charge = pc.is_valid(slot)
             ev = pc.fill_null(batch.column(2).cast(pa.large_string()), "")
@@ -460,13 +468,10 @@ def evidence_scan(files: Sequence[Path], batch_rows: int = 1 << 20) -> tuple[Evi
                         entry[0] += 1
             row_base += int(index[-1]) + 1 if len(index) else 0
     failures = []
-    for (amount, evidence), (count, first, slot_v) in seen.items():
-        result = certify_cost(evidence, amount)
+    for (charged, evidence), (count, first, slot_v) in seen.items():
+        result = certify_cost(evidence, charged)
         if not result.ok:
             failures.append(
-                EvidenceFailure(
-                    evidence, amount, result.lower, result.upper, count, first, slot_v
-                )
+                EvidenceFailure(evidence, charged, result.lower, result.upper, count, first, slot_v)
             )
     return tuple(sorted(failures, key=lambda e: e.first_row))
-
