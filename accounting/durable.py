@@ -372,7 +372,8 @@ class Integrity:
     def summary(self) -> str:
         if self.layout == "plain":
             return f"{self.path}: not chained (no integrity protection)"
-        parts = [f"{self.path}: {self.layout}, {self.records} committed record(s)"]
+        what = "segment(s)" if self.layout == "segments" else "record(s)"
+        parts = [f"{self.path}: {self.layout}, {self.records} committed {what}, {self.rows} row(s)"]
         if self.problems:
             parts.append(
                 f"{len(self.problems)} integrity problem(s): {self.problems[0].describe()}"

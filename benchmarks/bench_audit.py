@@ -118,6 +118,7 @@ def main() -> None:
     parser.add_argument("--engines", default="numpy,duckdb,spark")
     parser.add_argument("--dir", type=Path, default=Path("/tmp/wevent-bench-audit"))
     parser.add_argument("--memory-limit", default="4GB")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds per engine")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -134,22 +135,29 @@ def main() -> None:
     print(f"ledger: {args.charges:,} charges, {args.users:,} users, {size:.0f} MiB Parquet")
     results = []
     for engine in args.engines.split(","):
-        proc = subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--memory-limit",
-                args.memory_limit,
-                "--child",
-                engine,
-                str(ledger),
-                str(reqs),
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
-        )
+        try:
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--memory-limit",
+                    args.memory_limit,
+                    "--child",
+                    engine,
+                    str(ledger),
+                    str(reqs),
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+                env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+                timeout=args.timeout,
+            )
+        except subprocess.TimeoutExpired:
+            print(
+                f"| {engine} | {args.charges:,} | stopped after {args.timeout:.0f} s |", flush=True
+            )
+            continue
         lines = [x for x in proc.stdout.splitlines() if x.startswith("{")]
         if proc.returncode != 0 or not lines:
             tail = (proc.stderr.strip().splitlines() or ["?"])[-1]

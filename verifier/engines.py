@@ -120,7 +120,7 @@ def numpy_details(ledger: Ledger, population: Population, verdict: Verdict) -> S
             )
     spends: dict[str, tuple[tuple[int, Fraction], ...]] = {}
     position = {u: i for i, u in enumerate(cols.users)}
-    for u in tightest_users(verdict, 5):
+    for u in tightest_users(verdict, 5, population):
         code = position[u]
         mine = [-k - 1 for k, m in enumerate(cols.group_members) if code in set(m.tolist())]
         rows = np.flatnonzero((cols.subject == code) | np.isin(cols.subject, mine))

@@ -330,7 +330,7 @@ def sql_audit(
         if int(total) == 0:
             continue
         timeline.setdefault(names[int(cls)], []).append((int(slot), Fraction(int(total), lcd)))
-    chosen = tightest_users(verdict, detail_users)
+    chosen = tightest_users(verdict, detail_users, population)
     chosen_reps = sorted({user_rep[u] for u in chosen})
     rep_spends = _rep_spends(b, chosen_reps, "chosen") if chosen_reps else {}
     details = SqlDetails(
@@ -343,12 +343,24 @@ def sql_audit(
     return verdict, details
 
 
-def tightest_users(verdict: Verdict, k: int) -> list[str]:
+def tightest_users(verdict: Verdict, k: int, population: Population | None = None) -> list[str]:
     """The k users closest to (or over) their bounds: largest utilization first (unbounded
-    first of all), ties by user id."""
-    scored = [(u, x) for u, x in verdict.user_utilization.items()]
+    first of all), ties by user id; with ``population``, at most one user per requirement
+    class (the tightest of each), so plots show different classes."""
+    scored = list(verdict.user_utilization.items())
     scored.sort(key=lambda p: (p[1] is not None, -(p[1] or 0), p[0]))
-    return [u for u, _ in scored[:k]]
+    if population is None:
+        return [u for u, _ in scored[:k]]
+    chosen: list[str] = []
+    classes: set[str] = set()
+    for u, _ in scored:
+        name = population.class_of(u).name if u in population else "unregistered"
+        if name not in classes:
+            classes.add(name)
+            chosen.append(u)
+            if len(chosen) == k:
+                break
+    return chosen
 
 
 def _rep_spends(b: SqlBackend, reps: Sequence[int], name: str) -> dict[int, list[tuple[int, int]]]:
