@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -111,6 +112,26 @@ def _child(engine: str, ledger: str, requirements: str, memory_limit: str) -> No
     )
 
 
+def _watch_rss(limit_gib: float) -> None:
+    """Stop this process (exit 3, with a message) when its resident memory passes the limit, so
+    a benchmark never pushes a shared machine into swapping or the OOM killer."""
+    import threading
+
+    page = os.sysconf("SC_PAGE_SIZE")
+
+    def watch() -> None:
+        while True:
+            with open("/proc/self/statm") as fh:
+                rss = int(fh.read().split()[1]) * page / 2**30
+            if rss > limit_gib:
+                print(f"stopped: resident memory passed {limit_gib:.0f} GiB", file=sys.stderr)
+                sys.stderr.flush()
+                os._exit(3)
+            time.sleep(0.2)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--charges", type=int, default=10_000_000)
@@ -119,9 +140,13 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=Path("/tmp/wevent-bench-audit"))
     parser.add_argument("--memory-limit", default="4GB")
     parser.add_argument("--timeout", type=float, default=None, help="seconds per engine")
+    parser.add_argument(
+        "--rss-limit-gib", type=float, default=14.0, help="stop an engine's process above this"
+    )
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
+        _watch_rss(args.rss_limit_gib)
         _child(args.child[0], args.child[1], args.child[2], args.memory_limit)
         return
     args.dir.mkdir(parents=True, exist_ok=True)
@@ -135,29 +160,38 @@ def main() -> None:
     print(f"ledger: {args.charges:,} charges, {args.users:,} users, {size:.0f} MiB Parquet")
     results = []
     for engine in args.engines.split(","):
+        cmd = [
+            sys.executable,
+            __file__,
+            "--memory-limit",
+            args.memory_limit,
+            "--rss-limit-gib",
+            str(args.rss_limit_gib),
+            "--child",
+            engine,
+            str(ledger),
+            str(reqs),
+        ]
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+        # A session of its own, so a timeout also stops Spark's JVM.
+        child = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            start_new_session=True,
+        )
         try:
-            proc = subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    "--memory-limit",
-                    args.memory_limit,
-                    "--child",
-                    engine,
-                    str(ledger),
-                    str(reqs),
-                ],
-                capture_output=True,
-                text=True,
-                check=False,
-                env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
-                timeout=args.timeout,
-            )
+            stdout, stderr = child.communicate(timeout=args.timeout)
         except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
             print(
                 f"| {engine} | {args.charges:,} | stopped after {args.timeout:.0f} s |", flush=True
             )
             continue
+        proc = subprocess.CompletedProcess(cmd, child.returncode, stdout, stderr)
         lines = [x for x in proc.stdout.splitlines() if x.startswith("{")]
         if proc.returncode != 0 or not lines:
             tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
