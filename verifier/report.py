@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import io
 import itertools
+from collections import Counter
 from fractions import Fraction
 from typing import Any
 
@@ -50,12 +51,12 @@ def histogram(result: AuditResult) -> dict[str, int]:
     counts = {f"{lo}-{hi}%": 0 for lo, hi in itertools.pairwise(_BINS)}
     counts["over 100%"] = 0
     labels = list(counts)
-    for x in result.verdict.user_utilization.values():
+    for x, n in Counter(result.verdict.user_utilization.values()).items():
         if x is None or x > 1:
-            counts["over 100%"] += 1
+            counts["over 100%"] += n
             continue
         k = min(int(x * 10), 9)  # exact floor of 10x; 100% falls in the last bin
-        counts[labels[k]] += 1
+        counts[labels[k]] += n
     return counts
 
 

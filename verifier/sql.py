@@ -254,6 +254,7 @@ def sql_audit(
     rep_cls = [0] * n_reps
     util: list[Fraction | None] = [Fraction(0)] * n_reps
     candidates: list[int] = []
+    shares: dict[tuple[int, int], Fraction | None] = {}
     for rep, cls, _size, kind, bound, top_s in rep_rows:
         rep, cls, kind, top, bound_i = int(rep), int(cls), int(kind), int(top_s), int(bound)
         rep_cls[rep] = cls
@@ -261,7 +262,11 @@ def sql_audit(
             if top > bound:
                 candidates.append(rep)
             else:
-                util[rep] = ratio(Fraction(top, lcd), Fraction(bound_i, lcd))
+                share = shares.get((top, bound_i), Fraction(-1))
+                if share is not None and share < 0:
+                    share = ratio(Fraction(top, lcd), Fraction(bound_i, lcd))
+                    shares[(top, bound_i)] = share
+                util[rep] = share
         elif top > 0:
             candidates.append(rep)
 
@@ -347,8 +352,15 @@ def tightest_users(verdict: Verdict, k: int, population: Population | None = Non
     """The k users closest to (or over) their bounds: largest utilization first (unbounded
     first of all), ties by user id; with ``population``, at most one user per requirement
     class (the tightest of each), so plots show different classes."""
-    scored = list(verdict.user_utilization.items())
-    scored.sort(key=lambda p: (p[1] is not None, -(p[1] or 0), p[0]))
+    util = verdict.user_utilization
+    # Rank the distinct values once (there are few): sorting users by an int is fast, sorting
+    # them by Fraction keys is not.
+    distinct = {x for x in util.values() if x is not None}
+    rank: dict[Fraction | None, int] = {
+        x: k + 1 for k, x in enumerate(sorted(distinct, reverse=True))
+    }
+    rank[None] = 0
+    scored = sorted(util.items(), key=lambda p: (rank[p[1]], p[0]))
     if population is None:
         return [u for u, _ in scored[:k]]
     chosen: list[str] = []
