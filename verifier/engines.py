@@ -122,7 +122,7 @@ def numpy_details(ledger: Ledger, population: Population, verdict: Verdict) -> S
     position = {u: i for i, u in enumerate(cols.users)}
     for u in tightest_users(verdict, 5, population):
         code = position[u]
-        mine = [-k - 1 for k, m in enumerate(cols.group_members) if code in set(m.tolist())]
+        mine = [-k - 1 for k, m in enumerate(cols.group_members) if bool((m == code).any())]
         rows = np.flatnonzero((cols.subject == code) | np.isin(cols.subject, mine))
         per_slot = np.zeros(width, dtype=num.dtype)
         np.add.at(per_slot, rank[rows], num[rows])
