@@ -8,8 +8,10 @@ ledger, and returns the same `Verdict` plus the data a report plots (`SqlDetails
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from fractions import Fraction
@@ -261,7 +263,15 @@ def spark_session() -> Any:
             .getOrCreate()
         )
         _SPARK.sparkContext.setLogLevel("ERROR")
+        atexit.register(_stop_spark, scratch)
     return _SPARK
+
+
+def _stop_spark(scratch: Path) -> None:
+    """Stop the session and remove its scratch directory when the process exits."""
+    if _SPARK is not None:
+        _SPARK.stop()
+    shutil.rmtree(scratch, ignore_errors=True)
 
 
 class SparkBackend:
