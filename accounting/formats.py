@@ -34,6 +34,7 @@ __all__ = [
     "FormatError",
     "ledger_kind",
     "read_ledger",
+    "read_ledgers",
     "read_requirements",
     "write_ledger",
     "write_requirements",
@@ -480,13 +481,106 @@ def _read_parquet(path: Path) -> Ledger:
 
 def _parquet_ledger(path: Path) -> Ledger:
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     try:
         table = pq.read_table(path)
     except (OSError, pa.ArrowInvalid) as exc:
         raise FormatError(f"{path}: not a readable Parquet file ({exc})") from None
+    return _table_ledger(table, path)
+
+
+def read_ledgers(paths: Iterable[Path | str]) -> Ledger:
+    """One ledger from several files read in order, as if concatenated (a group defined in one
+    file may be charged in a later one). One file is `read_ledger`; several are combined as
+    Arrow tables in the Parquet columns (text files converted first) and parsed once."""
+    import pyarrow as pa
+
+    files = [Path(p) for p in paths]
+    if not files:
+        raise FormatError("no ledger files given")
+    if len(files) == 1:
+        return read_ledger(files[0])
+    tables = []
+    for f in files:
+        if ledger_kind(f) == "parquet":
+            if not f.exists():
+                raise FormatError(f"{f}: no such file")
+            tables.append(_parquet_columns(f))
+        else:
+            tables.append(_parquet_table(read_ledger(f)))
+    tables = _drop_repeated_groups(tables, files)
+    try:
+        table = pa.concat_tables(tables, promote_options="permissive")
+    except pa.ArrowException as exc:
+        raise FormatError(f"{files[0]}: cannot combine the ledger files ({exc})") from None
+    return _table_ledger(table, Path(" + ".join(str(f) for f in files)))
+
+
+def _drop_repeated_groups(tables: list[Any], files: list[Path]) -> list[Any]:
+    """A group may be defined again in a later file with the same members (each text file must
+    define the groups it charges); such repeats are dropped, other members are an error."""
+    import pyarrow.compute as pc
+
+    seen: dict[str, tuple[str, ...]] = {}
+    out = []
+    for table, path in zip(tables, files, strict=True):
+        is_member = pc.is_null(table.column("slot"))
+        rows = table.filter(is_member)
+        defined: dict[str, list[str]] = {}
+        for g, u in zip(
+            rows.column("group").to_pylist(), rows.column("user").to_pylist(), strict=True
+        ):
+            defined.setdefault(g, []).append(u)
+        repeated = []
+        for g, members in defined.items():
+            if g in seen:
+                if seen[g] != tuple(members):
+                    raise FormatError(f"{path}: group {g!r} is already defined with other members")
+                repeated.append(g)
+            else:
+                seen[g] = tuple(members)
+        if repeated:
+            drop = pc.and_(is_member, pc.is_in(table.column("group"), value_set=_strings(repeated)))
+            table = table.filter(pc.invert(drop))
+        out.append(table)
+    return out
+
+
+def _strings(values: list[str]) -> Any:
+    import pyarrow as pa
+
+    return pa.array(values, type=pa.large_string())
+
+
+def _parquet_columns(path: Path) -> Any:
+    """A Parquet ledger's table with every documented column (missing ones empty strings, string
+    columns as large_string) so that tables of several files concatenate."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise FormatError(f"{path}: not a readable Parquet file ({exc})") from None
+    cols = {}
+    for name in LEDGER_COLUMNS:
+        if name in table.column_names:
+            col = table.column(name)
+            try:
+                col = col.cast(pa.int64() if name == "slot" else pa.large_string())
+            except pa.ArrowException:
+                raise FormatError(f"{path}: column {name!r} has type {col.type}") from None
+            cols[name] = col
+        else:
+            cols[name] = pa.array([""] * table.num_rows, type=pa.large_string())
+    return pa.table(cols)
+
+
+def _table_ledger(table: Any, path: Path) -> Ledger:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     names = set(table.column_names)
     missing = [c for c in ("slot", "epsilon") if c not in names]
     if missing or not ({"user", "group"} & names):

@@ -162,6 +162,132 @@ def check_cmd(
     sys.exit(EXIT_OK if verdict.ok else EXIT_VIOLATION)
 
 
+@cli.command("audit")
+@click.argument("ledgers", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--requirements",
+    "-r",
+    "requirements",
+    multiple=True,
+    required=True,
+    type=click.Path(path_type=Path),
+    help="Requirements CSV (as for check). Repeat to combine files.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["numpy", "duckdb", "spark"]),
+    default="numpy",
+    show_default=True,
+    help="numpy: in memory; duckdb: SQL over Parquet, out of core; spark: the same SQL on Spark.",
+)
+@click.option("--html", "html_out", type=click.Path(path_type=Path), help="Write an HTML report.")
+@click.option("--json", "json_out", type=click.Path(path_type=Path), help="Write a JSON report.")
+@click.option(
+    "--markdown", "md_out", type=click.Path(path_type=Path), help="Write a Markdown report."
+)
+@click.option(
+    "--horizon",
+    type=click.IntRange(min=1, max=MAX_SLOT),
+    default=None,
+    help="Check windows up to this slot (default: the ledger's last slot).",
+)
+@click.option(
+    "--expect-head",
+    default=None,
+    help="The chain head (hex) recorded elsewhere: anchors a single durable ledger.",
+)
+@click.option(
+    "--memory-limit",
+    default="4GB",
+    show_default=True,
+    help="DuckDB memory cap (it spills to a temporary directory beyond).",
+)
+def audit_cmd(
+    ledgers: Sequence[Path],
+    requirements: Sequence[Path],
+    engine: str,
+    html_out: Path | None,
+    json_out: Path | None,
+    md_out: Path | None,
+    horizon: int | None,
+    expect_head: str | None,
+    memory_limit: str,
+) -> None:
+    """Audit deployed LEDGERS (files read in order as one ledger) against the requirements.
+
+    A durable ledger (chained .jsonl, or a .wledger segment directory) is first verified:
+    edited, deleted or reordered committed records and torn tails are reported. Then the
+    chosen engine checks every window and evidence record exactly. Exit 0 when compliant and
+    intact, 1 on any violation or integrity failure, 2 on bad input.
+
+    \b
+    Example:
+      wevent audit run.jsonl -r requirements.csv --html report.html
+      wevent audit big.parquet -r req.csv --engine duckdb --json audit.json
+    """
+    from verifier.audit import run_audit
+    from verifier.report import closest_users, render_html, render_markdown, report_json
+    from verifier.sql import EngineError
+
+    bar = None
+    say = None
+    if sys.stderr.isatty():
+        from tqdm import tqdm
+
+        bar = tqdm(total=12, desc=f"auditing ({engine})", unit="stage", leave=False)
+
+        def say(stage: str) -> None:
+            assert bar is not None
+            bar.set_postfix_str(stage)
+            bar.update(1)
+
+    try:
+        population = read_requirements(requirements)
+        result = run_audit(
+            ledgers,
+            population,
+            engine=engine,
+            horizon=horizon,
+            expect_head=expect_head,
+            memory_limit=memory_limit,
+            progress=say,
+        )
+    except (BudgetError, EngineError) as exc:
+        _fail(str(exc))
+    except Exception as exc:  # engine failures (e.g. a Spark or DuckDB error): one line
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        _fail(f"{engine} engine failed: {first}")
+    finally:
+        if bar is not None:
+            bar.close()
+    for found in result.integrity:
+        click.echo(f"integrity: {'ok' if found.ok else 'FAILED'}: {found.summary()}")
+        for p in found.problems:
+            click.echo(f"  {p.describe()}")
+        for t in found.torn:
+            click.echo(f"  {t.describe()}")
+    click.echo(render_verdict(result.verdict, population))
+    close = closest_users(result, 5)
+    if close:
+        click.echo(
+            "closest to their bounds: " + ", ".join(f"{u} ({_percent(x)})" for u, _, x in close)
+        )
+    renderers: list[tuple[Path | None, Callable[[], str]]] = [
+        (json_out, lambda: json.dumps(report_json(result), indent=2)),
+        (md_out, lambda: render_markdown(result)),
+        (html_out, lambda: render_html(result)),
+    ]
+    for out, render in renderers:
+        if out is not None:
+            try:
+                out.write_text(render(), encoding="utf-8")
+            except OSError as exc:
+                _fail(f"{out}: cannot write ({exc.strerror})")
+            click.echo(f"report written to {out}")
+    click.echo(f"audit: {'COMPLIANT' if result.ok else 'NOT COMPLIANT'}")
+    sys.exit(EXIT_OK if result.ok else EXIT_VIOLATION)
+
+
 EXIT_UNKNOWN = 3
 
 

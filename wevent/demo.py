@@ -20,12 +20,21 @@ from accounting.spending import BudgetExceeded, EvidenceRejected
 from verifier.check import check
 from verifier.guard import Guard
 
-__all__ = ["example_path", "run_demo"]
+__all__ = ["demo_dir", "example_path", "run_demo"]
 
 
 def example_path(name: str) -> Path:
     """Path of a bundled example file (``requirements.csv``, ``compliant.jsonl``, ...)."""
     return Path(str(resources.files("wevent").joinpath("examples", name)))
+
+
+def demo_dir() -> Path:
+    """Where the demo writes its run ledgers and audit reports (``$TMPDIR/wevent-demo``)."""
+    import tempfile
+
+    path = Path(tempfile.gettempdir()) / "wevent-demo"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def run_demo(echo: Callable[[str], None]) -> bool:
@@ -77,6 +86,54 @@ def run_demo(echo: Callable[[str], None]) -> bool:
         result = prove_primitive(name, 5)
         echo(f"  {name}: {result.status} - {result.statement}")
         intended &= result.status == "proved"
+    intended &= _audit(echo)
+    return intended
+
+
+def _audit(echo: Callable[[str], None]) -> bool:
+    """The deployment audit of the demo runs: the PBA ledger kept as durable Parquet segments
+    (hash-chained manifest), audited with DuckDB; the PLPA+ ledger audited with numpy; one
+    self-contained HTML report each."""
+    import shutil
+
+    from accounting.budget import Budget
+    from accounting.durable import SegmentWriter, charge_record
+    from accounting.requirements import Fixed, Requirement
+    from verifier.audit import run_audit
+    from verifier.report import render_html
+
+    out = demo_dir()
+    classes: dict[Requirement, int] = {
+        Fixed(w, Budget(e)): 1250 for w in (10, 20, 40, 80) for e in ("0.5", "1")
+    }
+    population = Population.from_classes(classes)
+    echo("")
+    echo("== wevent audit: the demo runs' ledgers, integrity and windows, with HTML reports")
+    segments = out / "pba.wledger"
+    shutil.rmtree(segments, ignore_errors=True)
+    pba = read_ledger(out / "pba.parquet")
+    with SegmentWriter(segments) as writer:
+        for name, members in pba.groups.items():
+            writer.define_group(name, members)
+        for k, charge in enumerate(pba):
+            writer.append(charge_record(charge))
+            if k % 400 == 399:
+                writer.commit()
+    intended = True
+    for label, source, engine in (
+        ("pba", segments, "duckdb"),
+        ("plpa+", out / "plpa.parquet", "numpy"),
+    ):
+        result = run_audit([source], population, engine=engine)
+        report = out / f"{label.replace('+', '-plus')}-audit.html"
+        report.write_text(render_html(result), encoding="utf-8")
+        echo(f"  {label} ({engine}): {result.integrity[0].summary()}")
+        echo(
+            f"    verdict: {'COMPLIANT' if result.ok else 'NOT COMPLIANT'}, "
+            f"{result.verdict.per_user_charges} per-user charges"
+        )
+        echo(f"    HTML audit report: {report}")
+        intended &= result.ok
     return intended
 
 
@@ -97,7 +154,12 @@ def _allocators(echo: Callable[[str], None]) -> bool:
     echo("")
     echo("== wevent run pba: 10,000 users in 8 requirement classes, Sin stream (001 Section 6.1)")
     summary = run_mechanism(
-        "pba", population, SyntheticStream("sin", 300, sizes, 1), slots=300, seed=1
+        "pba",
+        population,
+        SyntheticStream("sin", 300, sizes, 1),
+        slots=300,
+        seed=1,
+        ledger_path=demo_dir() / "pba.parquet",
     )
     for line in summary.describe():
         echo("  " + line)
@@ -150,7 +212,12 @@ def _local(echo: Callable[[str], None], population: Population) -> bool:
     echo("")
     echo("== wevent run plpa+: local model, OPS + PUE, same 10,000 users, categorical Sin, d = 10")
     summary = run_mechanism(
-        "plpa+", population, SyntheticStream("sin", 300, sizes, 1, 10), slots=300, seed=1
+        "plpa+",
+        population,
+        SyntheticStream("sin", 300, sizes, 1, 10),
+        slots=300,
+        seed=1,
+        ledger_path=demo_dir() / "plpa.parquet",
     )
     for line in summary.describe():
         echo("  " + line)

@@ -1,0 +1,176 @@
+"""The numpy, DuckDB and Spark engines give identical verdicts (exact violations, evidence
+failures, per-user and per-class utilization) on the same ledgers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from accounting.budget import Budget
+from accounting.formats import FormatError, read_ledger, read_requirements, write_ledger
+from accounting.ledger import Ledger
+from accounting.population import Population
+from accounting.requirements import Fixed
+from tests.strategies import ledgers, populations
+from verifier.check import check
+from verifier.engines import make_engine, spark_session
+from verifier.sql import EngineError
+from verifier.verdict import Verdict
+from wevent.demo import example_path
+
+
+def _same(a: Verdict, b: Verdict) -> None:
+    assert a.violations == b.violations
+    assert a.evidence_failures == b.evidence_failures
+    assert a.to_json() == b.to_json()
+
+
+def _write(tmp: Path, ledger: Ledger, name: str = "l.parquet") -> Path:
+    path = tmp / name
+    write_ledger(ledger, path)
+    return path
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> tuple[Population, Ledger, int | None]:
+    population = draw(populations())
+    ledger = draw(ledgers(population))
+    horizon = draw(st.one_of(st.none(), st.integers(1, 15)))
+    return population, ledger, horizon
+
+
+@settings(max_examples=80, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=cases())
+def test_duckdb_agrees_with_numpy(tmp_path_factory: pytest.TempPathFactory, case: Any) -> None:
+    population, ledger, horizon = case
+    path = _write(tmp_path_factory.mktemp("duck"), ledger)
+    reference = check(ledger, population, horizon=horizon)
+    verdict, details = make_engine("duckdb").audit([path], population, horizon=horizon)
+    _same(reference, verdict)
+    numpy_verdict, numpy_details = make_engine("numpy").audit([path], population, horizon=horizon)
+    _same(reference, numpy_verdict)
+    assert details == numpy_details
+
+
+def test_engines_agree_on_the_bundled_examples_including_evidence(tmp_path: Path) -> None:
+    population = read_requirements(
+        [example_path("requirements.csv"), example_path("requirements.dynamic.csv")]
+    )
+    for name in ("compliant.jsonl", "violating.jsonl"):
+        ledger = read_ledger(example_path(name))
+        reference = check(ledger, population)
+        for engine in ("numpy", "duckdb"):
+            verdict, _ = make_engine(engine).audit([example_path(name)], population)
+            _same(reference, verdict)
+        if name == "violating.jsonl":
+            assert reference.evidence_failures and reference.violations
+
+
+def test_several_files_are_one_ledger(tmp_path: Path) -> None:
+    population = Population({"a": Fixed(2, Budget("0.3")), "b": Fixed(2, Budget("0.3"))})
+    first = Ledger()
+    first.define_group("both", ["a", "b"])
+    first.append(1, "0.2", group="both")
+    second = Ledger()
+    second.define_group("both", ["a", "b"])
+    second.append(2, "0.2", user="a")
+    whole = Ledger()
+    whole.define_group("both", ["a", "b"])
+    whole.append(1, "0.2", group="both")
+    whole.append(2, "0.2", user="a")
+    files = [_write(tmp_path, first, "1.parquet"), _write(tmp_path, second, "2.jsonl")]
+    reference = check(whole, population)
+    assert len(reference.violations) == 1
+    for engine in ("numpy", "duckdb"):
+        verdict, _ = make_engine(engine).audit(files, population)
+        _same(reference, verdict)
+
+
+def test_sql_engines_reject_bad_input_in_one_line(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    population = Population({"a": Fixed(2, Budget(1))})
+    bad = tmp_path / "bad.parquet"
+    table = {"slot": [1], "user": ["a"], "group": [""], "epsilon": ["NaN"]}
+    pq.write_table(pa.table(table), bad)
+    with pytest.raises(FormatError, match="epsilon"):
+        make_engine("duckdb").audit([bad], population)
+    pq.write_table(pa.table({**table, "epsilon": ["0.1"], "group": ["g"]}), bad)
+    with pytest.raises(FormatError, match="exactly one of user or group"):
+        make_engine("duckdb").audit([bad], population)
+    pq.write_table(pa.table({**table, "epsilon": ["0.1"], "user": [""], "group": ["g"]}), bad)
+    with pytest.raises(FormatError, match="members are not listed"):
+        make_engine("duckdb").audit([bad], population)
+
+
+def test_sql_engines_refuse_sums_beyond_38_digits(tmp_path: Path) -> None:
+    ledger = Ledger()
+    ledger.append(1, "1/99999999999999999989", user="a")
+    ledger.append(2, "1/99999999999999999967", user="a")
+    population = Population({"a": Fixed(2, Budget(1))})
+    path = _write(tmp_path, ledger)
+    with pytest.raises(EngineError, match="use --engine numpy"):
+        make_engine("duckdb").audit([path], population)
+    assert make_engine("numpy").audit([path], population)[0].ok
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    session = spark_session()
+    yield session
+
+
+def _combined(cases_: list[tuple[Population, Ledger, int | None]]) -> tuple[Population, Ledger]:
+    """Many generated cases as one ledger over disjoint users (prefixed by the case number), so
+    one Spark run checks them all (a Spark query has a fixed cost of about a second)."""
+    reqs = {}
+    ledger = Ledger()
+    for k, (population, case, _) in enumerate(cases_):
+        reqs.update({f"c{k}-{u}": r for u, r in population.items()})
+        for g, members in case.groups.items():
+            ledger.define_group(f"c{k}-{g}", [f"c{k}-{m}" for m in members])
+        for ch in case:
+            who = {"user": f"c{k}-{ch.user}"} if ch.user else {"group": f"c{k}-{ch.group}"}
+            ledger.append(ch.slot, ch.amount, evidence=ch.evidence, **who)
+    return Population(reqs), ledger
+
+
+def _spark_agrees(tmp: Path, cases_: list[tuple[Population, Ledger, int | None]]) -> None:
+    population, ledger = _combined(cases_)
+    horizon = cases_[0][2]
+    path = _write(tmp, ledger)
+    reference = check(ledger, population, horizon=horizon)
+    verdict, details = make_engine("spark").audit([path], population, horizon=horizon)
+    _same(reference, verdict)
+    assert details == make_engine("numpy").audit([path], population, horizon=horizon)[1]
+
+
+def _example_case() -> tuple[Population, Ledger, int | None]:
+    population = read_requirements(
+        [example_path("requirements.csv"), example_path("requirements.dynamic.csv")]
+    )
+    return population, read_ledger(example_path("violating.jsonl")), None
+
+
+@settings(max_examples=1, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batch=st.lists(cases(), min_size=20, max_size=30))
+def test_spark_agrees_with_numpy(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory, batch: Any
+) -> None:
+    """One Spark run over ~25 generated cases plus the violating example (with evidence)."""
+    _spark_agrees(tmp_path_factory.mktemp("spark"), [*batch, _example_case()])
+
+
+@pytest.mark.slow
+@settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batch=st.lists(cases(), min_size=15, max_size=25))
+def test_spark_agrees_with_numpy_many(
+    spark: Any, tmp_path_factory: pytest.TempPathFactory, batch: Any
+) -> None:
+    _spark_agrees(tmp_path_factory.mktemp("spark"), batch)

@@ -1,0 +1,501 @@
+"""The batch audit as SQL: the same verdict as `verifier.check`, computed by a SQL engine over
+Parquet ledger files (DuckDB embedded and out-of-core, or Spark), exactly.
+
+Exact arithmetic. Budgets are rationals; SQL engines have no rational type and their DOUBLE
+would make a verdict depend on rounding. So, before any SQL runs, the distinct amount strings of
+the ledger (``SELECT DISTINCT epsilon``: a handful in practice) and the bounds of every
+requirement are parsed in Python to `fractions.Fraction` and brought to one common denominator
+L (their least common multiple). Every amount becomes the integer numerator ``a * L``, every
+bound ``eps * L``. These integers are shipped to the engine as a small lookup table
+(``DECIMAL(38,0)``: scale 0, i.e. a 128-bit integer, in both DuckDB and Spark) and joined to the
+charges; all window sums are then sums of integers, and every comparison ``sum > bound`` is an
+integer comparison, exactly the comparison of the rationals ``sum/L > bound/L``. No float is ever
+involved. Before running we prove that no sum can leave the type: every sum is at most
+(number of charges) x (largest numerator), and we refuse (`EngineError`, pointing to the numpy
+engine, which falls back to Python integers) unless that is below 10^37. Both engines also raise
+on DECIMAL overflow (DuckDB always, Spark with ``spark.sql.ansi.enabled``), a second net.
+
+What runs in SQL (the O(charges) work, out of core on DuckDB): validation of the rows, users'
+*representatives* (users with no direct charge, the same requirement class and the same set of
+groups have identical spends; the same partition `verifier.check` uses), the charges expanded
+to representatives and summed per (representative, slot), every fixed window's sum (one
+``SUM(...) OVER (PARTITION BY rep ORDER BY slot RANGE BETWEEN w-1 PRECEDING AND CURRENT ROW)`` per
+distinct w; a window's largest sum is attained at a window ending at a spend), whole-stream
+totals, and the screen: a fixed or whole-stream representative whose largest sum is within its
+bound is compliant and its utilization is that sum over the bound.
+
+What runs in Python (small): the representatives that fail the screen, plus every dynamic and
+unregistered representative with a positive spend, are fetched as their per-slot sums and checked
+by `verifier.check` itself on a ledger of just those representatives, with the same horizon. Its
+violations are therefore the reference's violations, not a re-implementation; the memory this
+needs grows with the violators (and dynamic users), not with the ledger. Evidence records are
+certified per distinct (amount, evidence) pair in one streaming pass over the files (pyarrow
+batches), with the same first row and count the numpy checker reports.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from accounting.budget import Budget, BudgetError
+from accounting.evidence import Evidence, certify_cost, evidence_from_json
+from accounting.formats import FormatError
+from accounting.ledger import Ledger
+from accounting.population import Population
+from accounting.requirements import Dynamic, Fixed, Requirement, WholeStream, requirement_bounds
+from verifier.check import check
+from verifier.verdict import EvidenceFailure, Verdict, Violation, ratio
+
+__all__ = ["EngineError", "SqlBackend", "SqlDetails", "sql_audit"]
+
+_FIXED, _WHOLE, _DYNAMIC, _NONE = 0, 1, 2, 3
+_EXACT = "DECIMAL(38,0)"
+_SAFE = 10**37
+
+
+class EngineError(BudgetError):
+    """A ledger this engine cannot audit exactly (the message says which engine can)."""
+
+
+class SqlBackend(Protocol):
+    """What the shared SQL audit needs from an engine: a dialect and a way to run statements."""
+
+    name: str
+
+    def load(self, view: str, files: Sequence[Path]) -> None:
+        """Create ``view(slot BIGINT, usr STRING, grp STRING, eps STRING)`` over the files'
+        rows (membership rows have a null slot; empty strings may stand for null)."""
+
+    def table(self, name: str, columns: dict[str, list[Any]], exact: Sequence[str]) -> None:
+        """Create a small table from Python columns; ``exact`` columns hold integer strings
+        and become DECIMAL(38,0)."""
+
+    def materialize(self, name: str, select: str) -> None:
+        """Create (or replace) ``name`` as the result of ``select``, stored for reuse."""
+
+    def view(self, name: str, select: str) -> None:
+        """Create (or replace) ``name`` as a view of ``select`` (recomputed on each use)."""
+
+    def rows(self, select: str) -> list[tuple[Any, ...]]:
+        """Run a query and return its rows."""
+
+    def sorted_concat(self, expr: str) -> str:
+        """An aggregate expression: the values of ``expr`` sorted and joined with ','."""
+
+    def close(self) -> None:
+        """Release the engine's resources."""
+
+
+@dataclass(frozen=True)
+class SqlDetails:
+    """What the SQL pass learned beyond the verdict, for reports: per-class totals of per-user
+    charges per slot, and the per-slot spends of chosen users."""
+
+    class_timeline: dict[str, tuple[tuple[int, Fraction], ...]]
+    user_spends: dict[str, tuple[tuple[int, Fraction], ...]]
+
+
+def _kind(req: Requirement | None) -> int:
+    if isinstance(req, Fixed):
+        return _FIXED
+    if isinstance(req, WholeStream):
+        return _WHOLE
+    if isinstance(req, Dynamic):
+        return _DYNAMIC
+    return _NONE
+
+
+def _lcm(values: Sequence[int]) -> int:
+    out = 1
+    for d in values:
+        out = out * d // math.gcd(out, d)
+    return out
+
+
+def sql_audit(
+    backend: SqlBackend,
+    files: Sequence[Path],
+    population: Population,
+    *,
+    horizon: int | None = None,
+    progress: Callable[[str], None] | None = None,
+    detail_users: int = 5,
+) -> tuple[Verdict, SqlDetails]:
+    """Audit the ledger made of ``files`` (Parquet, in order) with ``backend``; see the module
+    docstring. The verdict equals ``verifier.check`` on the same ledger."""
+    say = progress or (lambda _s: None)
+    b = backend
+    say("loading")
+    b.load("raw", files)
+    b.view("charges", "SELECT slot, usr, grp, eps FROM raw WHERE slot IS NOT NULL")
+    b.materialize("members", "SELECT DISTINCT grp, usr FROM raw WHERE slot IS NULL")
+    _validate(b, files)
+    say("amounts")
+    amount_strings = [str(r[0]) for r in b.rows("SELECT DISTINCT eps FROM charges")]
+    try:
+        amounts = {s: Budget(s, what="epsilon") for s in amount_strings}
+    except BudgetError as exc:
+        raise FormatError(f"{files[0]}: {exc}") from None
+    classes = population.classes
+    n_classes = len(classes)
+    reqs: list[Requirement | None] = [c.requirement for c in classes] + [None]
+    names = [c.name for c in classes] + ["unregistered"]
+    bounds = [x for r in reqs if r is not None for x in requirement_bounds(r)]
+    lcd = _lcm([a.denominator for a in amounts.values()] + [x.denominator for x in bounds])
+    numerators = {s: int(a * lcd) for s, a in amounts.items()}
+    (n_charges, last_slot) = b.rows("SELECT COUNT(*), MAX(slot) FROM charges")[0]
+    n_charges = int(n_charges)
+    biggest = max([*numerators.values(), *(int(x * lcd) for x in bounds), 1])
+    if biggest * (n_charges + 1) >= _SAFE:
+        raise EngineError(
+            f"exact sums of this ledger need more than 37 decimal digits over the common "
+            f"denominator {lcd}; use --engine numpy (Python integers)"
+        )
+    h = max(int(last_slot or 0), horizon or 0)
+    b.table(
+        "amounts",
+        {"eps": list(numerators), "num": [str(v) for v in numerators.values()]},
+        ["num"],
+    )
+    b.table(
+        "classes",
+        {
+            "cls": list(range(n_classes + 1)),
+            "kind": [_kind(r) for r in reqs],
+            "w": [min(r.w, h + 1) if isinstance(r, Fixed) else 0 for r in reqs],
+            "bound": [
+                str(int(r.eps * lcd)) if isinstance(r, Fixed | WholeStream) else "0" for r in reqs
+            ],
+        },
+        ["bound"],
+    )
+    users = [u for c in classes for u in c.members]
+    b.table(
+        "reqs",
+        {"usr": users, "cls": [c.index for c in classes for _ in c.members]},
+        [],
+    )
+
+    say("representatives")
+    member_key = "CONCAT(CAST(LENGTH(grp) AS STRING), ':', grp)"
+    b.materialize("direct", "SELECT DISTINCT usr FROM charges WHERE usr IS NOT NULL")
+    b.materialize(
+        "sig",
+        f"""
+        SELECT a.usr, COALESCE(r.cls, {n_classes}) AS cls,
+               CASE WHEN d.usr IS NOT NULL THEN CONCAT('u', a.usr)
+                    ELSE CONCAT('g', CAST(COALESCE(r.cls, {n_classes}) AS STRING), '|', g.gs)
+               END AS skey
+        FROM (SELECT usr FROM direct UNION SELECT usr FROM members) a
+        LEFT JOIN direct d ON a.usr = d.usr
+        LEFT JOIN reqs r ON a.usr = r.usr
+        LEFT JOIN (SELECT usr, {b.sorted_concat(member_key)} AS gs FROM members GROUP BY usr) g
+               ON a.usr = g.usr
+        """,
+    )
+    b.materialize(
+        "user_rep",
+        "SELECT usr, cls, DENSE_RANK() OVER (ORDER BY skey) - 1 AS rep FROM sig",
+    )
+    b.materialize(
+        "reps",
+        "SELECT rep, MIN(cls) AS cls, COUNT(*) AS size FROM user_rep GROUP BY rep",
+    )
+    b.materialize(
+        "grp_reps",
+        "SELECT DISTINCT m.grp, u.rep FROM members m JOIN user_rep u ON m.usr = u.usr",
+    )
+    say("sums per slot")
+    b.materialize(
+        "agg",
+        f"""
+        SELECT x.rep, x.slot, CAST(SUM(x.num) AS {_EXACT}) AS v FROM (
+            SELECT u.rep, c.slot, a.num FROM charges c
+                JOIN user_rep u ON c.usr = u.usr JOIN amounts a ON c.eps = a.eps
+            UNION ALL
+            SELECT g.rep, c.slot, a.num FROM charges c
+                JOIN grp_reps g ON c.grp = g.grp JOIN amounts a ON c.eps = a.eps
+        ) x GROUP BY x.rep, x.slot
+        """,
+    )
+
+    say("windows")
+    window_sizes = sorted(
+        {min(r.w, h + 1) for c, r in enumerate(reqs) if isinstance(r, Fixed) and c < n_classes}
+    )
+    parts = [
+        f"""SELECT rep, MAX(ws) AS top FROM (
+              SELECT g.rep, SUM(g.v) OVER (PARTITION BY g.rep ORDER BY g.slot
+                     RANGE BETWEEN {w - 1} PRECEDING AND CURRENT ROW) AS ws
+              FROM agg g JOIN reps r ON g.rep = r.rep JOIN classes k ON r.cls = k.cls
+              WHERE k.kind = {_FIXED} AND k.w = {w}) t GROUP BY rep"""
+        for w in window_sizes
+    ]
+    parts.append(
+        f"""SELECT g.rep, SUM(g.v) AS top
+            FROM agg g JOIN reps r ON g.rep = r.rep JOIN classes k ON r.cls = k.cls
+            WHERE k.kind IN ({_WHOLE}, {_DYNAMIC}, {_NONE}) GROUP BY g.rep"""
+    )
+    b.materialize("tops", " UNION ALL ".join(f"({p})" for p in parts))
+    say("screening")
+    rep_rows = b.rows(
+        """SELECT r.rep, r.cls, r.size, k.kind, k.bound, CAST(COALESCE(t.top, 0) AS STRING)
+           FROM reps r JOIN classes k ON r.cls = k.cls LEFT JOIN tops t ON r.rep = t.rep
+           ORDER BY r.rep"""
+    )
+    n_reps = len(rep_rows)
+    rep_cls = [0] * n_reps
+    util: list[Fraction | None] = [Fraction(0)] * n_reps
+    candidates: list[int] = []
+    shares: dict[tuple[int, int], Fraction | None] = {}
+    for rep, cls, _size, kind, bound, top_s in rep_rows:
+        rep, cls, kind, top, bound_i = int(rep), int(cls), int(kind), int(top_s), int(bound)
+        rep_cls[rep] = cls
+        if kind in (_FIXED, _WHOLE):
+            if top > bound:
+                candidates.append(rep)
+            else:
+                share = shares.get((top, bound_i), Fraction(-1))
+                if share is not None and share < 0:
+                    share = ratio(Fraction(top, lcd), Fraction(bound_i, lcd))
+                    shares[(top, bound_i)] = share
+                util[rep] = share
+        elif top > 0:
+            candidates.append(rep)
+
+    say("users")
+    user_rows = b.rows("SELECT usr, rep FROM user_rep")
+    members_of: dict[int, list[str]] = {}
+    user_rep: dict[str, int] = {}
+    for usr, rep in user_rows:
+        user_rep[str(usr)] = int(rep)
+        members_of.setdefault(int(rep), []).append(str(usr))
+    direct_users = {str(r[0]) for r in b.rows("SELECT usr FROM direct")}
+
+    violations: tuple[Violation, ...] = ()
+    if candidates:
+        say("exact check of candidates")
+        spends = _rep_spends(b, candidates, "cand")
+        sub = _candidate_ledger(candidates, spends, members_of, direct_users, lcd)
+        sub_pop = Population(
+            {
+                u: r
+                for rep in candidates
+                for u in members_of[rep]
+                if (r := population.get(u)) is not None
+            }
+        )
+        sub_verdict = check(sub, sub_pop, horizon=h)
+        violations = sub_verdict.violations
+        for rep in candidates:
+            util[rep] = sub_verdict.user_utilization[members_of[rep][0]]
+
+    class_util: dict[str, Fraction | None] = {}
+    for rep in range(n_reps):
+        name = names[rep_cls[rep]]
+        prev = class_util.get(name, Fraction(0))
+        value = util[rep]
+        class_util[name] = None if (value is None or prev is None) else max(prev, value)
+
+    say("evidence")
+    evidence_failures = evidence_scan(files)
+    (direct_n,) = b.rows("SELECT COUNT(*) FROM charges WHERE usr IS NOT NULL")[0]
+    (group_n,) = b.rows(
+        """SELECT COALESCE(SUM(s.size), 0) FROM charges c
+           JOIN (SELECT grp, COUNT(*) AS size FROM members GROUP BY grp) s ON c.grp = s.grp"""
+    )[0]
+    verdict = Verdict(
+        violations=tuple(sorted(violations, key=Violation.sort_key)),
+        evidence_failures=evidence_failures,
+        user_utilization=_RepUtilization(user_rep, util),
+        class_utilization=class_util,
+        horizon=h,
+        per_user_charges=int(direct_n) + int(group_n),
+    )
+
+    say("report data")
+    per_user = int(direct_n) + int(group_n)
+    timeline_rows = (
+        []
+        if biggest * (per_user + 1) >= _SAFE
+        else b.rows(
+            """SELECT r.cls, g.slot, CAST(SUM(g.v * r.size) AS STRING) FROM agg g
+           JOIN reps r ON g.rep = r.rep GROUP BY r.cls, g.slot ORDER BY r.cls, g.slot"""
+        )
+    )
+    timeline: dict[str, list[tuple[int, Fraction]]] = {}
+    for cls, slot, total in timeline_rows:
+        if int(total) == 0:
+            continue
+        timeline.setdefault(names[int(cls)], []).append((int(slot), Fraction(int(total), lcd)))
+    chosen = tightest_users(verdict, detail_users, population)
+    chosen_reps = sorted({user_rep[u] for u in chosen})
+    rep_spends = _rep_spends(b, chosen_reps, "chosen") if chosen_reps else {}
+    details = SqlDetails(
+        {k: tuple(v) for k, v in timeline.items()},
+        {
+            u: tuple((s, Fraction(v, lcd)) for s, v in rep_spends.get(user_rep[u], []))
+            for u in chosen
+        },
+    )
+    return verdict, details
+
+
+def tightest_users(verdict: Verdict, k: int, population: Population | None = None) -> list[str]:
+    """The k users closest to (or over) their bounds: largest utilization first (unbounded
+    first of all), ties by user id; with ``population``, at most one user per requirement
+    class (the tightest of each), so plots show different classes."""
+    util = verdict.user_utilization
+    # Rank the distinct values once (there are few): sorting users by an int is fast, sorting
+    # them by Fraction keys is not.
+    distinct = {x for x in util.values() if x is not None}
+    rank: dict[Fraction | None, int] = {
+        x: k + 1 for k, x in enumerate(sorted(distinct, reverse=True))
+    }
+    rank[None] = 0
+    scored = sorted(util.items(), key=lambda p: (rank[p[1]], p[0]))
+    if population is None:
+        return [u for u, _ in scored[:k]]
+    chosen: list[str] = []
+    classes: set[str] = set()
+    for u, _ in scored:
+        name = population.class_of(u).name if u in population else "unregistered"
+        if name not in classes:
+            classes.add(name)
+            chosen.append(u)
+            if len(chosen) == k:
+                break
+    return chosen
+
+
+def _rep_spends(b: SqlBackend, reps: Sequence[int], name: str) -> dict[int, list[tuple[int, int]]]:
+    b.table(name, {"rep": list(reps)}, [])
+    out: dict[int, list[tuple[int, int]]] = {}
+    for rep, slot, v in b.rows(
+        f"""SELECT g.rep, g.slot, CAST(g.v AS STRING) FROM agg g JOIN {name} c ON g.rep = c.rep
+            WHERE g.v <> 0 ORDER BY g.rep, g.slot"""
+    ):
+        out.setdefault(int(rep), []).append((int(slot), int(v)))
+    return out
+
+
+def _candidate_ledger(
+    candidates: Sequence[int],
+    spends: dict[int, list[tuple[int, int]]],
+    members_of: dict[int, list[str]],
+    direct_users: set[str],
+    lcd: int,
+) -> Ledger:
+    """A ledger of just the candidate representatives' per-slot sums: a directly charged user
+    keeps direct charges; a group-only representative becomes one group of its members, so
+    `verifier.check` forms exactly the same representatives."""
+    ledger = Ledger()
+    for rep in candidates:
+        members = members_of[rep]
+        direct = len(members) == 1 and members[0] in direct_users
+        if not direct:
+            ledger.define_group(f"rep-{rep}", members)
+        for slot, v in spends.get(rep, []):
+            amount = Budget(Fraction(v, lcd))
+            if direct:
+                ledger.append(slot, amount, user=members[0])
+            else:
+                ledger.append(slot, amount, group=f"rep-{rep}")
+    return ledger
+
+
+class _RepUtilization(dict[str, Fraction | None]):
+    """Per-user utilization from representatives (a plain mapping user -> value)."""
+
+    def __init__(self, user_rep: dict[str, int], util: list[Fraction | None]) -> None:
+        super().__init__((u, util[r]) for u, r in user_rep.items())
+
+
+def _validate(b: SqlBackend, files: Sequence[Path]) -> None:
+    where = str(files[0]) if len(files) == 1 else " + ".join(str(f) for f in files)
+    neither, no_eps, lo, hi = b.rows(
+        """SELECT SUM(CASE WHEN (usr IS NULL) = (grp IS NULL) THEN 1 ELSE 0 END),
+                  SUM(CASE WHEN eps IS NULL THEN 1 ELSE 0 END), MIN(slot), MAX(slot)
+           FROM charges"""
+    )[0]
+    if int(neither or 0):
+        raise FormatError(f"{where}: {neither} charge(s) do not name exactly one of user or group")
+    if int(no_eps or 0):
+        raise FormatError(f"{where}: {no_eps} charge(s) have no epsilon")
+    (bad,) = b.rows(
+        "SELECT COUNT(*) FROM raw WHERE slot IS NULL AND (grp IS NULL OR usr IS NULL OR eps IS NOT NULL)"
+    )[0]
+    if int(bad):
+        raise FormatError(
+            f"{where}: {bad} membership row(s) (empty slot) lack a group or user, or carry an epsilon"
+        )
+    if lo is not None and (int(lo) < 1 or int(hi) > 2**62 - 1):
+        raise FormatError(f"{where}: slot: slots are numbered from 1 to 2^62 - 1")
+    missing = b.rows(
+        """SELECT MIN(c.grp) FROM (SELECT DISTINCT grp FROM charges WHERE grp IS NOT NULL) c
+           LEFT JOIN (SELECT DISTINCT grp FROM members) m ON c.grp = m.grp WHERE m.grp IS NULL"""
+    )[0][0]
+    if missing is not None:
+        raise FormatError(f"{where}: group {missing!r} is charged but its members are not listed")
+
+
+def evidence_scan(files: Sequence[Path], batch_rows: int = 1 << 20) -> tuple[EvidenceFailure, ...]:
+    """Certify every distinct (amount, evidence) pair of the charges in ``files`` (streamed in
+    batches); failures carry the count and the first charge row, as the numpy checker's do."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    seen: dict[tuple[Fraction, Evidence], list[int]] = {}  # -> [count, first row, first slot]
+    amounts: dict[str, Budget] = {}
+    evidences: dict[str, Evidence] = {}
+    row_base = 0
+    for f in files:
+        pf = pq.ParquetFile(f)
+        names = set(pf.schema_arrow.names)
+        if "evidence" not in names:
+            for batch in pf.iter_batches(batch_size=batch_rows, columns=["slot"]):
+                row_base += batch.num_rows - batch.column(0).null_count
+            continue
+        for batch in pf.iter_batches(
+            batch_size=batch_rows, columns=["slot", "epsilon", "evidence"]
+        ):
+            slot = batch.column(0)
+            is_charge = pc.is_valid(slot)
+            ev = pc.fill_null(batch.column(2).cast(pa.large_string()), "")
+            charge_ev = pc.and_(is_charge, pc.not_equal(ev, ""))
+            index = np.cumsum(np.asarray(is_charge.to_numpy(zero_copy_only=False), np.int64)) - 1
+            rows = np.flatnonzero(np.asarray(charge_ev.to_numpy(zero_copy_only=False), bool))
+            if len(rows):
+                eps_l = batch.column(1).cast(pa.large_string()).take(pa.array(rows)).to_pylist()
+                ev_l = ev.take(pa.array(rows)).to_pylist()
+                slot_l = slot.take(pa.array(rows)).to_pylist()
+                for k, (e, x, s) in enumerate(zip(eps_l, ev_l, slot_l, strict=True)):
+                    try:
+                        amount = amounts.get(e) or amounts.setdefault(e, Budget(e, what="epsilon"))
+                        evidence = evidences.get(x) or evidences.setdefault(
+                            x, evidence_from_json(x)
+                        )
+                    except BudgetError as exc:
+                        raise FormatError(f"{f}: {exc}") from None
+                    entry = seen.get((amount, evidence))
+                    if entry is None:
+                        seen[(amount, evidence)] = [1, row_base + int(index[rows[k]]), int(s)]
+                    else:
+                        entry[0] += 1
+            row_base += int(index[-1]) + 1 if len(index) else 0
+    failures = []
+    for (charged, evidence), (count, first, slot_v) in seen.items():
+        result = certify_cost(evidence, charged)
+        if not result.ok:
+            failures.append(
+                EvidenceFailure(evidence, charged, result.lower, result.upper, count, first, slot_v)
+            )
+    return tuple(sorted(failures, key=lambda e: e.first_row))
