@@ -12,8 +12,9 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
+# Tests run on every core (pytest-xdist): the proofs dominate and are independent.
 unit: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --durations=12
 
 slow: $(STAMP)
 	$(PY) -m pytest -q -m slow
