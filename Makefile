@@ -19,8 +19,9 @@ browser:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
 	  || echo "warning: could not install chromium; the HTML rendering test will skip" >&2; }
 
+# Tests run on every core (pytest-xdist): the proofs dominate and are independent.
 unit: $(STAMP) browser
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --durations=12
 
 slow: $(STAMP)
 	$(PY) -m pytest -q -m slow

@@ -41,6 +41,11 @@ use the slot number only relative to the kept history, to the (free) last public
 for sample, modulo the window, so steps at ``T = max w + 1 .. 2 max w`` cover every later slot.
 The sound variants' clip makes I 1-inductive; the published pseudo-code is not inductive for I
 (a state satisfying I can have a half over its share), so those stay bounded proofs.
+
+Unbounded proof (dynamic kernels): `proofs.dynamic`, one-slot steps from a symbolic state for
+every schedule shape up to a stationary slot, several classes by non-interference. When a step
+fails, the bounded search of the same scope looks for a real run that breaks a window (the
+published rules have one) and reports it; otherwise the result is unknown.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import partial
 from typing import Any
@@ -69,6 +74,7 @@ from mechanisms.allocators.kernel import (
     published_now,
 )
 from proofs.counterexamples import Counterexample, Failure
+from proofs.dynamic import all_shapes, noninterference, prove_shapes, sample_pairs
 from proofs.explicit import explore
 from verifier.symbolic import (
     Outcome,
@@ -449,9 +455,11 @@ def prove_allocator(
     scope: Scope | None = None,
     unbounded: bool = False,
     progress: Progress | None = None,
+    workers: int = 1,
 ) -> AllocatorProof:
     """Prove the allocator's window theorem over ``scope`` (bounded, or for every horizon with
-    ``unbounded``), or find the first counterexample of the scope."""
+    ``unbounded``), or find the first counterexample of the scope. ``workers`` processes share
+    the dynamic induction's shapes."""
     alloc = ALLOCATORS.get(mechanism)
     if alloc is None:
         raise BudgetError(
@@ -459,10 +467,10 @@ def prove_allocator(
         )
     scope = scope or Scope()
     if unbounded:
-        if alloc.requirement != "fixed" or arithmetic != "exact":
-            raise BudgetError(
-                "--unbounded (k-induction) covers the fixed-window kernels in exact arithmetic"
-            )
+        if arithmetic != "exact":
+            raise BudgetError("--unbounded (induction) is for exact arithmetic")
+        if alloc.requirement == "dynamic":
+            return _prove_dynamic_inductive(alloc, variant, scope, progress, workers)
         return _prove_inductive(alloc, variant, scope, progress)
     if arithmetic == "float":
         return _prove_explicit(alloc, variant, scope, progress)
@@ -770,6 +778,71 @@ def _inductive_failure(
     bounded.statement = statement
     bounded.scope = scope_json
     return bounded
+
+
+# ---------------------------------------------------------------------------- dynamic induction
+
+# Random shape pairs the non-interference premise is checked on (beside the extreme shapes).
+NONINTERFERENCE_PAIRS = 40
+
+
+def _prove_dynamic_inductive(
+    alloc: Allocator, variant: str, scope: Scope, progress: Progress | None, workers: int
+) -> AllocatorProof:
+    """Theorem D for every horizon (`proofs.dynamic`): one class, every shape of the scope,
+    every step obligation up to the stationary slot; several classes by non-interference."""
+    start = time.perf_counter()
+    statement = _statement(alloc, scope, "exact", True)
+    scope_json = _scope_json(alloc, scope, "exact", True)
+    slots = scope.decl_slots
+    shapes = all_shapes(scope.w_max, len(slots))
+    result = partial(
+        AllocatorProof, alloc.name, variant, "exact", "induction", statement, scope_json
+    )
+    obligations = 0
+    for r in prove_shapes(
+        alloc.name, variant, shapes, slots, timeout_ms=scope.timeout_ms, workers=workers
+    ):
+        obligations += r.obligations
+        if progress is not None:
+            progress(f"shape {r.shape}: {r.status} ({r.seconds:.2f} s)")
+        if r.status == "unknown":
+            reason = f"z3 gave up on shape {r.shape} at slot {r.slot}: {r.reason}"
+            return result("unknown", time.perf_counter() - start, obligations, reason=reason)
+        if r.status == "not inductive":
+            # A state satisfying I steps out of it; look for a real run that does (bounded,
+            # one class, the scope's smallest windows first).
+            bounded = prove_allocator(alloc.name, variant=variant, scope=replace(scope, classes=1))
+            if bounded.status == "counterexample":
+                bounded.method = "induction (refuted by the bounded search)"
+                bounded.statement = statement
+                bounded.scope = scope_json
+                return bounded
+            reason = (
+                f"the invariant is not inductive for shape {r.shape} at slot {r.slot} and the "
+                f"bounded search ({bounded.status}) found no run that breaks a window"
+            )
+            return result("unknown", time.perf_counter() - start, obligations, reason=reason)
+    notes = [
+        f"induction: {len(shapes)} one-class shapes, {obligations} step obligations "
+        "(slots 1 .. T* = last declaration + 2 max w; later slots repeat T*)"
+    ]
+    if scope.classes >= 2:
+        pairs = sample_pairs(shapes, NONINTERFERENCE_PAIRS)
+        clash = noninterference(alloc.name, variant, pairs, slots)
+        if clash is not None:
+            reason = (
+                f"classes interfere: with shapes {clash[0]} and {clash[1]} a class's budget at "
+                f"slot {clash[2]} differs from its one-class budget"
+            )
+            return result("unknown", time.perf_counter() - start, obligations, reason=reason)
+        notes.append(
+            f"2..{scope.classes} classes: each class's budgets are its one-class budgets under "
+            f"the shared publication bit, which the step leaves free (non-interference, checked "
+            f"term for term on {len(pairs)} shape pairs: the smallest and largest shapes and "
+            f"{NONINTERFERENCE_PAIRS} random pairs)"
+        )
+    return result("proved", time.perf_counter() - start, obligations, notes=notes)
 
 
 # ---------------------------------------------------------------------------- float (explicit)

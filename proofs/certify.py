@@ -34,19 +34,22 @@ _grid = (Fraction(1, 2), Fraction(1))
 PLAN.append(("dpbd", "sound", "exact", False, Scope(2, 2, decl_slots=(1, 3)), Scope(1, 2)))
 PLAN.append(("dpba", "sound", "exact", False, Scope(1, 2, decl_slots=(1, 3)), Scope(1, 2)))
 for _m in ("dpbd", "dpba"):
+    PLAN.append((_m, "sound", "exact", True, Scope(2, 6), Scope(2, 4)))
     PLAN.append((_m, "published", "exact", False, Scope(1, 2), Scope(1, 2)))
     PLAN.append((_m, "published", "float", False, Scope(1, 2, grid=_grid), Scope(1, 2, grid=_grid)))
 
 
 def _filename(p: AllocatorProof, scope: Scope) -> str:
-    method = "unbounded" if p.method == "k-induction" else "bounded"
+    method = "unbounded" if p.method in ("k-induction", "induction") else "bounded"
     extra = f"-k{scope.classes}-w{scope.w_max}"
     if ALLOCATORS[p.mechanism].requirement == "dynamic":
         extra += "-d" + "_".join(str(s) for s in scope.decl_slots)
     return f"{p.mechanism}-{p.variant}-{p.arithmetic}-{method}{extra}.json"
 
 
-def certify(quick: bool = False, only: str | None = None) -> list[tuple[AllocatorProof, Path]]:
+def certify(
+    quick: bool = False, only: str | None = None, workers: int = 1
+) -> list[tuple[AllocatorProof, Path]]:
     CERTIFICATES.mkdir(exist_ok=True)
     out = []
     for mechanism, variant, arithmetic, unbounded, full, small in PLAN:
@@ -54,7 +57,12 @@ def certify(quick: bool = False, only: str | None = None) -> list[tuple[Allocato
             continue
         scope = small if quick else full
         proof = prove_allocator(
-            mechanism, variant=variant, arithmetic=arithmetic, scope=scope, unbounded=unbounded
+            mechanism,
+            variant=variant,
+            arithmetic=arithmetic,
+            scope=scope,
+            unbounded=unbounded,
+            workers=workers,
         )
         data = proof.to_json()
         data["allocator"] = data.pop("mechanism")
@@ -93,8 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the test suite's scopes")
     parser.add_argument("--only", default=None, help="only these allocators (comma-separated)")
+    parser.add_argument("--jobs", type=int, default=1, help="processes for the dynamic induction")
     args = parser.parse_args(argv)
-    results = certify(args.quick, args.only)
+    results = certify(args.quick, args.only, args.jobs)
     print(table([p for _, p in results]))
     bad = [p for p, _ in results if p.status == "unknown"]
     return 3 if bad else 0

@@ -21,7 +21,7 @@ from typing import Any
 from mechanisms.allocators.kernel import Prefix, published_now
 from verifier.symbolic import WindowSpec
 
-__all__ = ["ExplicitOutcome", "explore"]
+__all__ = ["ExplicitOutcome", "explore", "state_digest"]
 
 
 @dataclass
@@ -37,7 +37,7 @@ class ExplicitOutcome:
     failure: tuple[Any, ...] = ()
 
 
-def _digest(value: Any, depth: int) -> Any:
+def state_digest(value: Any, depth: int) -> Any:
     """A hashable summary of a kernel state that determines its future."""
     if isinstance(value, Prefix):
         last = value.last
@@ -47,9 +47,9 @@ def _digest(value: Any, depth: int) -> Any:
             tuple(value.total(s, s) for s in range(max(1, last - depth + 1), last + 1)),
         )
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return tuple(_digest(getattr(value, f.name), depth) for f in dataclasses.fields(value))
+        return tuple(state_digest(getattr(value, f.name), depth) for f in dataclasses.fields(value))
     if isinstance(value, tuple | list):
-        return tuple(_digest(v, depth) for v in value)
+        return tuple(state_digest(v, depth) for v in value)
     return value
 
 
@@ -114,7 +114,7 @@ def explore(
                             ("window", w, total),
                         )
                 nxt = kernel.step(state, t, plan, published)
-                key = (_digest(nxt, depth), history)
+                key = (state_digest(nxt, depth), history)
                 if key not in seen:
                     seen[key] = (nxt, (*decisions, d), history)
         frontier = list(seen.values())

@@ -1,7 +1,8 @@
 """Window theorems of the central allocators (`proofs.central`): proofs, refutations, replays.
 
 * Every sound kernel is proved: fixed kernels for w <= 6, 1..2 classes, horizon 18 (bounded) and
-  for every horizon by k-induction; dynamic kernels for w <= 2 with declarations at slots 1 and 2.
+  for every horizon by k-induction; dynamic kernels bounded for w <= 2 with declarations at
+  slots 1 and 2 (for every horizon: tests/test_dynamic_proofs.py).
 * Every known-unsound combination is refuted, and the counterexample replays through the kernel
   and the runtime guard to the same failure at the same slot.
 * The engine can fail: mutated kernels (an off-by-one window, an overspend) are refuted.
@@ -64,7 +65,9 @@ def test_published_fixed_kernels_bounded_but_not_inductive(mechanism: str) -> No
     assert step.status == "unknown" and "not inductive" in step.reason
 
 
-@pytest.mark.parametrize("mechanism", ["dpbd", "dpba"])
+@pytest.mark.parametrize(
+    "mechanism", ["dpbd", pytest.param("dpba", marks=pytest.mark.slow)]
+)  # the induction of tests/test_dynamic_proofs.py covers both for every horizon, w <= 4
 def test_sound_dynamic_kernels_proved(mechanism: str) -> None:
     proof = prove_allocator(mechanism, scope=Scope(classes=1, w_max=2, decl_slots=(1, 2)))
     assert proof.status == "proved", proof.reason

@@ -10,11 +10,17 @@ import pytest
 
 from mechanisms.allocators.algebra import ExactAlgebra
 from mechanisms.allocators.kernel import FixedClass
-from mechanisms.allocators.local import population_setup
+from mechanisms.allocators.local import POPULATION, population_setup
 from mechanisms.allocators.population import PopulationConfig, PopulationKernel
 from mechanisms.ops import reports_within
 from mechanisms.pool import PoolExhausted, UserPool
-from proofs.population import check_pool, prove_ops_split, prove_pool
+from proofs.population import (
+    check_pool,
+    explore_pool,
+    prove_ops_split,
+    prove_pool,
+    prove_population,
+)
 
 
 def test_sound_split_is_proved() -> None:
@@ -47,6 +53,42 @@ def test_population_kernels_never_exhaust_the_pool(mechanism: str, variant: str)
     result = prove_pool(mechanism, POOL_SCOPE, horizon=9, variant=variant)
     assert result.status == "proved", result
     assert result.to_json()["result"] == "proved"
+
+
+@pytest.mark.parametrize("mechanism", POPULATION)
+def test_sound_population_kernels_proved_for_windows_up_to_6(mechanism: str) -> None:
+    """The issue's scope: every tuple of 1..2 distinct windows <= 6, n = 2 max w .. 3 max w
+    users, horizon 3 max w (with OPS first proving its split for n <= 10^4)."""
+    result = prove_population(mechanism, variant="sound", w_max=6, classes=2)
+    assert result["result"] == "proved", result
+    pool = result["theorems"][-1]
+    assert pool["theorem"] == "pool-never-short" and pool["cases"] == 112
+    assert pool["scope"]["w"] == [1, 6] and pool["scope"]["classes"] == [1, 2]
+
+
+@pytest.mark.parametrize("mechanism", ["lpu", "lpd", "lpa", "plpd", "plpa", "plpd+", "plpa+"])
+@pytest.mark.parametrize("variant", ["sound", "published"])
+def test_explicit_search_and_z3_agree(mechanism: str, variant: str) -> None:
+    """The two pool checks decide the same question: same verdict on the same scope."""
+    explicit = prove_pool(mechanism, {2: 4, 4: 5}, horizon=10, variant=variant, method="explicit")
+    symbolic = prove_pool(mechanism, {2: 4, 4: 5}, horizon=10, variant=variant, method="z3")
+    assert explicit.status == symbolic.status == "proved"
+
+
+def test_explicit_search_finds_the_overspending_mutant() -> None:
+    """The search can fail: publications allowed all n users per window run the pool dry, at
+    the same first slot as Z3 finds."""
+    good = population_setup("lpd", [FixedClass(3, Fraction(1))], [12], 2).config
+    bad = PopulationConfig(good.n, good.rule, good.unit, good.recycle, good.n, good.absorb_cap)
+    explicit = explore_pool("lpd", bad, (3,), 9, "published", "mutant")
+    symbolic = check_pool("lpd", bad, (3,), 9, "published", "mutant")
+    assert explicit.status == symbolic.status == "counterexample"
+    assert explicit.slot == min(symbolic.slot, explicit.slot)
+    absorbing = population_setup("lpa", [FixedClass(3, Fraction(1))], [12], 2).config
+    greedy = PopulationConfig(
+        absorbing.n, "absorption", absorbing.unit, absorbing.recycle, 0, Fraction(12)
+    )  # absorbs up to 12 slots' units: more than the pool holds
+    assert explore_pool("lpa", greedy, (3,), 12, "published", "mutant").status == "counterexample"
 
 
 @pytest.mark.parametrize("variant", ["sound", "published"])

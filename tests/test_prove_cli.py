@@ -39,6 +39,17 @@ def test_proved_text_states_theorem_and_scope() -> None:
     assert "PROVED by k-induction" in out and "every horizon" in out and "horizon=unbounded" in out
 
 
+def test_dynamic_unbounded_on_two_processes() -> None:
+    """`--unbounded` for a dynamic kernel: the induction, its shapes shared by --jobs workers;
+    the published rule is refuted (exit 1) through the bounded search it falls back to."""
+    args = ["--unbounded", "--w-max", "2", "--classes", "1"]
+    code, out, _ = run("prove", "dpbd", *args, "--jobs", "2")
+    assert code == 0, out
+    assert "PROVED by induction" in out and "16 one-class shapes" in out
+    code, out, _ = run("prove", "dpbd", *args, "--variant", "published")
+    assert code == 1 and "REFUTED by induction (refuted by the bounded search)" in out
+
+
 def test_counterexample_exit_1_replays_with_trace(tmp_path: Path) -> None:
     req = tmp_path / "cex.csv"
     args = ["--variant", "published", "--arithmetic", "float", "--classes", "1", "--w-max", "3"]
@@ -85,8 +96,8 @@ def test_unknown_exit_3(monkeypatch: pytest.MonkeyPatch) -> None:
     [
         (["ba", "--w-max", "0"], "--w-max"),
         (["nope"], "is not one of"),
-        (["dpbd", "--unbounded"], "k-induction"),
-        (["ba", "--unbounded", "--arithmetic", "float"], "k-induction"),
+        (["ba", "--unbounded", "--arithmetic", "float"], "exact arithmetic"),
+        (["dpbd", "--unbounded", "--arithmetic", "float"], "exact arithmetic"),
     ],
 )
 def test_bad_input_exit_2_one_line(args: list[str], message: str) -> None:

@@ -20,6 +20,8 @@ The algebra (same protocol as `mechanisms.allocators.algebra`, structurally):
   assumptions imply ``c -> a == b`` (and symmetrically), each fold justified by an unsat Z3 query.
   This keeps e.g. ``min(eps_0, eps_1)`` under the case "class 0 has the smallest budget" a single
   parameter, so the kernel's budgets stay linear in it (budget absorption divides by it).
+  ``fold=False`` leaves every select to the solver: cheaper when the queries are many and small
+  (the dynamic induction steps of `proofs.dynamic`, measured about twice as fast).
 
 Floating-point counts (`FloatCountAlgebra`) are checked by explicit search instead
 (`proofs.explicit`): Z3's floating-point theory would need ``fpRealToFP`` of non-constant terms,
@@ -70,9 +72,12 @@ class Z3ScopeAlgebra(Z3Algebra):
 
     name = "z3"
 
-    def __init__(self, params: Sequence[Any] = (), assumptions: Sequence[Any] = ()) -> None:
+    def __init__(
+        self, params: Sequence[Any] = (), assumptions: Sequence[Any] = (), *, fold: bool = True
+    ) -> None:
         self._param_ids = {p.get_id() for p in params}
         self._assumptions = list(assumptions)
+        self._fold = fold
         self._folds: dict[tuple[int, int, int], Any] = {}
         self.fold_queries = 0
 
@@ -112,7 +117,7 @@ class Z3ScopeAlgebra(Z3Algebra):
 
     def select(self, cond: Any, then: Any, other: Any) -> Any:
         ids = (cond.get_id(), then.get_id(), other.get_id())
-        if all(i in self._param_ids for i in ids):
+        if self._fold and all(i in self._param_ids for i in ids):
             if ids not in self._folds:
                 if self._valid(z3.Implies(cond, then == other)) or self._valid(z3.Not(cond)):
                     out = other

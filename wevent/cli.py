@@ -399,14 +399,14 @@ def _prove_exsub(
     "--w-max",
     type=click.IntRange(min=1, max=12),
     default=None,
-    help="Allocators: every window size 1..W (default 6 fixed, 2 dynamic: each class then has "
-    "declarations at slots 1 and 2 with every w_B, w_F <= W).",
+    help="Allocators: every window size 1..W (default 6 fixed; dynamic 2, or 4 with --unbounded: "
+    "each class then has declarations at slots 1 and 2 with every w_B, w_F <= W).",
 )
 @click.option(
     "--classes",
     type=click.IntRange(min=1, max=4),
     default=None,
-    help="Allocators: populations of 1..K requirement classes (default 2 fixed, 1 dynamic).",
+    help="Allocators: populations of 1..K requirement classes (default 2; dynamic bounded 1).",
 )
 @click.option(
     "--horizon",
@@ -417,7 +417,15 @@ def _prove_exsub(
 @click.option(
     "--unbounded",
     is_flag=True,
-    help="Allocators: prove for every horizon by k-induction (fixed-window kernels, exact).",
+    help="Allocators: prove for every horizon by induction (exact arithmetic; dynamic kernels: "
+    "default w <= 4, 2 classes).",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1, max=64),
+    default=1,
+    show_default=True,
+    help="Allocators: processes sharing the dynamic induction's window shapes.",
 )
 @click.option(
     "--timeout",
@@ -443,6 +451,7 @@ def prove_cmd(
     classes: int | None,
     horizon: int | None,
     unbounded: bool,
+    jobs: int,
     timeout: int,
     save_requirements: Path | None,
     dprime: int,
@@ -467,15 +476,17 @@ def prove_cmd(
       dpbd dpba                     dynamic (001 Def. 10): backward and forward windows
     Every publish/skip decision is free (adversarial); budgets are symbolic positive reals.
     A proof covers every population of 1..--classes classes with windows <= --w-max for
-    --horizon slots, or every horizon with --unbounded. A counterexample is printed as a
+    --horizon slots, or every horizon with --unbounded (k-induction for the fixed kernels; for
+    the dynamic ones one-slot steps from a symbolic state, several classes by non-interference).
+    A counterexample is printed as a
     requirements CSV and a --decisions string that `wevent trace` replays to the same failure.
 
     \b
     Local allocators: lbu lsp lbd lba plbu spend through the fixed kernels (same theorem).
     Population allocators (lpu lpd lpa plpd plpa plpd+ plpa+ and the ablations): no draw ever
     asks the pool for more users than it holds, for every decision sequence, every window tuple
-    of 1..--classes classes with windows <= --w-max (default 4), n = 2 w_max .. 3 w_max users,
-    --horizon slots (default 3 R). The OPS allocators (and target ops) also prove the budget
+    of 1..--classes classes with windows <= --w-max (default 6), n = 2 w_max .. 3 w_max users,
+    --horizon slots (default 3 max w). The OPS allocators (and target ops) also prove the budget
     split: k reports R apart inside w slots never exceed the split (integer arithmetic, n up to
     10^4); the published split is refuted. No user reports twice within R slots by construction
     of the pool.
@@ -491,6 +502,7 @@ def prove_cmd(
       wevent prove exsub --dprime 5 --s 2 --m 3
       wevent prove pba                          bounded: w <= 6, 2 classes, 18 slots
       wevent prove pba --unbounded              every horizon (k-induction)
+      wevent prove dpba --unbounded --jobs 2    every horizon, w_B, w_F <= 4, 2 classes
       wevent prove ba --arithmetic float --variant published --classes 1
       wevent prove dpbd --variant published --json
 
@@ -509,7 +521,12 @@ def prove_cmd(
             _fail(f"{target}: no proof registered")
         try:
             scope = default_scope(
-                target, w_max=w_max, classes=classes, horizon=horizon, timeout=timeout
+                target,
+                w_max=w_max,
+                classes=classes,
+                horizon=horizon,
+                timeout=timeout,
+                unbounded=unbounded,
             )
             proof = run_allocator_proof(
                 target,
@@ -518,6 +535,7 @@ def prove_cmd(
                 scope=scope,
                 unbounded=unbounded,
                 save_requirements=save_requirements,
+                workers=jobs,
             )
         except (BudgetError, OSError) as exc:
             _fail(str(exc))

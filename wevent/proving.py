@@ -27,13 +27,14 @@ def default_scope(
     classes: int | None,
     horizon: int | None,
     timeout: int,
+    unbounded: bool = False,
 ) -> Scope:
     """The scope `wevent prove` uses: fixed kernels w <= 6 with 2 classes; dynamic kernels
-    w <= 2 with 1 class and declarations at slots 1 and 2 (their shapes grow as w^4 per class);
-    horizon 3 * w_max."""
+    (declarations at slots 1 and 2; their shapes grow as w^4 per class) w <= 2 with 1 class
+    bounded, w <= 4 with 2 classes by induction; horizon 3 * w_max."""
     dynamic = ALLOCATORS[mechanism].requirement == "dynamic"
-    w = w_max if w_max is not None else (2 if dynamic else 6)
-    k = classes if classes is not None else (1 if dynamic else 2)
+    w = w_max if w_max is not None else ((4 if unbounded else 2) if dynamic else 6)
+    k = classes if classes is not None else (1 if dynamic and not unbounded else 2)
     return Scope(classes=k, w_max=w, horizon=horizon or 0, timeout_ms=timeout * 1000)
 
 
@@ -60,6 +61,7 @@ def run_allocator_proof(
     scope: Scope,
     unbounded: bool,
     save_requirements: Path | None = None,
+    workers: int = 1,
 ) -> AllocatorProof:
     proof = prove_allocator(
         mechanism,
@@ -68,6 +70,7 @@ def run_allocator_proof(
         scope=scope,
         unbounded=unbounded,
         progress=progress_printer(),
+        workers=workers,
     )
     if proof.counterexample is not None and save_requirements is not None:
         write_requirements(proof.counterexample.population, save_requirements)
@@ -112,7 +115,7 @@ def run_population_proof(
     return prove_population(
         target,
         variant=variant,
-        w_max=w_max or 4,
+        w_max=w_max or 6,
         classes=classes or 2,
         horizon=horizon,
         timeout_ms=timeout * 1000,

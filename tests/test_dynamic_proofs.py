@@ -1,0 +1,171 @@
+"""Theorem D for every horizon (`proofs.dynamic`): the induction proves the sound dynamic kernels,
+refutes the published ones, and can fail (mutated kernels); its two premises hold on the code:
+obligations past T* repeat T*'s, and classes do not interfere."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import z3
+
+from mechanisms.allocators.dynamic import DynamicKernel, DynamicState
+from mechanisms.allocators.kernel import Plan
+from proofs.central import Scope, prove_allocator
+from proofs.dynamic import (
+    Obligation,
+    all_shapes,
+    budget_cases,
+    noninterference,
+    prove_shape,
+    sample_pairs,
+    stationary_slot,
+    step_obligation,
+)
+
+
+@pytest.mark.parametrize("mechanism", ["dpbd", "dpba"])
+def test_sound_dynamic_kernels_proved_for_every_horizon(mechanism: str) -> None:
+    proof = prove_allocator(mechanism, scope=Scope(classes=2, w_max=4), unbounded=True)
+    assert proof.status == "proved", proof.reason
+    assert proof.method == "induction" and proof.scope["horizon"] == "unbounded"
+    assert "256 one-class shapes" in proof.notes[0]
+    assert "non-interference" in proof.notes[1]
+    # 256 shapes, each with T* = 2 + 2 max w obligations per budget case (dpba: 3)
+    per_case = sum(stationary_slot(s, (1, 2)) for s in all_shapes(4, 2))
+    assert proof.cases == per_case * len(budget_cases(mechanism, 2))
+
+
+@pytest.mark.parametrize("mechanism", ["dpbd", "dpba"])
+def test_published_dynamic_kernels_refuted_and_replayed(mechanism: str) -> None:
+    proof = prove_allocator(
+        mechanism, variant="published", scope=Scope(classes=1, w_max=2), unbounded=True
+    )
+    assert proof.status == "counterexample"
+    assert proof.method.startswith("induction (refuted")
+    assert proof.counterexample is not None and proof.counterexample.replays()
+
+
+def test_shapes_cover_every_window_pair_once() -> None:
+    shapes = all_shapes(3, 2)
+    assert len(shapes) == len(set(shapes)) == 9**2
+    assert shapes[0] == ((1, 1), (1, 1)) and shapes[-1] == ((3, 3), (3, 3))
+
+
+def _rename(term: Any, shift: int, slots: range) -> Any:
+    pairs = [
+        (z3.Real(f"{tag}_{s}"), z3.Real(f"{tag}_{s + shift}"))
+        for tag in ("dis", "pub")
+        for s in slots
+    ]
+    return z3.substitute(term, *pairs)
+
+
+def _is_shift(a: Obligation, b: Obligation, shift: int, slots: range) -> bool:
+    """``b`` is ``a`` with every slot moved by ``shift``: the same hypotheses and failure
+    conditions (as simplified Z3 terms), and budgets equal as functions of the history (a Z3
+    validity check on values, so two different unsat obligations are not confused)."""
+
+    def shapes(terms: list[Any], move: bool) -> list[str]:
+        out = (_rename(x, shift, slots) if move else x for x in terms)
+        return sorted(z3.simplify(x).sexpr() for x in out)
+
+    if shapes(a.hypotheses, True) != shapes(b.hypotheses, False):
+        return False
+    if shapes(a.failures, True) != shapes(b.failures, False):
+        return False
+    s = z3.Solver()
+    s.add(*b.hypotheses)
+    s.add(
+        z3.Or(
+            _rename(a.dissimilarity, shift, slots) != b.dissimilarity,
+            _rename(a.publication, shift, slots) != b.publication,
+        )
+    )
+    return bool(s.check() == z3.unsat)
+
+
+@pytest.mark.parametrize("mechanism", ["dpbd", "dpba"])
+@pytest.mark.parametrize("shape", [((1, 3), (2, 1)), ((3, 2), (1, 3)), ((2, 2), (3, 3))])
+def test_obligations_past_the_stationary_slot_repeat_it(
+    mechanism: str, shape: tuple[tuple[int, int], ...]
+) -> None:
+    """The premise that makes finitely many steps a proof for every horizon: the obligation at
+    T* + 1 (and + 2) is the one at T* with every slot shifted."""
+    fwd = budget_cases(mechanism, 2)[-1]
+    base = stationary_slot(shape, (1, 2))
+    a = step_obligation(mechanism, "sound", shape, (1, 2), base, fwd)
+    for shift in (1, 2):
+        b = step_obligation(mechanism, "sound", shape, (1, 2), base + shift, fwd)
+        assert _is_shift(a, b, shift, range(1, base))
+
+
+@pytest.mark.parametrize("mechanism", ["dpbd", "dpba"])
+def test_obligations_before_the_stationary_slot_are_not_shifts(mechanism: str) -> None:
+    """The check above can fail: while declarations still change, a slot's obligation is not
+    the previous one shifted (here slot 2 against 3, with the second declaration at 2)."""
+    fwd = budget_cases(mechanism, 2)[-1]
+    shape = ((1, 3), (2, 1))
+    a = step_obligation(mechanism, "sound", shape, (1, 2), 2, fwd)
+    b = step_obligation(mechanism, "sound", shape, (1, 2), 3, fwd)
+    assert not _is_shift(a, b, 1, range(1, 2))
+
+
+def test_a_room_that_forgets_later_declarations_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mutant: the sound cap ignores declarations ahead of t, whose backward windows reach back
+    over t. The induction is no longer inductive, and the run it leads to breaks a window."""
+
+    def forgetful(
+        self: DynamicKernel[Any, Any],
+        state: DynamicState[Any],
+        i: int,
+        s: Any,
+        t: int,
+        idx: int,
+        cover: list[tuple[int, int, int]],
+    ) -> Any:
+        alg = self.alg
+        d = s.decls[idx]
+        spent = alg.add(
+            state.dis[i].total(t - d.w_back + 1, t - 1), state.pub[i].total(t - d.w_back + 1, t - 1)
+        )
+        rooms = [alg.sub(d.eps_back, spent)]
+        for j, first, _ in cover:
+            used = alg.add(state.dis[i].total(first, t - 1), state.pub[i].total(first, t - 1))
+            rooms.append(alg.sub(s.decls[j].eps_fwd, used))
+        out = rooms[0]
+        for r in rooms[1:]:
+            out = alg.select(alg.le(out, r), out, r)
+        return alg.select(alg.le(out, alg.const(0)), alg.const(0), out)
+
+    monkeypatch.setattr(DynamicKernel, "_room", forgetful)
+    assert prove_shape("dpbd", "sound", ((1, 1), (3, 1)), (1, 2)).status == "not inductive"
+    proof = prove_allocator("dpbd", scope=Scope(classes=1, w_max=3), unbounded=True)
+    assert proof.status == "counterexample", proof.reason
+    assert proof.counterexample is not None and proof.counterexample.replays()
+
+
+def test_interfering_classes_are_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mutant: class 1's dissimilarity budget copies class 0's. The non-interference premise
+    fails and the proof for two classes says so instead of claiming it."""
+    original = DynamicKernel.plan
+
+    def coupled(self: DynamicKernel[Any, Any], state: DynamicState[Any], t: int) -> Plan[Any, Any]:
+        plan = original(self, state, t)
+        if len(plan.dissimilarity) < 2:
+            return plan
+        dis = (plan.dissimilarity[0], plan.dissimilarity[0], *plan.dissimilarity[2:])
+        return Plan(plan.nullified, plan.forced, dis, plan.publication)
+
+    monkeypatch.setattr(DynamicKernel, "plan", coupled)
+    shapes = all_shapes(2, 2)
+    assert noninterference("dpbd", "sound", sample_pairs(shapes, 3), (1, 2)) is not None
+    proof = prove_allocator("dpbd", scope=Scope(classes=2, w_max=2), unbounded=True)
+    assert proof.status == "unknown" and "interfere" in proof.reason
+
+
+def test_unbounded_dynamic_needs_exact_arithmetic() -> None:
+    from accounting.budget import BudgetError
+
+    with pytest.raises(BudgetError, match="exact"):
+        prove_allocator("dpbd", arithmetic="float", unbounded=True)
