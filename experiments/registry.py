@@ -72,7 +72,6 @@ def _register_papers() -> None:
         register(Experiment(other, fn, summary, full[0], full[1], sized=fn))
 
 
-
 def _exsub(out_dir: Path, repeats: int, quick: bool, seed: int) -> list[Path]:
     """004 Section VI: ExSub against the baselines (`wevent.exsub_experiment`)."""
     from wevent.exsub_experiment import run_exsub_experiment
