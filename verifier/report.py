@@ -161,6 +161,13 @@ def render_markdown(result: AuditResult, limit: int = 100) -> str:
 # ============================================================================ HTML
 
 
+def _plot_value(x: Fraction) -> float:
+    """Display only: the nearest double of an exact sum, for matplotlib's axes. It never enters
+    a verdict, a violation or a utilization (those are exact, computed before any plot); round
+    to nearest is enough since a plot cannot show the difference."""
+    return float(x)
+
+
 def _svg(fig: Any) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight")
@@ -199,8 +206,8 @@ def _window_series(
             total = running
             bound = req.eps if isinstance(req, WholeStream) else Fraction(0)
             label = "cumulative spend"
-        sums.append(float(total))
-        bounds.append(float(bound))
+        sums.append(_plot_value(total))
+        bounds.append(_plot_value(bound))
     return slots, sums, bounds, label
 
 
@@ -236,7 +243,7 @@ def _plots(result: AuditResult) -> list[tuple[str, str]]:
     if result.details.class_timeline:
         fig, ax = plt.subplots(figsize=(7, 3))
         for name, points in sorted(result.details.class_timeline.items()):
-            ax.plot([s for s, _ in points], [float(x) for _, x in points], label=name, lw=1)
+            ax.plot([s for s, _ in points], [_plot_value(x) for _, x in points], label=name, lw=1)
         ax.set_xlabel("slot")
         ax.set_ylabel("per-user charges (sum)")
         ax.legend(loc="upper right", fontsize=7, ncol=2)

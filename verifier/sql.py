@@ -49,13 +49,14 @@ from accounting.evidence import Evidence, certify_cost, evidence_from_json
 from accounting.formats import FormatError
 from accounting.ledger import Ledger
 from accounting.population import Population
-from accounting.requirements import Dynamic, Fixed, Requirement, WholeStream, requirement_bounds
-from verifier.check import check
+from accounting.requirements import Fixed, Requirement, WholeStream, requirement_bounds
+
+# The requirement kinds are the batch checker's own, so the SQL screen classifies users alike.
+from verifier.check import _DYNAMIC, _FIXED, _NONE, _WHOLE, _kind, check
 from verifier.verdict import EvidenceFailure, Verdict, Violation, ratio
 
 __all__ = ["EngineError", "SqlBackend", "SqlDetails", "sql_audit"]
 
-_FIXED, _WHOLE, _DYNAMIC, _NONE = 0, 1, 2, 3
 _EXACT = "DECIMAL(38,0)"
 _SAFE = 10**37
 
@@ -100,16 +101,6 @@ class SqlDetails:
 
     class_timeline: dict[str, tuple[tuple[int, Fraction], ...]]
     user_spends: dict[str, tuple[tuple[int, Fraction], ...]]
-
-
-def _kind(req: Requirement | None) -> int:
-    if isinstance(req, Fixed):
-        return _FIXED
-    if isinstance(req, WholeStream):
-        return _WHOLE
-    if isinstance(req, Dynamic):
-        return _DYNAMIC
-    return _NONE
 
 
 def _lcm(values: Sequence[int]) -> int:

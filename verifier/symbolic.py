@@ -21,7 +21,8 @@ The algebra (same protocol as `mechanisms.allocators.algebra`, structurally):
   This keeps e.g. ``min(eps_0, eps_1)`` under the case "class 0 has the smallest budget" a single
   parameter, so the kernel's budgets stay linear in it (budget absorption divides by it).
   ``fold=False`` leaves every select to the solver: cheaper when the queries are many and small
-  (the dynamic induction steps of `proofs.dynamic`, measured about twice as fast).
+  (the dynamic induction steps of `proofs.dynamic`: 8.0 s of CPU instead of 13.0 s for the
+  614 steps of dpbd with windows <= 3, measured once on a loaded machine).
 
 Floating-point counts (`FloatCountAlgebra`) are checked by explicit search instead
 (`proofs.explicit`): Z3's floating-point theory would need ``fpRealToFP`` of non-constant terms,
