@@ -62,8 +62,9 @@ import z3
 
 from accounting.budget import Budget, BudgetError
 from accounting.requirements import Declaration, Dynamic, Fixed, Requirement
-from mechanisms.allocators import make_kernel
 from mechanisms.allocators.algebra import FloatCountAlgebra
+from mechanisms.allocators.api import Allocator as AllocatorLike
+from mechanisms.allocators.api import AllocatorSpec
 from mechanisms.allocators.fixed import FixedState
 from mechanisms.allocators.kernel import (
     ClassReq,
@@ -73,6 +74,7 @@ from mechanisms.allocators.kernel import (
     Prefix,
     published_now,
 )
+from mechanisms.allocators.registry import BUILTIN
 from proofs.counterexamples import Counterexample, Failure
 from proofs.dynamic import all_shapes, noninterference, prove_shapes, sample_pairs
 from proofs.explicit import explore
@@ -100,58 +102,20 @@ __all__ = [
     "register",
 ]
 
-KernelFactory = Callable[[Any, Sequence[ClassReq[Any]], str], Any]
+# The proof registry: the built-in budget kernels (`mechanisms.allocators.registry`). Any other
+# allocator (the public protocol of `mechanisms.allocators.api`) is proved by passing it to
+# `prove_allocator(..., allocator=...)`, as `wevent gate` does.
+Allocator = AllocatorSpec
+ALLOCATORS: dict[str, AllocatorSpec] = {}
 
 
-@dataclass(frozen=True)
-class Allocator:
-    """A registered allocator: how to build its kernel and what requirements it serves.
-
-    ``scaling`` is "per-class" when each class's allocations scale with that class's budgets
-    alone (personalized kernels), "global" when they scale only with a common factor.
-    """
-
-    name: str
-    requirement: str  # "fixed" or "dynamic"
-    scaling: str  # "per-class" or "global"
-    summary: str
-    factory: KernelFactory
-    divides: bool = False  # dynamic: absorption counts divide by forward budgets (DPBA)
-
-
-ALLOCATORS: dict[str, Allocator] = {}
-
-
-def register(allocator: Allocator) -> None:
+def register(allocator: AllocatorSpec) -> None:
     """Add an allocator to the registry `wevent prove` reads (local allocators register here)."""
     ALLOCATORS[allocator.name] = allocator
 
 
-def _central(name: str) -> KernelFactory:
-    def factory(alg: Any, classes: Sequence[ClassReq[Any]], variant: str) -> Any:
-        return make_kernel(name, alg, classes, variant)
-
-    return factory
-
-
-for _name, _req, _scaling, _summary in (
-    ("uniform", "fixed", "global", "eps/w at every slot (Kellaris et al.)"),
-    ("sample", "fixed", "global", "all of eps every w slots (Kellaris et al.)"),
-    ("bd", "fixed", "global", "budget distribution (002 Algorithm 1)"),
-    ("ba", "fixed", "global", "budget absorption (002 Algorithm 2)"),
-    ("pbd", "fixed", "per-class", "personalized distribution (001 Algorithm 4)"),
-    ("pba", "fixed", "per-class", "personalized absorption (001 Algorithm 5)"),
-    ("dpbd", "dynamic", "per-class", "dynamic distribution (001 Algorithm 6)"),
-    ("dpba", "dynamic", "per-class", "dynamic absorption (001 Algorithm 7)"),
-    # The local budget-division allocators spend through the same fixed kernels (002 Section 5,
-    # 001 Section 6.2); only their data path differs, so the window theorem is the same.
-    ("lbu", "fixed", "global", "LDP budget uniform: eps/w every slot (002 Section 5.2.1)"),
-    ("lsp", "fixed", "global", "LDP sampling: all of eps every w slots (002 Section 5.2.2)"),
-    ("lbd", "fixed", "global", "LDP budget distribution (002 Algorithm 1)"),
-    ("lba", "fixed", "global", "LDP budget absorption (002 Algorithm 2)"),
-    ("plbu", "fixed", "per-class", "personalized LDP uniform: eps_i/w_i (001 Section 6.2)"),
-):
-    register(Allocator(_name, _req, _scaling, _summary, _central(_name), _name == "dpba"))
+for _spec in BUILTIN.values():
+    register(_spec)
 
 DEFAULT_FLOAT_GRID: tuple[Fraction, ...] = tuple(Fraction(k, 10) for k in range(1, 11))
 
@@ -240,13 +204,16 @@ def _window_shapes(k: int, w_max: int) -> Iterator[tuple[int, ...]]:
 
 
 def _fixed_cases(
-    alloc: Allocator, arithmetic: str, k: int, grid: Sequence[Fraction]
+    alloc: AllocatorLike, arithmetic: str, k: int, grid: Sequence[Fraction]
 ) -> list[_Case]:
     if arithmetic == "float":
         return [
             _Case(f"eps={'/'.join(str(x) for x in combo)}", [real(x) for x in combo], [], [])
             for combo in itertools.product(grid, repeat=k)
         ]
+    if alloc.scaling == "none":  # no scale invariance claimed: every budget symbolic
+        es = [z3.Real(f"e{i}") for i in range(k)]
+        return [_Case("every eps symbolic", list(es), [e > 0 for e in es], es)]
     if alloc.scaling == "per-class" or k == 1:
         return [_Case("eps=1 per class", [real(1)] * k, [], [])]
     out = []
@@ -288,11 +255,16 @@ def _unroll(
 
 
 def _fixed_unrolling(
-    alloc: Allocator, variant: str, arithmetic: str, ws: tuple[int, ...], case: _Case, horizon: int
+    alloc: AllocatorLike,
+    variant: str,
+    arithmetic: str,
+    ws: tuple[int, ...],
+    case: _Case,
+    horizon: int,
 ) -> Unrolling:
     alg = _algebra(case)
     classes = [FixedClass(w, e) for w, e in zip(ws, case.budgets, strict=True)]
-    kernel = alloc.factory(alg, classes, variant)
+    kernel = alloc.kernel(alg, classes, variant)
     windows = [
         win
         for i, (w, e) in enumerate(zip(ws, case.budgets, strict=True))
@@ -383,7 +355,7 @@ def _counterexample(
 # ---------------------------------------------------------------------------- bounded proofs
 
 
-def _statement(alloc: Allocator, scope: Scope, arithmetic: str, unbounded: bool) -> str:
+def _statement(alloc: AllocatorLike, scope: Scope, arithmetic: str, unbounded: bool) -> str:
     horizon = "every horizon" if unbounded else f"horizon {scope.slots}"
     budgets = (
         f"budgets in {{{', '.join(str(x) for x in scope.grid)}}}"
@@ -405,7 +377,9 @@ def _statement(alloc: Allocator, scope: Scope, arithmetic: str, unbounded: bool)
     )
 
 
-def _scope_json(alloc: Allocator, scope: Scope, arithmetic: str, unbounded: bool) -> dict[str, Any]:
+def _scope_json(
+    alloc: AllocatorLike, scope: Scope, arithmetic: str, unbounded: bool
+) -> dict[str, Any]:
     out: dict[str, Any] = {
         "classes": f"1..{scope.classes}",
         "w": f"1..{scope.w_max}",
@@ -421,7 +395,7 @@ Progress = Callable[[str], None]
 
 
 def _bounded_cases(
-    alloc: Allocator, variant: str, arithmetic: str, scope: Scope
+    alloc: AllocatorLike, variant: str, arithmetic: str, scope: Scope
 ) -> Iterator[tuple[Callable[[], Unrolling], _Case, Callable[[Any], list[Requirement]]]]:
     """Every (unrolling builder, parameter case, requirements-from-model) of the scope, in the
     order a counterexample search wants them: fewer classes, smaller windows, simpler budgets."""
@@ -456,11 +430,17 @@ def prove_allocator(
     unbounded: bool = False,
     progress: Progress | None = None,
     workers: int = 1,
+    allocator: AllocatorLike | None = None,
 ) -> AllocatorProof:
     """Prove the allocator's window theorem over ``scope`` (bounded, or for every horizon with
     ``unbounded``), or find the first counterexample of the scope. ``workers`` processes share
-    the dynamic induction's shapes."""
-    alloc = ALLOCATORS.get(mechanism)
+    the dynamic induction's shapes.
+
+    ``allocator`` proves any `Allocator` (the public protocol) instead of a registered one;
+    ``mechanism`` is then the target its counterexamples name for `wevent trace` (a built-in
+    name, an entry point or ``module:attribute``). The induction is for the built-in kernels
+    (its step obligations build their states)."""
+    alloc = allocator if allocator is not None else ALLOCATORS.get(mechanism)
     if alloc is None:
         raise BudgetError(
             f"unknown allocator {mechanism!r} (expected one of {', '.join(ALLOCATORS)})"
@@ -469,11 +449,13 @@ def prove_allocator(
     if unbounded:
         if arithmetic != "exact":
             raise BudgetError("--unbounded (induction) is for exact arithmetic")
+        if allocator is not None and allocator is not ALLOCATORS.get(mechanism):
+            raise BudgetError("--unbounded (induction) is for the built-in kernels")
         if alloc.requirement == "dynamic":
             return _prove_dynamic_inductive(alloc, variant, scope, progress, workers)
         return _prove_inductive(alloc, variant, scope, progress)
     if arithmetic == "float":
-        return _prove_explicit(alloc, variant, scope, progress)
+        return _prove_explicit(alloc, variant, scope, progress, mechanism)
     start = time.perf_counter()
     statement = _statement(alloc, scope, arithmetic, False)
     scope_json = _scope_json(alloc, scope, arithmetic, False)
@@ -510,7 +492,7 @@ def prove_allocator(
 
 
 def _dynamic_cases(
-    alloc: Allocator, variant: str, arithmetic: str, scope: Scope
+    alloc: AllocatorLike, variant: str, arithmetic: str, scope: Scope
 ) -> Iterator[tuple[Callable[[], Unrolling], _Case, Callable[[Any], list[Requirement]]]]:
     """Schedules with declarations at ``scope.decl_slots``, every window pair per declaration;
     for k classes, unordered tuples of schedules (classes are interchangeable)."""
@@ -557,14 +539,18 @@ def _dynamic_cases(
 
 
 def _dynamic_budget_cases(
-    alloc: Allocator, k: int, n: int, ratios: Sequence[Fraction]
+    alloc: AllocatorLike, k: int, n: int, ratios: Sequence[Fraction]
 ) -> list[_Case]:
     """Symbolic budgets, normalized per class. DPBA divides by its forward shares
     ``E_F / (2 w_F)`` (001 Algorithm 7 line 7), which would make the terms nonlinear: there the
     first ``E_F`` of each class is 1 and the later ones range over ``ratios`` times it (every
-    ``E_B`` stays symbolic); elsewhere the first ``E_B`` is 1 and the rest symbolic."""
+    ``E_B`` stays symbolic); elsewhere the first ``E_B`` is 1 and the rest symbolic. Both
+    normalizations need per-class scale invariance: without that claim every budget is
+    symbolic (and a dividing kernel's terms nonlinear, which Z3 may not decide)."""
+    per_class = alloc.scaling == "per-class"
+    ratio_cases = alloc.divides and per_class
     cases: list[list[list[Any]]] = [[]]
-    if alloc.divides:
+    if ratio_cases:
         options = [[real(1)]] + [[real(r) for r in ratios] for _ in range(n - 1)]
         combos = list(itertools.product(*options))
         cases = [
@@ -577,12 +563,12 @@ def _dynamic_budget_cases(
         for c in range(k):
             row = []
             for j in range(n):
-                if alloc.divides:
+                if ratio_cases:
                     eb: Any = z3.Real(f"eb{c}_{j}")
                     free.append(eb)
                     ef: Any = chosen[c][j]
                 else:
-                    if j == 0:
+                    if j == 0 and per_class:
                         eb = real(1)  # per-class scale invariance
                     else:
                         eb = z3.Real(f"eb{c}_{j}")
@@ -593,15 +579,15 @@ def _dynamic_budget_cases(
             rows.append(row)
         label = (
             "first E_F = 1 per class, later E_F from the ratios"
-            if alloc.divides
-            else ("first E_B = 1 per class")
+            if ratio_cases
+            else ("first E_B = 1 per class" if per_class else "every budget symbolic")
         )
         out.append(_Case(label, rows, [x > 0 for x in free], free))
     return out
 
 
 def _dynamic_unrolling(
-    alloc: Allocator,
+    alloc: AllocatorLike,
     variant: str,
     arithmetic: str,
     scope: Scope,
@@ -620,7 +606,7 @@ def _dynamic_unrolling(
         windows += dynamic_windows(
             c, [(d.slot, d.w_back, d.eps_back, d.w_fwd, d.eps_fwd) for d in decls], scope.slots
         )
-    kernel = alloc.factory(alg, classes, variant)
+    kernel = alloc.kernel(alg, classes, variant)
     return _unroll(kernel, alg, scope.slots, windows, case.assumptions)
 
 
@@ -637,12 +623,12 @@ def _symbolic_history(alg: Any, keep: int, slots: int, tag: str) -> tuple[Prefix
 
 
 def _step_obligation(
-    alloc: Allocator, variant: str, ws: tuple[int, ...], case: _Case, t: int
+    alloc: AllocatorLike, variant: str, ws: tuple[int, ...], case: _Case, t: int
 ) -> tuple[list[Any], Any]:
     """Assumptions (I at slot t) and the violation after one kernel step at slot t."""
     alg = _algebra(case)
     classes = [FixedClass(w, e) for w, e in zip(ws, case.budgets, strict=True)]
-    kernel = alloc.factory(alg, classes, variant)
+    kernel = alloc.kernel(alg, classes, variant)
     keep = max(ws)
     assume = list(case.assumptions)
     dis, pub, dis_vals, pub_vals = [], [], [], []
@@ -678,7 +664,7 @@ def _step_obligation(
 
 
 def _prove_inductive(
-    alloc: Allocator, variant: str, scope: Scope, progress: Progress | None
+    alloc: AllocatorLike, variant: str, scope: Scope, progress: Progress | None
 ) -> AllocatorProof:
     start = time.perf_counter()
     statement = _statement(alloc, scope, "exact", True)
@@ -749,7 +735,7 @@ def _prove_inductive(
 
 
 def _inductive_failure(
-    alloc: Allocator,
+    alloc: AllocatorLike,
     variant: str,
     scope: Scope,
     statement: str,
@@ -787,7 +773,7 @@ NONINTERFERENCE_PAIRS = 40
 
 
 def _prove_dynamic_inductive(
-    alloc: Allocator, variant: str, scope: Scope, progress: Progress | None, workers: int
+    alloc: AllocatorLike, variant: str, scope: Scope, progress: Progress | None, workers: int
 ) -> AllocatorProof:
     """Theorem D for every horizon (`proofs.dynamic`): one class, every shape of the scope,
     every step obligation up to the stationary slot; several classes by non-interference."""
@@ -849,7 +835,7 @@ def _prove_dynamic_inductive(
 
 
 def _concrete_cases(
-    alloc: Allocator, scope: Scope
+    alloc: AllocatorLike, scope: Scope
 ) -> Iterator[tuple[list[ClassReq[Fraction]], list[Requirement], list[WindowSpec]]]:
     """Concrete populations of the scope with budgets from the grid, simplest first."""
     grid = scope.grid
@@ -916,21 +902,26 @@ def _concrete_cases(
 
 
 def _prove_explicit(
-    alloc: Allocator, variant: str, scope: Scope, progress: Progress | None
+    alloc: AllocatorLike,
+    variant: str,
+    scope: Scope,
+    progress: Progress | None,
+    mechanism: str | None = None,
 ) -> AllocatorProof:
     """``--arithmetic float``: every decision sequence, every population of the scope with
     budgets from the grid, on `FloatCountAlgebra` itself (`proofs.explicit`)."""
     start = time.perf_counter()
     statement = _statement(alloc, scope, "float", False)
     scope_json = _scope_json(alloc, scope, "float", False)
+    mechanism = mechanism or alloc.name
     result = partial(
-        AllocatorProof, alloc.name, variant, "float", "exhaustive", statement, scope_json
+        AllocatorProof, mechanism, variant, "float", "exhaustive", statement, scope_json
     )
     cases = 0
     alg = FloatCountAlgebra()
     for classes, reqs, windows in _concrete_cases(alloc, scope):
         cases += 1
-        kernel = alloc.factory(alg, classes, variant)
+        kernel = alloc.kernel(alg, classes, variant)
         depth = max((w.last - w.first + 1 for w in windows), default=1)
         out = explore(kernel, windows, scope.slots, depth)
         if progress is not None and cases % 50 == 0:
@@ -947,7 +938,7 @@ def _prove_explicit(
                     out.slot, users[w.subject], w.kind, max(w.first, 1), w.last, spent, w.bound
                 )
             cex = Counterexample(
-                alloc.name,
+                mechanism,
                 variant,
                 "float",
                 tuple(zip(users, reqs, strict=True)),

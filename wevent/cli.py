@@ -618,6 +618,15 @@ window and the smallest budget.
 """
 
 
+_TARGET_HELP = """
+\b
+Third-party allocators (the Allocator protocol of mechanisms.allocators.api):
+  NAME               an entry point of the group wevent.allocators
+  module:attribute   an Allocator, or a callable returning one (the current directory is
+                     searched first, as with python -m)
+"""
+
+
 _EXSUB_RUN_HELP = """
 \b
 Whole-stream local model (004):
@@ -730,8 +739,8 @@ def _variant_options(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
-@cli.command("trace", epilog=_MECHANISM_HELP)
-@click.argument("mechanism", type=click.Choice(_MECHANISMS))
+@cli.command("trace", epilog=_MECHANISM_HELP + _TARGET_HELP)
+@click.argument("mechanism", metavar="MECHANISM")
 @_requirements_option
 @click.option(
     "--decisions",
@@ -777,12 +786,22 @@ def trace_cmd(
     the trace lists, per slot, how many users were drawn for each part and the budget each
     drawn user paid. A draw the pool cannot serve also ends the trace with exit 1.
 
+    MECHANISM is a built-in name (below), an allocator registered under the entry-point group
+    wevent.allocators, or module:attribute (see "Gate your allocator in CI" in the README);
+    `wevent gate` prints its counterexamples as this command.
+
     \b
     Example (001 Example 7):
       wevent trace dpba -r table3.csv --decisions 1,0,1,0,1 --variant published
     """
+    from mechanisms.allocators.registry import resolve
     from wevent.tracing import parse_decisions, trace_population, trace_with_guard
 
+    if mechanism not in _POPULATION:
+        try:
+            resolve(mechanism)
+        except BudgetError as exc:
+            _fail(str(exc))
     if mechanism in _POPULATION:
         if arithmetic != "exact":
             _fail("--arithmetic float only applies to the central absorption allocators")
@@ -811,6 +830,10 @@ def trace_cmd(
         )
     except BudgetError as exc:
         _fail(str(exc))
+    except Exception as exc:  # a third-party kernel's own failure: one line, no traceback
+        if mechanism in _MECHANISMS:
+            raise
+        _fail(f"{mechanism}: the kernel raised {type(exc).__name__}: {exc}")
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
@@ -863,6 +886,162 @@ def _print_population_trace(result: Any, as_json: bool) -> None:
         click.echo(f"POOL SHORT: {result.shortage}")
     else:
         click.echo(f"guard: all {len(result.slots)} slots accepted")
+
+
+@cli.command("gate", epilog=_TARGET_HELP)
+@click.argument("target", metavar="TARGET")
+@click.option(
+    "--w-max",
+    type=click.IntRange(min=1, max=12),
+    default=3,
+    show_default=True,
+    help="Windows 1..W in every check (the dynamic proof caps W at 2: w^4 shapes per class).",
+)
+@click.option(
+    "--classes",
+    type=click.IntRange(min=1, max=4),
+    default=2,
+    show_default=True,
+    help="Populations of 1..K requirement classes (the float proof uses one).",
+)
+@click.option(
+    "--horizon",
+    type=click.IntRange(min=1, max=60),
+    default=None,
+    help="Slots of the proof's unrolling and of the searched decision sequences [default: 3 * W].",
+)
+@click.option(
+    "--examples",
+    type=click.IntRange(min=1),
+    default=200,
+    show_default=True,
+    help="Inputs the adversarial search tries per requirement kind (fixed, dynamic).",
+)
+@_variant_options
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Seed of the search, the conformance inputs and the synthetic streams (the same seed "
+    "gives the same verdict).",
+)
+@click.option(
+    "--timeout",
+    type=click.IntRange(min=1),
+    default=60,
+    show_default=True,
+    help="Seconds Z3 may spend on one proof case (a timeout leaves the proof unknown).",
+)
+@click.option(
+    "--require-proof",
+    is_flag=True,
+    help="Exit 3 unless the Z3 proof holds (by default a clean search passes without one).",
+)
+@click.option(
+    "--junit",
+    "junit_out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write a JUnit XML report (one test case per check).",
+)
+@click.option(
+    "--json",
+    "json_out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the report as JSON ('-' for stdout).",
+)
+@click.option(
+    "--save-requirements",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Write a counterexample's requirements CSV here (the replay command names it).",
+)
+def gate_cmd(
+    target: str,
+    w_max: int,
+    classes: int,
+    horizon: int | None,
+    examples: int,
+    variant: str,
+    arithmetic: str,
+    seed: int,
+    timeout: int,
+    require_proof: bool,
+    junit_out: Path | None,
+    json_out: Path | None,
+    save_requirements: Path | None,
+) -> None:
+    """Gate an allocator for CI: prove it, or refute it with a minimal counterexample.
+
+    TARGET is a built-in budget allocator (uniform ... dpba, lbu ... plbu), an allocator
+    registered under the entry-point group wevent.allocators, or module:attribute naming an
+    Allocator (mechanisms.allocators.api) or a callable returning one.
+
+    \b
+    Checks, in order (each is a test case of the JUnit report):
+      conformance  the protocol; the kernel is deterministic; it scales as it claims
+                   (per-class / global); on Z3 terms it computes what it computes exactly
+      proof        Z3 window theorem over the scope (bounded) when the kernel runs on Z3
+                   terms; --arithmetic float: exhaustive search on float counts instead
+      search       hypothesis: fixed (and dynamic) populations and publish/skip sequences
+                   through the runtime guard, shrunk to a minimal counterexample
+      end-to-end   the central data path on synthetic streams, guard in the loop, ledger
+                   batch-checked
+
+    A counterexample is printed as a requirements CSV and a decision string; the printed
+    `wevent trace TARGET -r FILE --decisions ...` replays it through the guard (write FILE
+    with --save-requirements).
+
+    \b
+    Examples:
+      wevent gate pba
+      wevent gate ba --variant published --arithmetic float --save-requirements cex.csv
+      wevent gate mypkg.alloc:allocator --junit gate.xml --json gate.json
+
+    Exit 0 proved or passed, 1 refuted, 2 unusable target (it does not load, breaks the
+    protocol, or its kernel raises; one line on stderr), 3 with --require-proof when no proof
+    holds.
+    """
+    from wevent.gate import GateOptions, run_gate
+
+    options = GateOptions(
+        w_max=w_max,
+        classes=classes,
+        horizon=horizon or 0,
+        examples=examples,
+        variant=variant,
+        arithmetic=arithmetic,
+        seed=seed,
+        timeout=timeout,
+        require_proof=require_proof,
+    )
+    for path in (junit_out, json_out, save_requirements):
+        if path is not None and str(path) != "-":
+            parent = path.parent if str(path.parent) else Path(".")
+            if not parent.is_dir():
+                _fail(f"{path}: directory {parent} does not exist")
+    try:
+        report = run_gate(target, options, save_requirements=save_requirements)
+    except OSError as exc:
+        _fail(f"cannot write {save_requirements}: {exc.strerror or exc}")
+    try:
+        if junit_out is not None:
+            junit_out.write_text(report.junit_xml(), encoding="utf-8")
+        if json_out is not None:
+            text = json.dumps(report.to_json(), indent=2) + "\n"
+            if str(json_out) == "-":
+                click.echo(text, nl=False)
+            else:
+                json_out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        _fail(f"cannot write the report: {exc.strerror or exc}")
+    reason = report.unusable_reason
+    if reason is not None:
+        _fail(f"{target}: unusable: {reason}")
+    if str(json_out) != "-":
+        for line in report.describe():
+            click.echo(line)
+    sys.exit(report.exit_code)
 
 
 @cli.command("run", epilog=_MECHANISM_HELP + _EXSUB_RUN_HELP)

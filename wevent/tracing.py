@@ -22,13 +22,13 @@ from mechanisms.allocators import (
     TraceSlot,
     algebra_for,
     classes_of,
-    make_kernel,
     run_trace,
 )
 from mechanisms.allocators.algebra import ExactAlgebra
-from mechanisms.allocators.kernel import Plan, first_negative, published_now
+from mechanisms.allocators.kernel import Kernel, Plan, first_negative, published_now
 from mechanisms.allocators.local import PopulationSetup, population_setup
 from mechanisms.allocators.population import PopulationKernel
+from mechanisms.allocators.registry import kernel_for
 from mechanisms.local import Reporters, population_arrays
 from mechanisms.pool import PoolExhausted
 from verifier.guard import Guard
@@ -41,6 +41,7 @@ __all__ = [
     "class_groups",
     "parse_decisions",
     "refusal_json",
+    "trace_kernel",
     "trace_population",
     "trace_with_guard",
 ]
@@ -163,9 +164,27 @@ def trace_with_guard(
     variant: str = "sound",
     arithmetic: str = "exact",
 ) -> TraceResult:
-    """Run the kernel of ``mechanism`` and charge every slot to a fresh guard."""
+    """Run the kernel of ``mechanism`` (a built-in name, an entry point of ``wevent.allocators``
+    or ``module:attribute``, see `mechanisms.allocators.registry`) and charge every slot to a
+    fresh guard."""
     alg = algebra_for(arithmetic)
-    kernel = make_kernel(mechanism, alg, classes_of(population, mechanism), variant)
+    kernel = kernel_for(mechanism, alg, classes_of(population, mechanism), variant)
+    return trace_kernel(
+        kernel, population, decisions, mechanism=mechanism, variant=variant, arithmetic=arithmetic
+    )
+
+
+def trace_kernel(
+    kernel: Kernel[Fraction, bool, Any],
+    population: Population,
+    decisions: Sequence[bool],
+    *,
+    mechanism: str,
+    variant: str = "sound",
+    arithmetic: str = "exact",
+) -> TraceResult:
+    """Run ``kernel`` (built over ``population``'s classes) on ``decisions`` and charge every
+    slot to a fresh guard; the trace stops at the first refusal or negative budget."""
     trace = run_trace(kernel, decisions)
     result = TraceResult(mechanism, variant, arithmetic, population, [])
     guard = Guard(population)

@@ -1,0 +1,260 @@
+"""`run_gate`: every check of `wevent gate` on one target, in order.
+
+1. conformance: protocol, determinism, the claimed scale invariance, Z3 terms = exact values;
+2. proof: the window theorem by Z3 over the scope (`proofs.central`), when the kernel runs on Z3
+   terms and its scaling claim held; with ``arithmetic="float"`` the exhaustive explicit-state
+   search on `FloatCountAlgebra` instead (budgets from a grid, one class);
+3. search: hypothesis over fixed (and, for dynamic allocators, dynamic) populations and decision
+   sequences, through the guard, shrunk to a minimal counterexample;
+4. end to end: the central data path on synthetic streams with the guard in the loop.
+
+Every stage runs (a CI report shows them all) unless the target is unusable: it does not load,
+breaks the protocol, or its kernel raises.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, replace
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from accounting.budget import BudgetError
+from accounting.formats import write_requirements
+from mechanisms.allocators.api import Allocator
+from mechanisms.allocators.registry import BUILTIN, resolve
+from proofs.central import Scope, prove_allocator
+from wevent.gate.conformance import (
+    check_determinism,
+    check_protocol,
+    check_scaling,
+    check_symbolic,
+)
+from wevent.gate.endtoend import run_end_to_end
+from wevent.gate.report import (
+    ERROR,
+    FAILED,
+    PROVED,
+    SKIPPED,
+    UNKNOWN,
+    GateReport,
+    StageResult,
+)
+from wevent.gate.search import run_search
+
+__all__ = ["STAGES", "GateOptions", "run_gate"]
+
+STAGES = ("conformance", "proof", "search", "end-to-end")
+
+# Dynamic schedules have w^4 shapes per class with two declarations: the proof's scope for them
+# is capped (the search and the end-to-end run still use the full --w-max and --classes).
+DYNAMIC_PROOF_W_MAX = 2
+DYNAMIC_FLOAT_GRID = (Fraction(1, 2), Fraction(1))
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    """The scope of a gate run (`wevent gate --help` explains each)."""
+
+    w_max: int = 3
+    classes: int = 2
+    horizon: int = 0  # 0: 3 * w_max
+    examples: int = 200
+    variant: str = "sound"
+    arithmetic: str = "exact"
+    seed: int = 0
+    timeout: int = 60  # seconds Z3 may spend on one proof case
+    e2e_runs: int = 2
+    e2e_slots: int = 40
+    conformance_inputs: int = 20
+    require_proof: bool = False
+    stages: tuple[str, ...] = STAGES
+
+    @property
+    def slots(self) -> int:
+        return self.horizon or 3 * self.w_max
+
+    def check(self) -> None:
+        if self.w_max < 1 or self.classes < 1 or self.horizon < 0 or self.examples < 1:
+            raise BudgetError("--w-max, --classes and --examples must be at least 1")
+        if self.arithmetic not in ("exact", "float"):
+            raise BudgetError(f"unknown arithmetic {self.arithmetic!r} (exact or float)")
+        unknown = set(self.stages) - set(STAGES)
+        if unknown:
+            raise BudgetError(
+                f"unknown stage(s) {', '.join(sorted(unknown))} (expected {', '.join(STAGES)})"
+            )
+
+
+def _proof_scope(alloc: Allocator, opts: GateOptions) -> Scope:
+    timeout_ms = opts.timeout * 1000
+    if alloc.requirement == "dynamic":
+        w = min(opts.w_max, DYNAMIC_PROOF_W_MAX)
+        scope = Scope(classes=1, w_max=w, horizon=opts.horizon, timeout_ms=timeout_ms)
+        return replace(scope, grid=DYNAMIC_FLOAT_GRID) if opts.arithmetic == "float" else scope
+    if opts.arithmetic == "float":  # exhaustive over a grid: one class keeps it to seconds
+        return Scope(classes=1, w_max=opts.w_max, horizon=opts.horizon, timeout_ms=timeout_ms)
+    return Scope(
+        classes=opts.classes, w_max=opts.w_max, horizon=opts.horizon, timeout_ms=timeout_ms
+    )
+
+
+def _prove(
+    target: str, alloc: Allocator, opts: GateOptions, runs_symbolically: bool, scaling_ok: bool
+) -> StageResult:
+    start = time.perf_counter()
+    if opts.arithmetic == "exact" and not runs_symbolically:
+        return StageResult("proof", SKIPPED, 0.0, "the kernel does not run on Z3 terms")
+    if not scaling_ok:
+        return StageResult(
+            "proof", SKIPPED, 0.0, "the scale invariance the proof would normalize by is false"
+        )
+    scope = _proof_scope(alloc, opts)
+    try:
+        proof = prove_allocator(
+            target,
+            variant=opts.variant,
+            arithmetic=opts.arithmetic,
+            scope=scope,
+            allocator=alloc,
+        )
+    except Exception as exc:
+        first = str(exc).strip().splitlines()
+        why = f"{type(exc).__name__}{': ' + first[0] if first else ''}"
+        return StageResult(
+            "proof",
+            SKIPPED,
+            time.perf_counter() - start,
+            f"the kernel did not run on this proof's terms ({why[:160]})",
+        )
+    data: dict[str, Any] = {"proof": proof.to_json()}
+    what = f"{proof.method}, {proof.cases} cases: {proof.statement}"
+    if proof.status == "proved":
+        return StageResult("proof", PROVED, proof.seconds, what, data=data)
+    if proof.status == "unknown":
+        return StageResult("proof", UNKNOWN, proof.seconds, proof.reason or what, data=data)
+    cex = proof.counterexample
+    assert cex is not None
+    replays = cex.replays()
+    data["replays"] = replays
+    detail = cex.failure.describe() + (
+        "" if replays else " (WARNING: `wevent trace` does not replay it)"
+    )
+    return StageResult("proof", FAILED, proof.seconds, detail, counterexample=cex, data=data)
+
+
+def _allocator_json(alloc: Allocator) -> dict[str, Any]:
+    return {
+        "name": alloc.name,
+        "requirement": alloc.requirement,
+        "scaling": alloc.scaling,
+        "symbolic": alloc.symbolic,
+        "divides": alloc.divides,
+        "variants": list(alloc.variants),
+        "builtin": alloc is BUILTIN.get(alloc.name),
+    }
+
+
+def run_gate(
+    target: str,
+    options: GateOptions | None = None,
+    *,
+    allocator: Allocator | None = None,
+    save_requirements: Path | None = None,
+) -> GateReport:
+    """Run the gate on ``target`` (a built-in name, an entry point of ``wevent.allocators`` or
+    ``module:attribute``). ``allocator`` skips the lookup (the target string is then only the
+    name counterexamples give `wevent trace`). ``save_requirements`` receives the
+    counterexample's requirements CSV."""
+    opts = options or GateOptions()
+    opts.check()
+    start = time.perf_counter()
+    optjson = asdict(opts)
+    optjson["stages"] = list(opts.stages)
+    optjson["horizon"] = opts.slots
+    report = GateReport(
+        target, opts.variant, opts.arithmetic, optjson, require_proof=opts.require_proof
+    )
+    try:
+        alloc = allocator if allocator is not None else resolve(target)
+    except BudgetError as exc:
+        report.error = str(exc)
+        report.seconds = time.perf_counter() - start
+        return report
+    report.allocator = _allocator_json(alloc)
+    common = {
+        "seed": opts.seed,
+        "count": opts.conformance_inputs,
+        "classes": opts.classes,
+        "w_max": opts.w_max,
+        "horizon": opts.slots,
+    }
+    protocol = check_protocol(target, alloc, opts.variant, opts.arithmetic, opts.slots)
+    report.stages.append(protocol)
+    if protocol.status == ERROR:
+        report.seconds = time.perf_counter() - start
+        return report
+
+    def finish() -> GateReport:
+        report.seconds = time.perf_counter() - start
+        cex = report.counterexample
+        if cex is not None and save_requirements is not None:
+            write_requirements(cex.population, save_requirements)
+            report.requirements_path = str(save_requirements)
+        return report
+
+    def add(stage: StageResult) -> bool:
+        """Record a stage; False when the target turned out unusable."""
+        report.stages.append(stage)
+        return stage.status != ERROR
+
+    symbolic, scaling_ok = alloc.symbolic, True
+    if "conformance" in opts.stages:
+        det = check_determinism(target, alloc, opts.variant, opts.arithmetic, **common)
+        if not add(det):
+            return finish()
+        scaling = check_scaling(target, alloc, opts.variant, **common)
+        if not add(scaling):
+            return finish()
+        scaling_ok = scaling.status != FAILED
+        if opts.arithmetic == "exact" and "proof" in opts.stages:
+            sym = check_symbolic(target, alloc, opts.variant, **common)
+            if not add(sym):
+                return finish()
+            symbolic = sym.status != SKIPPED and alloc.symbolic
+            if sym.status == FAILED:
+                symbolic = False
+    if "proof" in opts.stages:
+        report.stages.append(_prove(target, alloc, opts, symbolic, scaling_ok))
+    if "search" in opts.stages:
+        for kind in ("fixed", "dynamic"):
+            found = run_search(
+                target,
+                alloc,
+                kind,
+                variant=opts.variant,
+                arithmetic=opts.arithmetic,
+                examples=opts.examples,
+                classes=opts.classes,
+                w_max=opts.w_max,
+                horizon=opts.slots,
+                seed=opts.seed,
+            )
+            if not add(found):
+                return finish()
+    if "end-to-end" in opts.stages:
+        add(
+            run_end_to_end(
+                target,
+                alloc,
+                variant=opts.variant,
+                arithmetic=opts.arithmetic,
+                runs=opts.e2e_runs,
+                slots=opts.e2e_slots,
+                classes=opts.classes,
+                w_max=opts.w_max,
+                seed=opts.seed,
+            )
+        )
+    return finish()
