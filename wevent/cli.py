@@ -1037,7 +1037,7 @@ def gate_cmd(
         _fail(f"cannot write the report: {exc.strerror or exc}")
     reason = report.unusable_reason
     if reason is not None:
-        _fail(f"{target}: unusable: {reason}")
+        _fail(f"unusable target: {reason if reason.startswith(target) else f'{target}: {reason}'}")
     if str(json_out) != "-":
         for line in report.describe():
             click.echo(line)

@@ -22,6 +22,7 @@ from mechanisms.allocators.kernel import ClassReq, Decl, DynamicClass, FixedClas
 
 __all__ = [
     "BUDGETS",
+    "SYSTEMATIC_BUDGETS",
     "budgets",
     "decision_lists",
     "dynamic_requirements",
@@ -53,34 +54,47 @@ BUDGETS: tuple[Fraction, ...] = (
     F(6, 10),
 )
 
+# The systematic pass (`search._systematic`) tries these with every window and rhythm: whole
+# numbers and decimals that are not doubles (0.1, 0.3, 0.7, 0.6) or do not terminate (1/3).
+SYSTEMATIC_BUDGETS: tuple[Fraction, ...] = (F(1), F(1, 10), F(3, 10), F(7, 10), F(6, 10), F(1, 3))
+
+_BUDGET_STRATEGY: st.SearchStrategy[Fraction] = st.one_of(
+    st.sampled_from(BUDGETS),
+    st.builds(F, st.integers(1, 40), st.sampled_from([1, 3, 7, 10, 100])),
+)
+
 
 def budgets() -> st.SearchStrategy[Fraction]:
     """A positive exact budget: a listed value, or a small fraction."""
-    return st.one_of(
-        st.sampled_from(BUDGETS),
-        st.builds(F, st.integers(1, 40), st.sampled_from([1, 3, 7, 10, 100])),
-    )
+    return _BUDGET_STRATEGY
 
 
 def fixed_requirements(w_max: int) -> st.SearchStrategy[Requirement]:
     return st.builds(lambda w, e: Fixed(w, Budget(e)), st.integers(1, w_max), budgets())
 
 
-@st.composite
-def dynamic_requirements(draw: st.DrawFn, w_max: int, horizon: int) -> Requirement:
-    """1..3 declarations (001 Definition 10) at distinct slots of the horizon."""
-    slots = sorted(draw(st.sets(st.integers(1, max(horizon, 1)), min_size=1, max_size=3)))
-    decls = tuple(
-        Declaration(
-            s,
-            draw(st.integers(1, w_max)),
-            Budget(draw(budgets())),
-            draw(st.integers(1, w_max)),
-            Budget(draw(budgets())),
+def _dynamic(rows: list[tuple[int, tuple[int, Fraction, int, Fraction]]]) -> Requirement:
+    return Dynamic(
+        tuple(
+            Declaration(slot, wb, Budget(eb), wf, Budget(ef))
+            for slot, (wb, eb, wf, ef) in sorted(rows)
         )
-        for s in slots
     )
-    return Dynamic(decls)
+
+
+def dynamic_requirements(w_max: int, horizon: int) -> st.SearchStrategy[Requirement]:
+    """1..3 declarations (001 Definition 10) at distinct slots of the horizon. (Built from
+    fixed strategies, not a composite: drawing a fresh strategy per example costs more than
+    the kernel run.)"""
+    window = st.integers(1, w_max)
+    decl = st.tuples(window, budgets(), window, budgets())
+    rows = st.lists(
+        st.tuples(st.integers(1, max(horizon, 1)), decl),
+        min_size=1,
+        max_size=3,
+        unique_by=lambda row: row[0],
+    )
+    return rows.map(_dynamic)
 
 
 def requirement_lists(
@@ -101,12 +115,12 @@ def _periodic(period: int, first: int, slots: int) -> list[bool]:
 
 
 def periodic_patterns(period_max: int, slots: int) -> list[list[bool]]:
-    """Every periodic decision sequence of ``slots`` slots with period 1..period_max, first
-    publishing at slot 1..period_max + 1."""
+    """Every periodic decision sequence of ``slots`` slots with period p = 1..period_max, first
+    publishing at slot 1..p + 1 (later starts repeat a shorter run's skipped prefix)."""
     return [
         _periodic(period, first, slots)
         for period in range(1, period_max + 1)
-        for first in range(1, min(period_max + 1, slots) + 1)
+        for first in range(1, min(period + 1, slots) + 1)
     ]
 
 

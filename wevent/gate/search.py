@@ -34,7 +34,7 @@ from mechanisms.allocators.kernel import first_negative
 from proofs.counterexamples import Counterexample, Failure
 from wevent.gate.conformance import TargetRaised, guarded
 from wevent.gate.inputs import (
-    BUDGETS,
+    SYSTEMATIC_BUDGETS,
     decision_lists,
     one_user_per_class,
     periodic_patterns,
@@ -149,14 +149,14 @@ class _Probe:
 def _systematic(
     probe: _Probe, w_max: int, horizon: int
 ) -> tuple[list[Requirement], list[bool]] | None:
-    """One class, every window up to ``w_max``, every budget of `inputs.BUDGETS` and every
-    periodic decision sequence (period up to w + 1): the first failing input, or None. These
+    """One class: every window up to ``w_max``, every budget of `inputs.SYSTEMATIC_BUDGETS` and
+    every periodic decision sequence (period up to w + 1): the first failing input, or None. These
     are the classic hazards (a double share count needs a particular budget, window and
     publication rhythm: for BA, 0.3, 0.7, 0.6, ... with w = 3 and every other slot published),
     which random inputs hit too rarely to rely on."""
     for w in range(1, w_max + 1):
         patterns = periodic_patterns(w + 1, horizon)
-        for eps in BUDGETS:
+        for eps in SYSTEMATIC_BUDGETS:
             reqs: list[Requirement] = [Fixed(w, Budget(eps))]
             for decisions in patterns:
                 if probe((reqs, decisions)):

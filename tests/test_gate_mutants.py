@@ -1,0 +1,139 @@
+"""Mutation suite: `wevent gate` rejects every broken allocator of `tests/gate_mutants.py` with a
+counterexample that `wevent trace` replays, accepts every sound built-in, and rejects the
+published variants that are unsound (DPBD/DPBA as printed; BA/PBA/LBA with double-precision
+absorption counts) while accepting those that are sound in exact arithmetic (the bounded
+certificates of `proofs/certificates` say the same).
+
+Scope in `make test`: windows <= 3, 1..2 classes, 9 slots, 150 search inputs per kind; DPBA's
+proof (13 s) only under ``-m slow``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mechanisms.allocators import LOCAL_BUDGET
+from mechanisms.allocators.registry import BUILTIN
+from tests.gate_mutants import MUTANTS, NOT_WINDOW_BUGS
+from wevent.cli import cli
+from wevent.gate import STAGES, GateOptions, GateReport, run_gate
+
+OPTIONS = GateOptions(w_max=3, classes=2, examples=100, e2e_runs=1, conformance_inputs=10)
+
+
+def _gate(target: str, **changes: object) -> GateReport:
+    return run_gate(target, GateOptions(**{**OPTIONS.__dict__, **changes}))  # type: ignore[arg-type]
+
+
+def _replay_with_trace(report: GateReport, tmp_path: Path) -> str:
+    """Run the printed `wevent trace` command (in-process) on the saved requirements."""
+    cex = report.counterexample
+    assert cex is not None
+    csv = tmp_path / "counterexample.csv"
+    from accounting.formats import write_requirements
+
+    write_requirements(cex.population, csv)
+    args = cex.command(str(csv)).split()
+    assert args[:2] == ["wevent", "trace"]
+    result = CliRunner().invoke(cli, args[1:])
+    assert result.exit_code == 1, result.output
+    return result.output
+
+
+def test_at_least_fifteen_mutants() -> None:
+    assert len(MUTANTS) >= 15
+    assert len(MUTANTS) - len(NOT_WINDOW_BUGS) >= 15
+
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_gate_rejects_mutant_with_a_replayable_counterexample(name: str, tmp_path: Path) -> None:
+    dynamic = MUTANTS[name].requirement == "dynamic"  # w^4 schedule shapes: w <= 2
+    report = _gate(f"tests.gate_mutants:{name}", w_max=2 if dynamic else 3)
+    assert report.verdict == "refuted", "\n".join(report.describe())
+    assert report.exit_code == 1
+    if name in NOT_WINDOW_BUGS:
+        assert report.stage("conformance/determinism").status == "failed"
+        return
+    cex = report.counterexample
+    assert cex is not None and cex.replays()
+    assert len(cex.decisions) == cex.failure.slot  # the run ends at the failure
+    output = _replay_with_trace(report, tmp_path)
+    assert "REFUSED by the guard" in output or "INVALID" in output
+    # The search alone refutes it too (a kernel Z3 cannot run has nothing else).
+    kind = MUTANTS[name].requirement
+    assert report.stage(f"search/{kind}").status == "failed"
+
+
+@pytest.mark.parametrize("name", ["float_share_count", "rounded_up_share"])
+def test_non_symbolic_mutants_refuted_without_a_proof(name: str) -> None:
+    report = _gate(f"tests.gate_mutants:{name}", stages=("conformance", "proof", "search"))
+    assert report.stage("proof").status == "skipped"
+    assert report.stage("conformance/symbolic").status == "skipped"
+    assert report.verdict == "refuted"
+
+
+def test_false_scaling_claim_is_caught_before_the_proof_relies_on_it() -> None:
+    """floor_budget is safe for every normalized budget eps = 1: a proof trusting its claimed
+    scale invariance would pass it. Conformance refutes the claim and the proof is skipped."""
+    report = _gate("tests.gate_mutants:floor_budget", stages=("conformance", "proof"))
+    assert report.stage("conformance/scaling").status == "failed"
+    assert report.stage("proof").status == "skipped"
+    assert report.verdict == "refuted"
+
+
+SOUND = [
+    pytest.param(name, marks=pytest.mark.slow) if name == "dpba" else name
+    for name in sorted(BUILTIN)
+]
+
+
+@pytest.mark.parametrize("name", SOUND)
+def test_gate_accepts_sound_builtins_with_a_proof(name: str) -> None:
+    # The local budget-division allocators spend through the central kernels
+    # (tests/test_allocator_proofs.py checks it): a smaller scope suffices for them.
+    report = _gate(name, w_max=2 if name in LOCAL_BUDGET else 3)
+    assert report.verdict == "proved", "\n".join(report.describe())
+    assert [s.status for s in report.stages if s.status == "failed"] == []
+    assert report.exit_code == 0
+
+
+def test_gate_accepts_dpba_without_its_slow_proof() -> None:
+    report = _gate("dpba", stages=tuple(s for s in STAGES if s != "proof"))
+    assert report.verdict == "passed", "\n".join(report.describe())
+
+
+@pytest.mark.parametrize(
+    ("name", "arithmetic"),
+    [("dpbd", "exact"), ("dpba", "exact"), ("ba", "float"), ("pba", "float"), ("lba", "float")],
+)
+def test_gate_rejects_unsound_published_variants(
+    name: str, arithmetic: str, tmp_path: Path
+) -> None:
+    report = _gate(name, variant="published", arithmetic=arithmetic)
+    assert report.verdict == "refuted", "\n".join(report.describe())
+    cex = report.counterexample
+    assert cex is not None and cex.replays()
+    assert cex.variant == "published" and cex.arithmetic == arithmetic
+    _replay_with_trace(report, tmp_path)
+    # Both the proof and the search find it independently.
+    assert report.stage("proof").status == "failed"
+    assert any(s.status == "failed" for s in report.stages if s.name.startswith("search/"))
+
+
+def test_float_counterexample_is_minimal() -> None:
+    """BA with E = 0.3, w = 3 and decisions 0,1,0,1 (0.3/0.1 rounds below 3, 002 Algorithm 2
+    line 4): the smallest failing input there is, found by the search and the proof alike."""
+    report = _gate("ba", variant="published", arithmetic="float", stages=("search",))
+    cex = report.counterexample
+    assert cex is not None
+    assert [(u, r.describe()) for u, r in cex.requirements] == [("u1", "fixed w=3 eps=0.3")]
+    assert cex.decision_text == "0,1,0,1"
+
+
+@pytest.mark.parametrize("name", ["bd", "pbd", "ba", "pba"])
+def test_gate_accepts_published_variants_sound_in_exact_arithmetic(name: str) -> None:
+    report = _gate(name, variant="published", stages=("conformance", "proof", "search"))
+    assert report.verdict == "proved", "\n".join(report.describe())
