@@ -37,7 +37,7 @@ class _Plain:
     def plan(self, state: int, t: int) -> Plan[Any, Any]:
         pubs = [c.eps / c.w if c.eps > 0 else F(0) for c in self.fixed]
         if self.mode == "float":
-            return Plan(False, True, tuple(0.0 for _ in pubs), tuple(float(p) for p in pubs))  # type: ignore[arg-type]
+            return Plan(False, True, tuple(0.0 for _ in pubs), tuple(float(p) for p in pubs))
         if self.mode == "short":
             return Plan(False, True, (), tuple(pubs))
         if self.mode == "crash" and t == 2:

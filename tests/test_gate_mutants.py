@@ -10,7 +10,9 @@ proof (13 s) only under ``-m slow``.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -24,8 +26,8 @@ from wevent.gate import STAGES, GateOptions, GateReport, run_gate
 OPTIONS = GateOptions(w_max=3, classes=2, examples=100, e2e_runs=1, conformance_inputs=10)
 
 
-def _gate(target: str, **changes: object) -> GateReport:
-    return run_gate(target, GateOptions(**{**OPTIONS.__dict__, **changes}))  # type: ignore[arg-type]
+def _gate(target: str, **changes: Any) -> GateReport:
+    return run_gate(target, dataclasses.replace(OPTIONS, **changes))
 
 
 def _replay_with_trace(report: GateReport, tmp_path: Path) -> str:

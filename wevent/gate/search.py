@@ -164,9 +164,25 @@ def _systematic(
     return None
 
 
+def _drop_classes(
+    probe: _Probe, reqs: list[Requirement], decisions: list[bool]
+) -> list[Requirement]:
+    """Greedy: leave out requirement classes while the input still fails."""
+    out = list(reqs)
+    i = 0
+    while i < len(out) and len(out) > 1:
+        trial = out[:i] + out[i + 1 :]
+        if probe((trial, decisions)):
+            out = trial
+        else:
+            i += 1
+    return out
+
+
 def _shrink_decisions(probe: _Probe, reqs: list[Requirement], decisions: list[bool]) -> list[bool]:
     """Greedy, to a fixed point: cut the run at its failing slot, drop single slots, turn
-    publications into skips, while the input still fails."""
+    publications into skips, while the input still fails (hypothesis' shrinker cannot always
+    turn one publication of a periodic sequence into a skip)."""
 
     def fails(trial: list[bool]) -> bool:
         return bool(trial) and probe((reqs, trial))
@@ -225,13 +241,9 @@ def run_search(
     found = _systematic(probe, w_max, horizon) if kind == "fixed" else None
     how = "the systematic pass"
     try:
-        if found is not None:
-            reqs, decisions = found[0], _shrink_decisions(probe, *found)
-        else:
+        if found is None:
             how = "hypothesis, shrunk"
-            reqs, decisions = find(
-                strategy, probe, settings=config, random=random.Random(f"{seed}:{name}")
-            )
+            found = find(strategy, probe, settings=config, random=random.Random(f"{seed}:{name}"))
     except NoSuchExample:
         return StageResult(
             name,
@@ -243,6 +255,8 @@ def run_search(
             + "): no refusal, no negative budget",
             data={"scope": scope, "runs": probe.runs},
         )
+    reqs = _drop_classes(probe, *found)
+    decisions = _shrink_decisions(probe, reqs, found[1])
     population = one_user_per_class(reqs)
     try:
         result = trace_target(target, alloc, population, decisions, variant, arithmetic)
