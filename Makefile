@@ -46,6 +46,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_proofs.py
 	$(PY) benchmarks/bench_exsub.py
 	$(PY) benchmarks/bench_audit.py
+	$(PY) benchmarks/bench_gate.py
 
 # Scale: per-slot time and peak memory per allocator family, guard on and off (docs/performance.md).
 bench-scale: $(STAMP)

@@ -1,0 +1,68 @@
+"""Gate time per target (run on demand: `make bench`, or `python benchmarks/bench_gate.py`).
+
+`wevent gate` with its default scope (windows <= 3, 1..2 classes, 9 slots, 200 search inputs per
+requirement kind, 2 end-to-end runs of 40 slots) on every sound built-in, the unsound published
+variants and the mutants of `tests/gate_mutants.py`; per target the verdict, the seconds of each
+stage and the total. Measurements, not tests: the table goes to the README ("Gate your allocator
+in CI"). Run from the repository root (the mutants are ``tests.gate_mutants:NAME``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+
+from mechanisms.allocators.registry import BUILTIN
+from wevent.gate import GateOptions, run_gate
+
+COLUMNS = ("conformance", "proof", "search", "end-to-end")
+
+
+def _row(target: str, variant: str, arithmetic: str, options: GateOptions) -> str:
+    start = time.perf_counter()
+    report = run_gate(target, GateOptions(**{**options.__dict__, "variant": variant,
+                                             "arithmetic": arithmetic}))  # fmt: skip
+    total = time.perf_counter() - start
+    per = dict.fromkeys(COLUMNS, 0.0)
+    for s in report.stages:
+        per[s.name.split("/")[0]] += s.seconds
+    label = target.removeprefix("tests.gate_mutants:")
+    if variant != "sound" or arithmetic != "exact":
+        label += f" ({variant}, {arithmetic})"
+    cells = " | ".join(f"{per[c]:.2f}" for c in COLUMNS)
+    return f"| {label} | {report.verdict} | {cells} | {total:.2f} |"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a few targets only")
+    parser.add_argument("--examples", type=int, default=200)
+    args = parser.parse_args()
+    sys.path.insert(0, os.getcwd())
+    from tests.gate_mutants import MUTANTS
+
+    options = GateOptions(examples=args.examples)
+    targets: list[tuple[str, str, str]] = [(n, "sound", "exact") for n in BUILTIN]
+    targets += [("dpbd", "published", "exact"), ("dpba", "published", "exact")]
+    targets += [(n, "published", "float") for n in ("ba", "pba", "lba")]
+    targets += [(f"tests.gate_mutants:{n}", "sound", "exact") for n in MUTANTS]
+    if args.quick:
+        targets = targets[:2] + targets[-2:]
+    print(
+        f"Measured {time.strftime('%Y-%m-%d')} on CPython {platform.python_version()}, "
+        f"{os.cpu_count()} cores (one used), default scope (w <= 3, 1..2 classes, 9 slots, "
+        f"{args.examples} search inputs per kind):\n"
+    )
+    print("| target | verdict | conformance s | proof s | search s | end-to-end s | total s |")
+    print("|---|---|---|---|---|---|---|")
+    start = time.perf_counter()
+    for target, variant, arithmetic in targets:
+        print(_row(target, variant, arithmetic, options), flush=True)
+    print(f"\n{len(targets)} targets in {time.perf_counter() - start:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
