@@ -79,7 +79,10 @@ def test_builtins_resolve_to_their_specs() -> None:
     ],
 )
 def test_module_attribute_targets_instance_class_or_factory(target: str, name: str) -> None:
-    assert resolve(target).name == name
+    alloc = resolve(target)
+    assert alloc.name == name and not isinstance(alloc, type)
+    report = _quick(target, stages=("conformance",))
+    assert report.stage("conformance/protocol").status == "passed"
 
 
 @pytest.mark.parametrize(

@@ -123,7 +123,7 @@ def _load_attribute(target: str) -> Any:
 
 def _validated(target: str, obj: Any) -> Allocator:
     """``obj`` as an `Allocator`: called first if it is a class or a factory function."""
-    if not hasattr(obj, "kernel") and callable(obj):
+    if isinstance(obj, type) or (not hasattr(obj, "kernel") and callable(obj)):
         try:
             obj = obj()
         except Exception as exc:
