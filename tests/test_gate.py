@@ -42,7 +42,7 @@ from wevent.gate.inputs import (
     periodic_patterns,
     requirement_lists,
 )
-from wevent.gate.search import _Probe, run_search, trace_target
+from wevent.gate.search import Probe, run_search, trace_target
 
 QUICK = GateOptions(w_max=2, classes=2, examples=40, e2e_runs=1, conformance_inputs=6)
 T = "tests.gate_targets"
@@ -275,7 +275,7 @@ def test_search_counterexamples_are_locally_minimal(name: str) -> None:
     cex = stage.counterexample
     assert stage.status == "failed" and cex is not None
     reqs = [r for _, r in cex.requirements]
-    probe = _Probe(target, alloc, "sound", "exact")
+    probe = Probe(target, alloc, "sound", "exact")
     decisions = list(cex.decisions)
     for i in range(len(reqs) if len(reqs) > 1 else 0):
         assert not probe((reqs[:i] + reqs[i + 1 :], decisions))
@@ -459,3 +459,26 @@ def test_plugin_command_line_overrides(tmp_path: Path) -> None:
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# ---------------------------------------------------------------------------- end to end
+
+
+def test_end_to_end_refusal_becomes_a_small_replayable_counterexample() -> None:
+    report = _quick("tests.gate_mutants:absorb_uncapped", stages=("end-to-end",))
+    stage = report.stage("end-to-end")
+    cex = stage.counterexample
+    assert stage.status == "failed" and cex is not None and cex.replays()
+    assert "refused spend" in stage.detail
+    probe = Probe(report.target, resolve(report.target), "sound", "exact")
+    reqs = [r for _, r in cex.requirements]
+    for i, d in enumerate(cex.decisions):
+        if d:  # every publication left is needed
+            assert not probe((reqs, [*cex.decisions[:i], False, *cex.decisions[i + 1 :]]))
+
+
+def test_end_to_end_sound_run_is_accepted_and_checked() -> None:
+    report = _quick("pba", stages=("end-to-end",), e2e_runs=2)
+    stage = report.stage("end-to-end")
+    assert stage.status == "passed" and stage.data["charges"] > 0
+    assert report.verdict == "passed"

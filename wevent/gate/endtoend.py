@@ -5,7 +5,8 @@ with the runtime guard in the loop, and the guard's ledger is then batch-checked
 Here the publish/skip decisions come from data, not from an adversary, and every charge carries
 evidence the guard certifies. A refusal (or a negative budget, `InvalidAllocation`) is turned
 into a `wevent trace` counterexample: one user per class and the run's decisions up to the
-failing slot, whose own decision is the one that replays the failure.
+failing slot, whose own decision is the one that replays the failure, then made smaller greedily
+(classes left out, slots dropped, publications turned into skips) while it still fails.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ from proofs.counterexamples import Counterexample
 from verifier.check import check
 from verifier.guard import Guard
 from wevent.gate.conformance import TargetRaised, guarded
-from wevent.gate.inputs import random_requirements
+from wevent.gate.inputs import one_user_per_class, random_requirements
 from wevent.gate.report import ERROR, FAILED, PASSED, StageResult
-from wevent.gate.search import counterexample_of, trace_target
+from wevent.gate.search import Probe, counterexample_of, shrink_case, trace_target
 from wevent.tracing import class_groups
 
 __all__ = ["run_end_to_end"]
@@ -52,7 +53,12 @@ def _replay(
         decisions = [*before, last]
         result = trace_target(target, alloc, users, decisions, variant, arithmetic)
         if result.failed_slot == slot:
-            return counterexample_of(target, variant, arithmetic, users, decisions, result)
+            # The data path's run is long; hand `wevent trace` the smallest failing part of it.
+            probe = Probe(target, alloc, variant, arithmetic)
+            reqs, decisions = shrink_case(probe, [c.requirement for c in users.classes], decisions)
+            small = one_user_per_class(reqs)
+            result = trace_target(target, alloc, small, decisions, variant, arithmetic)
+            return counterexample_of(target, variant, arithmetic, small, decisions, result)
     return None
 
 

@@ -43,7 +43,14 @@ from wevent.gate.inputs import (
 from wevent.gate.report import ERROR, FAILED, PASSED, SKIPPED, StageResult
 from wevent.tracing import TraceResult, trace_kernel
 
-__all__ = ["counterexample_of", "failure_of", "run_search", "trace_target"]
+__all__ = [
+    "Probe",
+    "counterexample_of",
+    "failure_of",
+    "run_search",
+    "shrink_case",
+    "trace_target",
+]
 
 
 def trace_target(
@@ -117,7 +124,7 @@ def counterexample_of(
 
 
 @dataclass
-class _Probe:
+class Probe:
     """The condition hypothesis minimizes: the trace fails, or the target raises."""
 
     target: str
@@ -147,7 +154,7 @@ class _Probe:
 
 
 def _systematic(
-    probe: _Probe, w_max: int, horizon: int
+    probe: Probe, w_max: int, horizon: int
 ) -> tuple[list[Requirement], list[bool]] | None:
     """One class: every window up to ``w_max``, every budget of `inputs.SYSTEMATIC_BUDGETS` and
     every periodic decision sequence (period up to w + 1): the first failing input, or None. These
@@ -165,7 +172,7 @@ def _systematic(
 
 
 def _drop_classes(
-    probe: _Probe, reqs: list[Requirement], decisions: list[bool]
+    probe: Probe, reqs: list[Requirement], decisions: list[bool]
 ) -> list[Requirement]:
     """Greedy: leave out requirement classes while the input still fails."""
     out = list(reqs)
@@ -179,7 +186,7 @@ def _drop_classes(
     return out
 
 
-def _shrink_decisions(probe: _Probe, reqs: list[Requirement], decisions: list[bool]) -> list[bool]:
+def _shrink_decisions(probe: Probe, reqs: list[Requirement], decisions: list[bool]) -> list[bool]:
     """Greedy, to a fixed point: cut the run at its failing slot, drop single slots, turn
     publications into skips, while the input still fails (hypothesis' shrinker cannot always
     turn one publication of a periodic sequence into a skip)."""
@@ -204,6 +211,14 @@ def _shrink_decisions(probe: _Probe, reqs: list[Requirement], decisions: list[bo
     return out
 
 
+def shrink_case(
+    probe: Probe, reqs: list[Requirement], decisions: list[bool]
+) -> tuple[list[Requirement], list[bool]]:
+    """A failing input made smaller greedily: classes left out, then slots and publications."""
+    reqs = _drop_classes(probe, reqs, decisions)
+    return reqs, _shrink_decisions(probe, reqs, decisions)
+
+
 def run_search(
     target: str,
     alloc: Allocator,
@@ -222,7 +237,7 @@ def run_search(
     start = time.perf_counter()
     if kind == "dynamic" and alloc.requirement != "dynamic":
         return StageResult(name, SKIPPED, 0.0, "the allocator serves fixed requirements only")
-    probe = _Probe(target, alloc, variant, arithmetic)
+    probe = Probe(target, alloc, variant, arithmetic)
     strategy = st.tuples(requirement_lists(kind, classes, w_max, horizon), decision_lists(horizon))
     config = settings(
         max_examples=examples,
@@ -255,8 +270,7 @@ def run_search(
             + "): no refusal, no negative budget",
             data={"scope": scope, "runs": probe.runs},
         )
-    reqs = _drop_classes(probe, *found)
-    decisions = _shrink_decisions(probe, reqs, found[1])
+    reqs, decisions = shrink_case(probe, *found)
     population = one_user_per_class(reqs)
     try:
         result = trace_target(target, alloc, population, decisions, variant, arithmetic)
