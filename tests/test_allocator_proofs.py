@@ -266,6 +266,7 @@ def test_certificates_are_well_formed(tmp_path: Path) -> None:
     import json
 
     from accounting.formats import read_requirements
+    from proofs.certify import recorded
     from wevent.tracing import parse_decisions, trace_with_guard
 
     paths = sorted(
@@ -274,9 +275,12 @@ def test_certificates_are_well_formed(tmp_path: Path) -> None:
         if not p.name.startswith("population-")
     )  # population certificates: tests/test_population_proofs.py
     assert paths
+    assert sorted(recorded()) == sorted(p.resolve() for p in paths)  # the README table's rows
     for path in paths:
         data = json.loads(path.read_text())
         assert data["allocator"] in ALLOCATORS
+        if data["variant"] == "sound":
+            assert data["result"] == "proved", path.name
         assert data["result"] in ("proved", "counterexample", "unknown")
         assert data["solver"].startswith("z3 ") and data["seconds"] >= 0
         assert {"classes", "w", "horizon", "budgets"} <= set(data["scope"])
