@@ -310,6 +310,14 @@ def test_local_budget_division_proved_for_every_horizon(mechanism: str) -> None:
     assert proof.status == "proved", proof.reason
 
 
+def test_personalized_local_uniform_proved_bounded_to_six() -> None:
+    """plbu has its own kernel (the others are their central namesakes', test below): the
+    issue's scope, w <= 6, 2 classes, horizon 18."""
+    proof = prove_allocator("plbu", scope=Scope(classes=2, w_max=6))
+    assert proof.status == "proved", proof.reason
+    assert proof.scope["horizon"] == 18 and proof.scope["w"] == "1..6"
+
+
 @pytest.mark.parametrize(("local", "central"), [(k, v) for k, v in LOCAL_BUDGET.items() if k != v])
 def test_local_budget_kernels_spend_like_their_central_namesakes(local: str, central: str) -> None:
     rng = random.Random(5)

@@ -179,3 +179,14 @@ def test_one_declaration_schedules_proved_to_windows_six(mechanism: str) -> None
     assert proof.status == "proved", proof.reason
     assert "36 one-class shapes" in proof.notes[0]
     assert proof.cases == sum(stationary_slot(s, (1,)) for s in all_shapes(6, 1))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mechanism", ["dpbd", "dpba"])
+def test_two_declaration_schedules_proved_to_windows_six(mechanism: str) -> None:
+    """The full w <= 6 scope with declarations at slots 1 and 2 (1,296 shapes; dpba about 15
+    minutes on two processes), as recorded in the certificates."""
+    scope = Scope(classes=2, w_max=6)
+    proof = prove_allocator(mechanism, scope=scope, unbounded=True, workers=2)
+    assert proof.status == "proved", proof.reason
+    assert "1296 one-class shapes" in proof.notes[0]
