@@ -824,9 +824,10 @@ def _prove_dynamic_inductive(
             return result("unknown", time.perf_counter() - start, obligations, reason=reason)
         notes.append(
             f"2..{scope.classes} classes: each class's budgets are its one-class budgets under "
-            f"the shared publication bit, which the step leaves free (non-interference, checked "
-            f"term for term on {len(pairs)} shape pairs: the smallest and largest shapes and "
-            f"{NONINTERFERENCE_PAIRS} random pairs)"
+            f"the shared publication bit, which the step leaves free (non-interference: each "
+            f"class's budgets are a function of its own schedule and histories only, "
+            f"`_class_plan`; that structure re-checked term for term on {len(pairs)} shape "
+            f"pairs: the smallest and largest shapes and {NONINTERFERENCE_PAIRS} random pairs)"
         )
     return result("proved", time.perf_counter() - start, obligations, notes=notes)
 

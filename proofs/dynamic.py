@@ -34,12 +34,18 @@ spends by ``E_F / (2 w_F)``, nonlinear when ``E_F`` is a variable (Z3's nlsat di
 through 30 shapes with windows 4 in 300 s), so there the first ``E_F`` is 1, each later one is
 1/2, 1 or 2 times it, and every ``E_B`` is symbolic, as in the bounded proofs.
 
-Several classes. The kernels compute each class's budgets from that class's schedule and
-histories only; classes interact only through the slot's publication bit, which the step leaves
-free. So a k-class run restricted to class i is a one-class run of class i under some decision
-sequence, and the one-class theorem covers it. `noninterference` checks that premise on the code
-that runs: the 2-class kernel's plan terms for each class are the very same Z3 terms (structural
-equality) as the 1-class kernel's, on symbolic histories, for the shape pairs it is given.
+Several classes. Each class's budgets are computed by `mechanisms.allocators.dynamic._class_plan`,
+a module-level function whose only inputs are the algebra, the rule, that class's schedule, that
+class's two histories and t; the kernel's `plan` maps it over the classes and ORs their
+nullification conditions, so classes share only the slot's publication bit, which the step leaves
+free. A k-class run restricted to class i is therefore a one-class run of class i under some
+decision sequence, and the one-class theorem covers it, for every pair of shapes: the argument
+rests on the function's signature, not on the pairs checked. (A longer kept history, the largest
+window over all classes, changes nothing: the one-class proof shows the class never reads older
+than its own largest window, where `Prefix` would raise.) `noninterference` guards that
+structure against refactoring: on the pairs it is given, the 2-class kernel's plan terms for each
+class are the very same Z3 terms (structural equality) as the 1-class kernel's, on symbolic
+histories; a mutant that couples classes is caught.
 """
 
 from __future__ import annotations

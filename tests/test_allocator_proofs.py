@@ -266,6 +266,7 @@ def test_certificates_are_well_formed(tmp_path: Path) -> None:
     import json
 
     from accounting.formats import read_requirements
+    from proofs.certify import recorded
     from wevent.tracing import parse_decisions, trace_with_guard
 
     paths = sorted(
@@ -274,9 +275,12 @@ def test_certificates_are_well_formed(tmp_path: Path) -> None:
         if not p.name.startswith("population-")
     )  # population certificates: tests/test_population_proofs.py
     assert paths
+    assert sorted(recorded()) == sorted(p.resolve() for p in paths)  # the README table's rows
     for path in paths:
         data = json.loads(path.read_text())
         assert data["allocator"] in ALLOCATORS
+        if data["variant"] == "sound":
+            assert data["result"] == "proved", path.name
         assert data["result"] in ("proved", "counterexample", "unknown")
         assert data["solver"].startswith("z3 ") and data["seconds"] >= 0
         assert {"classes", "w", "horizon", "budgets"} <= set(data["scope"])
@@ -304,6 +308,14 @@ def test_local_budget_division_proved_for_every_horizon(mechanism: str) -> None:
     holds for every horizon (k-induction) on the kernel they run."""
     proof = prove_allocator(mechanism, scope=Scope(classes=2, w_max=4), unbounded=True)
     assert proof.status == "proved", proof.reason
+
+
+def test_personalized_local_uniform_proved_bounded_to_six() -> None:
+    """plbu has its own kernel (the others are their central namesakes', test below): the
+    issue's scope, w <= 6, 2 classes, horizon 18."""
+    proof = prove_allocator("plbu", scope=Scope(classes=2, w_max=6))
+    assert proof.status == "proved", proof.reason
+    assert proof.scope["horizon"] == 18 and proof.scope["w"] == "1..6"
 
 
 @pytest.mark.parametrize(("local", "central"), [(k, v) for k, v in LOCAL_BUDGET.items() if k != v])

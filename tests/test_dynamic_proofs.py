@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 import z3
 
+from mechanisms.allocators import dynamic as dynamic_module
 from mechanisms.allocators.dynamic import DynamicKernel, DynamicState
-from mechanisms.allocators.kernel import Plan
+from mechanisms.allocators.kernel import Plan, Prefix
 from proofs.central import Scope, prove_allocator
 from proofs.dynamic import (
     Obligation,
@@ -116,29 +117,26 @@ def test_a_room_that_forgets_later_declarations_is_caught(monkeypatch: pytest.Mo
     over t. The induction is no longer inductive, and the run it leads to breaks a window."""
 
     def forgetful(
-        self: DynamicKernel[Any, Any],
-        state: DynamicState[Any],
-        i: int,
+        alg: Any,
         s: Any,
+        dis_h: Prefix[Any],
+        pub_h: Prefix[Any],
         t: int,
         idx: int,
         cover: list[tuple[int, int, int]],
     ) -> Any:
-        alg = self.alg
         d = s.decls[idx]
-        spent = alg.add(
-            state.dis[i].total(t - d.w_back + 1, t - 1), state.pub[i].total(t - d.w_back + 1, t - 1)
-        )
+        spent = alg.add(dis_h.total(t - d.w_back + 1, t - 1), pub_h.total(t - d.w_back + 1, t - 1))
         rooms = [alg.sub(d.eps_back, spent)]
         for j, first, _ in cover:
-            used = alg.add(state.dis[i].total(first, t - 1), state.pub[i].total(first, t - 1))
+            used = alg.add(dis_h.total(first, t - 1), pub_h.total(first, t - 1))
             rooms.append(alg.sub(s.decls[j].eps_fwd, used))
         out = rooms[0]
         for r in rooms[1:]:
             out = alg.select(alg.le(out, r), out, r)
         return alg.select(alg.le(out, alg.const(0)), alg.const(0), out)
 
-    monkeypatch.setattr(DynamicKernel, "_room", forgetful)
+    monkeypatch.setattr(dynamic_module, "_room", forgetful)
     assert prove_shape("dpbd", "sound", ((1, 1), (3, 1)), (1, 2)).status == "not inductive"
     proof = prove_allocator("dpbd", scope=Scope(classes=1, w_max=3), unbounded=True)
     assert proof.status == "counterexample", proof.reason
@@ -169,3 +167,26 @@ def test_unbounded_dynamic_needs_exact_arithmetic() -> None:
 
     with pytest.raises(BudgetError, match="exact"):
         prove_allocator("dpbd", arithmetic="float", unbounded=True)
+
+
+@pytest.mark.parametrize("mechanism", ["dpbd", "dpba"])
+def test_one_declaration_schedules_proved_to_windows_six(mechanism: str) -> None:
+    """The issue's w <= 6 scope in the test suite, for schedules of one declaration (every
+    w_B, w_F <= 6, 2 classes, every horizon); two declarations at w <= 6 are in the
+    certificates (`python -m proofs.certify --only dpbd,dpba`), at w <= 4 in the test above."""
+    scope = Scope(classes=2, w_max=6, decl_slots=(1,))
+    proof = prove_allocator(mechanism, scope=scope, unbounded=True)
+    assert proof.status == "proved", proof.reason
+    assert "36 one-class shapes" in proof.notes[0]
+    assert proof.cases == sum(stationary_slot(s, (1,)) for s in all_shapes(6, 1))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mechanism", ["dpbd", "dpba"])
+def test_two_declaration_schedules_proved_to_windows_six(mechanism: str) -> None:
+    """The full w <= 6 scope with declarations at slots 1 and 2 (1,296 shapes; dpba about 15
+    minutes on two processes), as recorded in the certificates."""
+    scope = Scope(classes=2, w_max=6)
+    proof = prove_allocator(mechanism, scope=scope, unbounded=True, workers=2)
+    assert proof.status == "proved", proof.reason
+    assert "1296 one-class shapes" in proof.notes[0]

@@ -50,6 +50,16 @@ def test_dynamic_unbounded_on_two_processes() -> None:
     assert code == 1 and "REFUTED by induction (refuted by the bounded search)" in out
 
 
+def test_declaration_slots_choose_the_schedules() -> None:
+    """`--declarations 1`: one declaration per class, so w_max = 3 has 9 shapes (not 81)."""
+    args = ["--unbounded", "--w-max", "3", "--declarations", "1", "--json"]
+    code, out, _ = run("prove", "dpba", *args)
+    assert code == 0, out
+    data = json.loads(out)
+    assert data["scope"]["declaration_slots"] == [1]
+    assert "9 one-class shapes" in data["notes"][0]
+
+
 def test_counterexample_exit_1_replays_with_trace(tmp_path: Path) -> None:
     req = tmp_path / "cex.csv"
     args = ["--variant", "published", "--arithmetic", "float", "--classes", "1", "--w-max", "3"]
@@ -98,6 +108,10 @@ def test_unknown_exit_3(monkeypatch: pytest.MonkeyPatch) -> None:
         (["nope"], "is not one of"),
         (["ba", "--unbounded", "--arithmetic", "float"], "exact arithmetic"),
         (["dpbd", "--unbounded", "--arithmetic", "float"], "exact arithmetic"),
+        (["dpbd", "--declarations", "2,1"], "must increase and start at 1"),
+        (["dpbd", "--declarations", "1,x"], "separated by commas"),
+        (["dpbd", "--declarations", "1,2,3,4"], "at most 3"),
+        (["bd", "--declarations", "1"], "dynamic kernels only"),
     ],
 )
 def test_bad_input_exit_2_one_line(args: list[str], message: str) -> None:

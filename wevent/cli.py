@@ -400,7 +400,7 @@ def _prove_exsub(
     type=click.IntRange(min=1, max=12),
     default=None,
     help="Allocators: every window size 1..W (default 6 fixed; dynamic 2, or 4 with --unbounded: "
-    "each class then has declarations at slots 1 and 2 with every w_B, w_F <= W).",
+    "each class then has declarations at the --declarations slots with every w_B, w_F <= W).",
 )
 @click.option(
     "--classes",
@@ -419,6 +419,13 @@ def _prove_exsub(
     is_flag=True,
     help="Allocators: prove for every horizon by induction (exact arithmetic; dynamic kernels: "
     "default w <= 4, 2 classes).",
+)
+@click.option(
+    "--declarations",
+    default=None,
+    metavar="SLOTS",
+    help="Dynamic kernels: the slots at which each class declares a requirement, e.g. 1 or "
+    "1,3 (default 1,2).",
 )
 @click.option(
     "--jobs",
@@ -451,6 +458,7 @@ def prove_cmd(
     classes: int | None,
     horizon: int | None,
     unbounded: bool,
+    declarations: str | None,
     jobs: int,
     timeout: int,
     save_requirements: Path | None,
@@ -503,6 +511,7 @@ def prove_cmd(
       wevent prove pba                          bounded: w <= 6, 2 classes, 18 slots
       wevent prove pba --unbounded              every horizon (k-induction)
       wevent prove dpba --unbounded --jobs 2    every horizon, w_B, w_F <= 4, 2 classes
+      wevent prove dpbd --unbounded --w-max 6 --declarations 1
       wevent prove ba --arithmetic float --variant published --classes 1
       wevent prove dpbd --variant published --json
 
@@ -527,6 +536,7 @@ def prove_cmd(
                 horizon=horizon,
                 timeout=timeout,
                 unbounded=unbounded,
+                declarations=declarations,
             )
             proof = run_allocator_proof(
                 target,

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from accounting.budget import BudgetError
 from accounting.formats import write_requirements
 from proofs.central import ALLOCATORS, AllocatorProof, Scope, prove_allocator
 
 __all__ = [
     "default_scope",
+    "parse_declaration_slots",
     "progress_printer",
     "render_population",
     "render_proof",
@@ -28,14 +32,39 @@ def default_scope(
     horizon: int | None,
     timeout: int,
     unbounded: bool = False,
+    declarations: str | None = None,
 ) -> Scope:
     """The scope `wevent prove` uses: fixed kernels w <= 6 with 2 classes; dynamic kernels
-    (declarations at slots 1 and 2; their shapes grow as w^4 per class) w <= 2 with 1 class
-    bounded, w <= 4 with 2 classes by induction; horizon 3 * w_max."""
+    (declarations at slots 1 and 2 unless ``declarations`` lists others, e.g. "1" or "1,3";
+    their shapes grow as w^(2 x declarations) per class) w <= 2 with 1 class bounded, w <= 4
+    with 2 classes by induction; horizon 3 * w_max."""
     dynamic = ALLOCATORS[mechanism].requirement == "dynamic"
     w = w_max if w_max is not None else ((4 if unbounded else 2) if dynamic else 6)
     k = classes if classes is not None else (1 if dynamic and not unbounded else 2)
-    return Scope(classes=k, w_max=w, horizon=horizon or 0, timeout_ms=timeout * 1000)
+    scope = Scope(classes=k, w_max=w, horizon=horizon or 0, timeout_ms=timeout * 1000)
+    if declarations is None:
+        return scope
+    if not dynamic:
+        raise BudgetError(f"{mechanism}: --declarations applies to the dynamic kernels only")
+    return replace(scope, decl_slots=parse_declaration_slots(declarations))
+
+
+def parse_declaration_slots(text: str) -> tuple[int, ...]:
+    """``"1,3"`` -> (1, 3): increasing positive slots, the first at 1, at most 3 of them."""
+    try:
+        slots = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise BudgetError(
+            f"--declarations {text!r}: expected slots separated by commas, e.g. 1,2"
+        ) from None
+    if not slots or slots[0] != 1 or any(b <= a for a, b in itertools.pairwise(slots)):
+        raise BudgetError(
+            f"--declarations {text!r}: slots must increase and start at 1 (a class declares "
+            "its first requirement at slot 1)"
+        )
+    if len(slots) > 3:
+        raise BudgetError(f"--declarations {text!r}: at most 3 declarations (shapes grow as w^6)")
+    return slots
 
 
 def progress_printer() -> Callable[[str], None] | None:

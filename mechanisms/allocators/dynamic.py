@@ -125,101 +125,23 @@ class DynamicKernel(Generic[V, B]):
             pub=tuple(Prefix(self.alg, self._keep) for _ in self._sched),
         )
 
-    # ------------------------------------------------------------------ windows
-
-    def _covering(self, s: _Schedule[V], t: int, idx: int) -> list[tuple[int, int, int]]:
-        """``T_B(t)`` grouped by declaration: ``(declaration index, first tau, last tau)`` for every
-        declaration in force at some tau <= t whose forward window still covers t.
-
-        Within one declaration the bound is the same for every tau, and the earliest tau has the
-        most spent since it (spends are never negative), so the earliest tau is the binding one
-        for the remaining-budget rules; DPBA's absorption counts still visit every tau."""
-        out = []
-        j = idx
-        while j >= 0:
-            d, start, end = s.decls[j], s.starts[j], s.ends[j]
-            last = t if end is None else min(end, t)
-            if last < t - s.max_fwd + 1:
-                break
-            first = max(start, t - d.w_fwd + 1)
-            if first <= last:
-                out.append((j, first, last))
-            j -= 1
-        return out
-
-    # ------------------------------------------------------------------ plan
-
     def plan(self, state: DynamicState[V], t: int) -> Plan[V, B]:
+        """Each class's budgets come from `_class_plan` on that class's schedule and histories
+        alone; classes share only the slot's nullification (an OR over classes) and so its
+        publication bit. This is the non-interference the multi-class proofs rest on
+        (`proofs.dynamic`)."""
         alg = self.alg
-        zero = alg.const(0)
-        half = Fraction(1, 2)
         dis_out, pub_out, nullify = [], [], []
-        for i, s in enumerate(self._sched):
-            idx = bisect.bisect_right(s.starts, t) - 1
-            if idx < 0:  # no requirement in force yet: nothing may be spent
-                dis_out.append(zero)
-                pub_out.append(zero)
-                continue
-            d = s.decls[idx]
-            dis_h, pub_h = state.dis[i], state.pub[i]
-            cover = self._covering(s, t, idx)
-            # Part_DC: Algorithm 6/7 lines 3-5.
-            dis_fwd = vmin(alg, *(s.share[j] for j, _, _ in cover))
-            dis_back = alg.sub(s.half_back[idx], dis_h.total(t - d.w_back + 1, t - 1))
-            dis = vmin(alg, dis_fwd, dis_back)
-            pub_back = alg.sub(s.half_back[idx], pub_h.total(t - d.w_back + 1, t - 1))
-            fwd_left = [alg.sub(s.half_fwd[j], pub_h.total(first, t - 1)) for j, first, _ in cover]
-            if self.name == "dpbd":  # Algorithm 6 lines 9-13
-                pub = vmin(alg, alg.scale(vmin(alg, *fwd_left), half), pub_back)
-            else:  # Algorithm 7 lines 6-8 and 15-25
-                absorb = []
-                for j, first, last in cover:
-                    for tau in range(first, last + 1):
-                        right = alg.count_add(
-                            alg.ratio(pub_h.total(tau, t - 1), s.share[j]), alg.const(tau - 1)
-                        )
-                        nullify.append(alg.le(alg.const(t), right))
-                        absorb.append(alg.mul(alg.count_sub(alg.const(t), right), s.share[j]))
-                pub = vmin(alg, vmin(alg, vmax(alg, *absorb), *fwd_left), pub_back)
-            if self.variant == "sound":
-                room = self._room(state, i, s, t, idx, cover)
-                dis = vmin(alg, vmax(alg, dis, zero), room)
-                pub = vmin(alg, vmax(alg, pub, zero), alg.sub(room, dis))
+        for s, dis_h, pub_h in zip(self._sched, state.dis, state.pub, strict=True):
+            dis, pub, null = _class_plan(alg, self.name, self.variant, s, dis_h, pub_h, t)
             dis_out.append(dis)
             pub_out.append(pub)
+            nullify.extend(null)
         nullified = alg.or_(*nullify)
         if self.variant == "sound":
+            zero = alg.const(0)
             nullified = alg.or_(nullified, alg.and_(*(alg.le(p, zero) for p in pub_out)))
         return Plan(nullified, alg.truth(False), tuple(dis_out), tuple(pub_out))
-
-    def _room(
-        self,
-        state: DynamicState[V],
-        i: int,
-        s: _Schedule[V],
-        t: int,
-        idx: int,
-        cover: list[tuple[int, int, int]],
-    ) -> V:
-        """The joint room at t: the least ``bound - spent before t`` over every declared window
-        covering t (clipped at zero)."""
-        alg = self.alg
-        dis_h, pub_h = state.dis[i], state.pub[i]
-
-        def spent(a: int) -> V:
-            return alg.add(dis_h.total(a, t - 1), pub_h.total(a, t - 1))
-
-        d = s.decls[idx]
-        rooms = [alg.sub(d.eps_back, spent(t - d.w_back + 1))]
-        # Later declarations whose backward window (at their first slot, the tightest) covers t.
-        j = idx + 1
-        while j < len(s.decls) and s.starts[j] <= t + s.max_back - 1:
-            dj = s.decls[j]
-            if s.starts[j] - dj.w_back + 1 <= t:
-                rooms.append(alg.sub(dj.eps_back, spent(s.starts[j] - dj.w_back + 1)))
-            j += 1
-        rooms.extend(alg.sub(s.decls[j].eps_fwd, spent(first)) for j, first, _ in cover)
-        return vmax(alg, vmin(alg, *rooms), alg.const(0))
 
     def step(
         self, state: DynamicState[V], t: int, plan: Plan[V, B], published: B
@@ -233,3 +155,102 @@ class DynamicKernel(Generic[V, B]):
                 for h, x in zip(state.pub, plan.publication, strict=True)
             ),
         )
+
+
+# ---------------------------------------------------------------------- one class
+# Module-level on purpose: a class's budgets are a function of its own schedule and histories
+# (and t) only, which is what lets `proofs.dynamic` prove one class at a time.
+
+
+def _covering(s: _Schedule[V], t: int, idx: int) -> list[tuple[int, int, int]]:
+    """``T_B(t)`` grouped by declaration: ``(declaration index, first tau, last tau)`` for every
+    declaration in force at some tau <= t whose forward window still covers t.
+
+    Within one declaration the bound is the same for every tau, and the earliest tau has the
+    most spent since it (spends are never negative), so the earliest tau is the binding one
+    for the remaining-budget rules; DPBA's absorption counts still visit every tau."""
+    out = []
+    j = idx
+    while j >= 0:
+        d, start, end = s.decls[j], s.starts[j], s.ends[j]
+        last = t if end is None else min(end, t)
+        if last < t - s.max_fwd + 1:
+            break
+        first = max(start, t - d.w_fwd + 1)
+        if first <= last:
+            out.append((j, first, last))
+        j -= 1
+    return out
+
+
+def _class_plan(
+    alg: Algebra[V, B],
+    name: str,
+    variant: str,
+    s: _Schedule[V],
+    dis_h: Prefix[V],
+    pub_h: Prefix[V],
+    t: int,
+) -> tuple[V, V, list[B]]:
+    """One class's dissimilarity and publication budgets at t and its nullification conditions
+    (001 Algorithm 6 lines 2-13, Algorithm 7 lines 2-25; the sound clip and joint room of the
+    module docstring)."""
+    zero = alg.const(0)
+    half = Fraction(1, 2)
+    idx = bisect.bisect_right(s.starts, t) - 1
+    if idx < 0:  # no requirement in force yet: nothing may be spent
+        return zero, zero, []
+    d = s.decls[idx]
+    cover = _covering(s, t, idx)
+    nullify: list[B] = []
+    # Part_DC: Algorithm 6/7 lines 3-5.
+    dis_fwd = vmin(alg, *(s.share[j] for j, _, _ in cover))
+    dis_back = alg.sub(s.half_back[idx], dis_h.total(t - d.w_back + 1, t - 1))
+    dis = vmin(alg, dis_fwd, dis_back)
+    pub_back = alg.sub(s.half_back[idx], pub_h.total(t - d.w_back + 1, t - 1))
+    fwd_left = [alg.sub(s.half_fwd[j], pub_h.total(first, t - 1)) for j, first, _ in cover]
+    if name == "dpbd":  # Algorithm 6 lines 9-13
+        pub = vmin(alg, alg.scale(vmin(alg, *fwd_left), half), pub_back)
+    else:  # Algorithm 7 lines 6-8 and 15-25
+        absorb = []
+        for j, first, last in cover:
+            for tau in range(first, last + 1):
+                right = alg.count_add(
+                    alg.ratio(pub_h.total(tau, t - 1), s.share[j]), alg.const(tau - 1)
+                )
+                nullify.append(alg.le(alg.const(t), right))
+                absorb.append(alg.mul(alg.count_sub(alg.const(t), right), s.share[j]))
+        pub = vmin(alg, vmin(alg, vmax(alg, *absorb), *fwd_left), pub_back)
+    if variant == "sound":
+        room = _room(alg, s, dis_h, pub_h, t, idx, cover)
+        dis = vmin(alg, vmax(alg, dis, zero), room)
+        pub = vmin(alg, vmax(alg, pub, zero), alg.sub(room, dis))
+    return dis, pub, nullify
+
+
+def _room(
+    alg: Algebra[V, B],
+    s: _Schedule[V],
+    dis_h: Prefix[V],
+    pub_h: Prefix[V],
+    t: int,
+    idx: int,
+    cover: list[tuple[int, int, int]],
+) -> V:
+    """The joint room at t: the least ``bound - spent before t`` over every declared window
+    covering t (clipped at zero)."""
+
+    def spent(a: int) -> V:
+        return alg.add(dis_h.total(a, t - 1), pub_h.total(a, t - 1))
+
+    d = s.decls[idx]
+    rooms = [alg.sub(d.eps_back, spent(t - d.w_back + 1))]
+    # Later declarations whose backward window (at their first slot, the tightest) covers t.
+    j = idx + 1
+    while j < len(s.decls) and s.starts[j] <= t + s.max_back - 1:
+        dj = s.decls[j]
+        if s.starts[j] - dj.w_back + 1 <= t:
+            rooms.append(alg.sub(dj.eps_back, spent(s.starts[j] - dj.w_back + 1)))
+        j += 1
+    rooms.extend(alg.sub(s.decls[j].eps_fwd, spent(first)) for j, first, _ in cover)
+    return vmax(alg, vmin(alg, *rooms), alg.const(0))
