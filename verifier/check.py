@@ -28,21 +28,31 @@ from accounting.population import Population
 from accounting.requirements import Dynamic, Fixed, Requirement, WholeStream, requirement_bounds
 from verifier.verdict import EvidenceFailure, Verdict, Violation, ratio
 
-__all__ = ["check"]
+__all__ = [
+    "KIND_DYNAMIC",
+    "KIND_FIXED",
+    "KIND_NONE",
+    "KIND_WHOLE",
+    "check",
+    "requirement_kind",
+]
 
 Arr = npt.NDArray[Any]
 _INT64_SAFE = 2**62
-_FIXED, _WHOLE, _DYNAMIC, _NONE = 0, 1, 2, 3
+# The kinds of requirement, as small integers (array- and SQL-friendly); `verifier.sql` uses
+# the same codes.
+KIND_FIXED, KIND_WHOLE, KIND_DYNAMIC, KIND_NONE = 0, 1, 2, 3
 
 
-def _kind(req: Requirement | None) -> int:
+def requirement_kind(req: Requirement | None) -> int:
+    """The kind code of a requirement (`KIND_NONE` for an unregistered user's None)."""
     if isinstance(req, Fixed):
-        return _FIXED
+        return KIND_FIXED
     if isinstance(req, WholeStream):
-        return _WHOLE
+        return KIND_WHOLE
     if isinstance(req, Dynamic):
-        return _DYNAMIC
-    return _NONE
+        return KIND_DYNAMIC
+    return KIND_NONE
 
 
 class _Reps:
@@ -101,7 +111,7 @@ class _Reps:
         self.n = n_reps
         self.rep_of = rep_of
         self.rep_class = np.concatenate(rep_class) if rep_class else np.zeros(0, np.int64)
-        kinds = np.array([_kind(r) for r in self.requirements], dtype=np.int8)
+        kinds = np.array([requirement_kind(r) for r in self.requirements], dtype=np.int8)
         self.rep_kind = kinds[self.rep_class] if n_reps else np.zeros(0, np.int8)
         self.group_reps = [np.unique(rep_of[m]) for m in cols.group_members]
         # Classes with at least one representative; only their bounds enter the arithmetic
@@ -260,9 +270,9 @@ def check(
     special: dict[int, Fraction | None] = {}
     violations: list[Violation] = []
     row_kind = reps.rep_kind[rep] if len(rep) else np.zeros(0, np.int8)
-    _check_fixed(ctx, np.flatnonzero(row_kind == _FIXED), violations, util_num)
-    _check_whole(ctx, np.flatnonzero(row_kind == _WHOLE), violations, util_num)
-    for r in np.unique(rep[row_kind >= _DYNAMIC]).tolist():
+    _check_fixed(ctx, np.flatnonzero(row_kind == KIND_FIXED), violations, util_num)
+    _check_whole(ctx, np.flatnonzero(row_kind == KIND_WHOLE), violations, util_num)
+    for r in np.unique(rep[row_kind >= KIND_DYNAMIC]).tolist():
         special[int(r)] = _check_dynamic_or_unregistered(ctx, int(r), violations)
     util_den = class_den[reps.rep_class] if reps.n else np.zeros(0, dtype=dtype)
     user_util = _Utilization(reps, util_num, util_den, special)
@@ -312,7 +322,7 @@ class _Screen:
     def dense(self, limit: int) -> None:
         """Fixed and dynamic classes: a representatives x slots prefix-sum table."""
         reps = self.reps
-        chosen = np.flatnonzero((reps.rep_kind == _FIXED) | (reps.rep_kind == _DYNAMIC))
+        chosen = np.flatnonzero((reps.rep_kind == KIND_FIXED) | (reps.rep_kind == KIND_DYNAMIC))
         width = self.horizon + 1
         if not len(chosen) or len(chosen) * width > limit:
             return
@@ -393,7 +403,7 @@ class _Screen:
     def whole(self) -> None:
         """Whole-stream totals per representative."""
         reps = self.reps
-        whole = np.flatnonzero(reps.rep_kind == _WHOLE)
+        whole = np.flatnonzero(reps.rep_kind == KIND_WHOLE)
         if not len(whole):
             return
         totals = np.zeros(reps.n, dtype=np.int64)

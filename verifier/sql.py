@@ -52,7 +52,14 @@ from accounting.population import Population
 from accounting.requirements import Fixed, Requirement, WholeStream, requirement_bounds
 
 # The requirement kinds are the batch checker's own, so the SQL screen classifies users alike.
-from verifier.check import _DYNAMIC, _FIXED, _NONE, _WHOLE, _kind, check
+from verifier.check import (
+    KIND_DYNAMIC,
+    KIND_FIXED,
+    KIND_NONE,
+    KIND_WHOLE,
+    check,
+    requirement_kind,
+)
 from verifier.verdict import EvidenceFailure, Verdict, Violation, ratio
 
 __all__ = ["EngineError", "SqlBackend", "SqlDetails", "sql_audit"]
@@ -86,6 +93,10 @@ class SqlBackend(Protocol):
 
     def rows(self, select: str) -> list[tuple[Any, ...]]:
         """Run a query and return its rows."""
+
+    def hash64(self, expr: str) -> str:
+        """A deterministic 64-bit integer hash of the string ``expr`` (any such hash is exact
+        here: `_representatives` checks every collision)."""
 
     def sorted_concat(self, expr: str) -> str:
         """An aggregate expression: the values of ``expr`` sorted and joined with ','."""
@@ -159,7 +170,7 @@ def sql_audit(
         "classes",
         {
             "cls": list(range(n_classes + 1)),
-            "kind": [_kind(r) for r in reqs],
+            "kind": [requirement_kind(r) for r in reqs],
             "w": [min(r.w, h + 1) if isinstance(r, Fixed) else 0 for r in reqs],
             "bound": [
                 str(int(r.eps * lcd)) if isinstance(r, Fixed | WholeStream) else "0" for r in reqs
@@ -175,34 +186,7 @@ def sql_audit(
     )
 
     say("representatives")
-    member_key = "CONCAT(CAST(LENGTH(grp) AS STRING), ':', grp)"
-    b.materialize("direct", "SELECT DISTINCT usr FROM charges WHERE usr IS NOT NULL")
-    b.materialize(
-        "sig",
-        f"""
-        SELECT a.usr, COALESCE(r.cls, {n_classes}) AS cls,
-               CASE WHEN d.usr IS NOT NULL THEN CONCAT('u', a.usr)
-                    ELSE CONCAT('g', CAST(COALESCE(r.cls, {n_classes}) AS STRING), '|', g.gs)
-               END AS skey
-        FROM (SELECT usr FROM direct UNION SELECT usr FROM members) a
-        LEFT JOIN direct d ON a.usr = d.usr
-        LEFT JOIN reqs r ON a.usr = r.usr
-        LEFT JOIN (SELECT usr, {b.sorted_concat(member_key)} AS gs FROM members GROUP BY usr) g
-               ON a.usr = g.usr
-        """,
-    )
-    b.materialize(
-        "user_rep",
-        "SELECT usr, cls, DENSE_RANK() OVER (ORDER BY skey) - 1 AS rep FROM sig",
-    )
-    b.materialize(
-        "reps",
-        "SELECT rep, MIN(cls) AS cls, COUNT(*) AS size FROM user_rep GROUP BY rep",
-    )
-    b.materialize(
-        "grp_reps",
-        "SELECT DISTINCT m.grp, u.rep FROM members m JOIN user_rep u ON m.usr = u.usr",
-    )
+    _representatives(b, n_classes)
     say("sums per slot")
     b.materialize(
         "agg",
@@ -226,13 +210,13 @@ def sql_audit(
               SELECT g.rep, SUM(g.v) OVER (PARTITION BY g.rep ORDER BY g.slot
                      RANGE BETWEEN {w - 1} PRECEDING AND CURRENT ROW) AS ws
               FROM agg g JOIN reps r ON g.rep = r.rep JOIN classes k ON r.cls = k.cls
-              WHERE k.kind = {_FIXED} AND k.w = {w}) t GROUP BY rep"""
+              WHERE k.kind = {KIND_FIXED} AND k.w = {w}) t GROUP BY rep"""
         for w in window_sizes
     ]
     parts.append(
         f"""SELECT g.rep, SUM(g.v) AS top
             FROM agg g JOIN reps r ON g.rep = r.rep JOIN classes k ON r.cls = k.cls
-            WHERE k.kind IN ({_WHOLE}, {_DYNAMIC}, {_NONE}) GROUP BY g.rep"""
+            WHERE k.kind IN ({KIND_WHOLE}, {KIND_DYNAMIC}, {KIND_NONE}) GROUP BY g.rep"""
     )
     b.materialize("tops", " UNION ALL ".join(f"({p})" for p in parts))
     say("screening")
@@ -249,7 +233,7 @@ def sql_audit(
     for rep, cls, _size, kind, bound, top_s in rep_rows:
         rep, cls, kind, top, bound_i = int(rep), int(cls), int(kind), int(top_s), int(bound)
         rep_cls[rep] = cls
-        if kind in (_FIXED, _WHOLE):
+        if kind in (KIND_FIXED, KIND_WHOLE):
             if top > bound:
                 candidates.append(rep)
             else:
@@ -337,6 +321,81 @@ def sql_audit(
         },
     )
     return verdict, details
+
+
+def _representatives(b: SqlBackend, n_classes: int) -> None:
+    """Materialize ``user_rep(usr, cls, rep)``, ``reps(rep, cls, size, canon)`` and
+    ``grp_reps(grp, rep)``: the partition of users into representatives, exactly the one
+    `verifier.check` forms (violations name a representative's users together).
+
+    Users with the same requirement class and the same set of groups, and no direct charge,
+    share a representative. Comparing sets by sorting each user's list of groups makes one
+    aggregate that holds every list (about 100 groups per user in a population-division
+    ledger) and a sort over the lists: neither spills well. Instead every step here is a plain
+    join or aggregate that spills: a user's signature is (class, number of groups, sum of a
+    64-bit hash of each group) as an exact integer; the users of each shared signature are
+    checked against its first user, group by group (a join on (user, group)). Only the
+    signatures where that finds a difference (a hash collision: in practice none) are split by
+    the users' sorted group lists, the former method, on just their users.
+    """
+    b.materialize("direct", "SELECT DISTINCT usr FROM charges WHERE usr IS NOT NULL")
+    b.materialize(
+        "gsig",
+        f"""SELECT usr, COUNT(*) AS n, SUM(CAST({b.hash64("grp")} AS {_EXACT})) AS h
+            FROM members GROUP BY usr""",
+    )
+    b.materialize(
+        "sig",
+        f"""
+        SELECT x.usr, COALESCE(r.cls, {n_classes}) AS cls, x.direct, x.n, x.h FROM (
+            SELECT COALESCE(d.usr, g.usr) AS usr, d.usr IS NOT NULL AS direct,
+                   COALESCE(g.n, 0) AS n, CAST(COALESCE(g.h, 0) AS {_EXACT}) AS h
+            FROM direct d FULL OUTER JOIN gsig g ON d.usr = g.usr) x
+        LEFT JOIN reqs r ON x.usr = r.usr
+        """,
+    )
+    # Signatures shared by several group-only users, with their first user.
+    b.materialize(
+        "shared",
+        """SELECT cls, n, h, MIN(usr) AS first FROM sig WHERE NOT direct
+           GROUP BY cls, n, h HAVING COUNT(*) > 1""",
+    )
+    # Shared signatures with a user whose groups are not exactly the first user's: fewer than
+    # n of its n (distinct) groups are among the first user's n groups.
+    b.materialize(
+        "collided",
+        """SELECT DISTINCT cls, n, h FROM (
+             SELECT s.usr, s.cls, s.n, s.h FROM sig s
+             JOIN shared f ON s.cls = f.cls AND s.n = f.n AND s.h = f.h AND s.usr <> f.first
+             JOIN members m ON m.usr = s.usr
+             LEFT JOIN members o ON o.usr = f.first AND o.grp = m.grp
+             WHERE NOT s.direct
+             GROUP BY s.usr, s.cls, s.n, s.h HAVING COUNT(o.usr) < s.n) t""",
+    )
+    member_key = "CONCAT(CAST(LENGTH(m.grp) AS STRING), ':', m.grp)"
+    b.materialize(
+        "exact_sets",
+        f"""SELECT m.usr, {b.sorted_concat(member_key)} AS gs FROM members m
+            JOIN sig s ON m.usr = s.usr
+            JOIN collided c ON s.cls = c.cls AND s.n = c.n AND s.h = c.h
+            WHERE NOT s.direct GROUP BY m.usr""",
+    )
+    b.materialize(
+        "user_rep",
+        """SELECT s.usr, s.cls, DENSE_RANK() OVER (ORDER BY s.direct, s.cls, s.n, s.h,
+                  CASE WHEN s.direct THEN s.usr ELSE COALESCE(e.gs, '') END) - 1 AS rep
+           FROM sig s LEFT JOIN exact_sets e ON s.usr = e.usr""",
+    )
+    b.materialize(
+        "reps",
+        """SELECT rep, MIN(cls) AS cls, COUNT(*) AS size, MIN(usr) AS canon
+           FROM user_rep GROUP BY rep""",
+    )
+    # A representative's groups are those of any one member: no DISTINCT over all memberships.
+    b.materialize(
+        "grp_reps",
+        "SELECT m.grp, r.rep FROM members m JOIN reps r ON m.usr = r.canon",
+    )
 
 
 def tightest_users(verdict: Verdict, k: int, population: Population | None = None) -> list[str]:
