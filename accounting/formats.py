@@ -630,6 +630,8 @@ def _table_ledger(table: Any, path: Path) -> Ledger:
     member_rows = np.flatnonzero(np.asarray(is_member.to_numpy(zero_copy_only=False), bool))
     charge_rows = np.flatnonzero(~np.asarray(is_member.to_numpy(zero_copy_only=False), bool))
     groups: dict[str, tuple[str, ...]] = {}
+    group_codes: list[np.ndarray[Any, Any]] = []
+    group_users: list[str] = []
     if len(member_rows):
         mem = pa.array(np.asarray(is_member.to_numpy(zero_copy_only=False), bool))
 
@@ -655,11 +657,13 @@ def _table_ledger(table: Any, path: Path) -> Ledger:
         bounds = np.searchsorted(g_codes_m[order], firsts[0])
         ends = [*bounds[1:].tolist(), len(order)]
         by_code = {
-            int(code): tuple(u_values[u_codes_m[order[a:b]]].tolist())
+            int(code): u_codes_m[order[a:b]]
             for code, a, b in zip(firsts[0].tolist(), bounds.tolist(), ends, strict=True)
         }
         for code in firsts[0][np.argsort(firsts[1])].tolist():  # first-appearance order
-            groups[str(g_values[code])] = by_code[code]
+            groups[str(g_values[code])] = tuple(u_values[by_code[code]].tolist())
+            group_codes.append(by_code[code])
+        group_users = [str(u) for u in u_values.tolist()]
     keep = pa.array(~np.asarray(is_member.to_numpy(zero_copy_only=False), bool))
     n_charges = len(charge_rows)
     slot = np.asarray(
@@ -733,6 +737,8 @@ def _table_ledger(table: Any, path: Path) -> Ledger:
             evidence_codes=ev_arr,
             evidences=evidences,
             groups=groups,
+            group_codes=group_codes,
+            group_users=group_users,
         )
     except BudgetError as exc:
         raise FormatError(f"{path}: {exc}") from None
