@@ -17,7 +17,8 @@ on DECIMAL overflow (DuckDB always, Spark with ``spark.sql.ansi.enabled``), a se
 
 What runs in SQL (the O(charges) work, out of core on DuckDB): validation of the rows, users'
 *representatives* (users with no direct charge, the same requirement class and the same set of
-groups have identical spends; the same partition `verifier.check` uses), the charges expanded
+groups have identical spends; the same partition `verifier.check` uses, formed by joins and plain
+aggregates that spill, see `_representatives`), the charges expanded
 to representatives and summed per (representative, slot), every fixed window's sum (one
 ``SUM(...) OVER (PARTITION BY rep ORDER BY slot RANGE BETWEEN w-1 PRECEDING AND CURRENT ROW)`` per
 distinct w; a window's largest sum is attained at a window ending at a spend), whole-stream
