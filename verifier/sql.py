@@ -138,7 +138,24 @@ def sql_audit(
     say("loading")
     b.load("raw", files)
     b.view("charges", "SELECT slot, usr, grp, eps FROM raw WHERE slot IS NOT NULL")
-    b.materialize("members", "SELECT DISTINCT grp, usr FROM raw WHERE slot IS NULL")
+    # Integer ids for groups (those with membership rows) and users: the memberships, up to
+    # 10^8 rows, are joined and aggregated as integer pairs. DuckDB spills those; a DISTINCT over
+    # 10^8 (group, user) string pairs does not fit in 1 GB.
+    b.materialize(
+        "gids",
+        """SELECT grp, DENSE_RANK() OVER (ORDER BY grp) AS gid
+           FROM (SELECT DISTINCT grp FROM raw WHERE slot IS NULL AND grp IS NOT NULL) t""",
+    )
+    b.materialize(
+        "uids",
+        """SELECT usr, DENSE_RANK() OVER (ORDER BY usr) AS uid
+           FROM (SELECT DISTINCT usr FROM raw WHERE usr IS NOT NULL) t""",
+    )
+    b.materialize(
+        "members",
+        """SELECT DISTINCT g.gid, u.uid FROM raw r
+           JOIN gids g ON r.grp = g.grp JOIN uids u ON r.usr = u.usr WHERE r.slot IS NULL""",
+    )
     _validate(b, files)
     say("amounts")
     amount_strings = [str(r[0]) for r in b.rows("SELECT DISTINCT eps FROM charges")]
@@ -196,8 +213,8 @@ def sql_audit(
             SELECT u.rep, c.slot, a.num FROM charges c
                 JOIN user_rep u ON c.usr = u.usr JOIN amounts a ON c.eps = a.eps
             UNION ALL
-            SELECT g.rep, c.slot, a.num FROM charges c
-                JOIN grp_reps g ON c.grp = g.grp JOIN amounts a ON c.eps = a.eps
+            SELECT g.rep, c.slot, a.num FROM charges c JOIN gids i ON c.grp = i.grp
+                JOIN grp_reps g ON i.gid = g.gid JOIN amounts a ON c.eps = a.eps
         ) x GROUP BY x.rep, x.slot
         """,
     )
@@ -253,7 +270,9 @@ def sql_audit(
     for usr, rep in user_rows:
         user_rep[str(usr)] = int(rep)
         members_of.setdefault(int(rep), []).append(str(usr))
-    direct_users = {str(r[0]) for r in b.rows("SELECT usr FROM direct")}
+    direct_users = {
+        str(r[0]) for r in b.rows("SELECT u.usr FROM direct d JOIN uids u ON d.uid = u.uid")
+    }
 
     violations: tuple[Violation, ...] = ()
     if candidates:
@@ -285,7 +304,8 @@ def sql_audit(
     (direct_n,) = b.rows("SELECT COUNT(*) FROM charges WHERE usr IS NOT NULL")[0]
     (group_n,) = b.rows(
         """SELECT COALESCE(SUM(s.size), 0) FROM charges c
-           JOIN (SELECT grp, COUNT(*) AS size FROM members GROUP BY grp) s ON c.grp = s.grp"""
+           JOIN gids i ON c.grp = i.grp
+           JOIN (SELECT gid, COUNT(*) AS size FROM members GROUP BY gid) s ON i.gid = s.gid"""
     )[0]
     verdict = Verdict(
         violations=tuple(sorted(violations, key=Violation.sort_key)),
@@ -325,8 +345,8 @@ def sql_audit(
 
 
 def _representatives(b: SqlBackend, n_classes: int) -> None:
-    """Materialize ``user_rep(usr, cls, rep)``, ``reps(rep, cls, size, canon)`` and
-    ``grp_reps(grp, rep)``: the partition of users into representatives, exactly the one
+    """Materialize ``user_rep(usr, uid, cls, rep)``, ``reps(rep, cls, size, canon)`` and
+    ``grp_reps(gid, rep)``: the partition of users into representatives, exactly the one
     `verifier.check` forms (violations name a representative's users together).
 
     Users with the same requirement class and the same set of groups, and no direct charge,
@@ -339,26 +359,31 @@ def _representatives(b: SqlBackend, n_classes: int) -> None:
     signatures where that finds a difference (a hash collision: in practice none) are split by
     the users' sorted group lists, the former method, on just their users.
     """
-    b.materialize("direct", "SELECT DISTINCT usr FROM charges WHERE usr IS NOT NULL")
+    b.materialize(
+        "direct",
+        """SELECT u.uid FROM (SELECT DISTINCT usr FROM charges WHERE usr IS NOT NULL) d
+           JOIN uids u ON d.usr = u.usr""",
+    )
     b.materialize(
         "gsig",
-        f"""SELECT usr, COUNT(*) AS n, SUM(CAST({b.hash64("grp")} AS {_EXACT})) AS h
-            FROM members GROUP BY usr""",
+        f"""SELECT uid, COUNT(*) AS n, SUM(CAST({b.hash64("gid")} AS {_EXACT})) AS h
+            FROM members GROUP BY uid""",
     )
     b.materialize(
         "sig",
         f"""
-        SELECT x.usr, COALESCE(r.cls, {n_classes}) AS cls, x.direct, x.n, x.h FROM (
-            SELECT COALESCE(d.usr, g.usr) AS usr, d.usr IS NOT NULL AS direct,
+        SELECT x.uid, COALESCE(r.cls, {n_classes}) AS cls, x.direct, x.n, x.h FROM (
+            SELECT COALESCE(d.uid, g.uid) AS uid, d.uid IS NOT NULL AS direct,
                    COALESCE(g.n, 0) AS n, CAST(COALESCE(g.h, 0) AS {_EXACT}) AS h
-            FROM direct d FULL OUTER JOIN gsig g ON d.usr = g.usr) x
-        LEFT JOIN reqs r ON x.usr = r.usr
+            FROM direct d FULL OUTER JOIN gsig g ON d.uid = g.uid) x
+        LEFT JOIN (SELECT u.uid, q.cls FROM reqs q JOIN uids u ON q.usr = u.usr) r
+               ON x.uid = r.uid
         """,
     )
     # Signatures shared by several group-only users, with their first user.
     b.materialize(
         "shared",
-        """SELECT cls, n, h, MIN(usr) AS first FROM sig WHERE NOT direct
+        """SELECT cls, n, h, MIN(uid) AS first FROM sig WHERE NOT direct
            GROUP BY cls, n, h HAVING COUNT(*) > 1""",
     )
     # Shared signatures with a user whose groups are not exactly the first user's: fewer than
@@ -366,36 +391,37 @@ def _representatives(b: SqlBackend, n_classes: int) -> None:
     b.materialize(
         "collided",
         """SELECT DISTINCT cls, n, h FROM (
-             SELECT s.usr, s.cls, s.n, s.h FROM sig s
-             JOIN shared f ON s.cls = f.cls AND s.n = f.n AND s.h = f.h AND s.usr <> f.first
-             JOIN members m ON m.usr = s.usr
-             LEFT JOIN members o ON o.usr = f.first AND o.grp = m.grp
+             SELECT s.uid, s.cls, s.n, s.h FROM sig s
+             JOIN shared f ON s.cls = f.cls AND s.n = f.n AND s.h = f.h AND s.uid <> f.first
+             JOIN members m ON m.uid = s.uid
+             LEFT JOIN members o ON o.uid = f.first AND o.gid = m.gid
              WHERE NOT s.direct
-             GROUP BY s.usr, s.cls, s.n, s.h HAVING COUNT(o.usr) < s.n) t""",
+             GROUP BY s.uid, s.cls, s.n, s.h HAVING COUNT(o.uid) < s.n) t""",
     )
-    member_key = "CONCAT(CAST(LENGTH(m.grp) AS STRING), ':', m.grp)"
+    # Group ids are integers: their decimal strings joined by ',' identify a sorted set.
     b.materialize(
         "exact_sets",
-        f"""SELECT m.usr, {b.sorted_concat(member_key)} AS gs FROM members m
-            JOIN sig s ON m.usr = s.usr
+        f"""SELECT m.uid, {b.sorted_concat("CAST(m.gid AS STRING)")} AS gs FROM members m
+            JOIN sig s ON m.uid = s.uid
             JOIN collided c ON s.cls = c.cls AND s.n = c.n AND s.h = c.h
-            WHERE NOT s.direct GROUP BY m.usr""",
+            WHERE NOT s.direct GROUP BY m.uid""",
     )
     b.materialize(
         "user_rep",
-        """SELECT s.usr, s.cls, DENSE_RANK() OVER (ORDER BY s.direct, s.cls, s.n, s.h,
-                  CASE WHEN s.direct THEN s.usr ELSE COALESCE(e.gs, '') END) - 1 AS rep
-           FROM sig s LEFT JOIN exact_sets e ON s.usr = e.usr""",
+        """SELECT u.usr, s.uid, s.cls, DENSE_RANK() OVER (ORDER BY s.direct, s.cls, s.n, s.h,
+                  CASE WHEN s.direct THEN CAST(s.uid AS STRING) ELSE COALESCE(e.gs, '') END)
+                  - 1 AS rep
+           FROM sig s JOIN uids u ON s.uid = u.uid LEFT JOIN exact_sets e ON s.uid = e.uid""",
     )
     b.materialize(
         "reps",
-        """SELECT rep, MIN(cls) AS cls, COUNT(*) AS size, MIN(usr) AS canon
+        """SELECT rep, MIN(cls) AS cls, COUNT(*) AS size, MIN(uid) AS canon
            FROM user_rep GROUP BY rep""",
     )
     # A representative's groups are those of any one member: no DISTINCT over all memberships.
     b.materialize(
         "grp_reps",
-        "SELECT m.grp, r.rep FROM members m JOIN reps r ON m.usr = r.canon",
+        "SELECT m.gid, r.rep FROM members m JOIN reps r ON m.uid = r.canon",
     )
 
 
@@ -491,7 +517,7 @@ def _validate(b: SqlBackend, files: Sequence[Path]) -> None:
         raise FormatError(f"{where}: slot: slots are numbered from 1 to 2^62 - 1")
     missing = b.rows(
         """SELECT MIN(c.grp) FROM (SELECT DISTINCT grp FROM charges WHERE grp IS NOT NULL) c
-           LEFT JOIN (SELECT DISTINCT grp FROM members) m ON c.grp = m.grp WHERE m.grp IS NULL"""
+           LEFT JOIN gids m ON c.grp = m.grp WHERE m.grp IS NULL"""
     )[0][0]
     if missing is not None:
         raise FormatError(f"{where}: group {missing!r} is charged but its members are not listed")
