@@ -53,6 +53,7 @@ __all__ = [
     "group_record",
     "is_durable_ledger",
     "records_table",
+    "sync_rename",
     "verified_records",
 ]
 
@@ -106,15 +107,22 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def sync_rename(tmp: Path, final: Path) -> None:
+    """Publish the fully written file ``tmp`` as ``final``, durably: fsync its content, rename it
+    over ``final`` (atomic), then fsync the directory so the rename itself survives a crash. A
+    crash leaves either the old ``final`` or the new one, never a partial file under its name."""
+    with tmp.open("rb") as fh:
+        os.fsync(fh.fileno())
+    tmp.replace(final)
+    _fsync_dir(final.parent)
+
+
 def _replace_atomically(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that a crash leaves either the old or the new content."""
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("wb") as fh:
         fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    tmp.replace(path)
-    _fsync_dir(path.parent)
+    sync_rename(tmp, path)
 
 
 def _head_path(path: Path) -> Path:
@@ -239,10 +247,7 @@ class SegmentWriter:
         tmp = self.directory / (name + ".tmp")
         table = records_table(self._pending)
         pq.write_table(table, tmp)
-        with tmp.open("rb") as fh:
-            os.fsync(fh.fileno())
-        tmp.replace(final)
-        _fsync_dir(self.directory)
+        sync_rename(tmp, final)
         self._manifest.append(
             {"segment": name, "rows": table.num_rows, "sha256": _file_sha256(final)}
         )

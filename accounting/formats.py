@@ -400,9 +400,12 @@ def _table_rows(ledger: Ledger) -> Iterator[tuple[int | None, str, str, str, str
 def write_ledger(ledger: Ledger, path: Path | str) -> None:
     """Write a ledger; the format follows the extension (.jsonl, .csv, .parquet).
 
-    The file is written to a temporary name and renamed into place, so a crash never leaves a
-    half-written ledger under the final name.
+    The file is written to a temporary name, fsynced, renamed into place and the directory
+    fsynced (`accounting.durable.sync_rename`), so a crash never leaves a half-written ledger
+    under the final name and a returned call survives one.
     """
+    from accounting.durable import sync_rename
+
     path = Path(path)
     kind = ledger_kind(path)
     tmp = path.with_name(path.name + ".tmp")
@@ -421,7 +424,7 @@ def write_ledger(ledger: Ledger, path: Path | str) -> None:
         import pyarrow.parquet as pq
 
         pq.write_table(_parquet_table(ledger), tmp)
-    tmp.replace(path)
+    sync_rename(tmp, path)
 
 
 def _parquet_table(ledger: Ledger) -> Any:
@@ -577,10 +580,22 @@ def _parquet_columns(path: Path) -> Any:
     return pa.table(cols)
 
 
+def _decode_dictionaries(table: Any) -> Any:
+    """The table with every dictionary-encoded column replaced by its plain values (Arrow reads
+    a Parquet column back as a dictionary when the file stores an Arrow schema saying so)."""
+    import pyarrow as pa
+
+    for i, field in enumerate(table.schema):
+        if pa.types.is_dictionary(field.type):
+            table = table.set_column(i, field.name, table.column(i).cast(field.type.value_type))
+    return table
+
+
 def _table_ledger(table: Any, path: Path) -> Ledger:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    table = _decode_dictionaries(table)
     names = set(table.column_names)
     missing = [c for c in ("slot", "epsilon") if c not in names]
     if missing or not ({"user", "group"} & names):
@@ -615,6 +630,8 @@ def _table_ledger(table: Any, path: Path) -> Ledger:
     member_rows = np.flatnonzero(np.asarray(is_member.to_numpy(zero_copy_only=False), bool))
     charge_rows = np.flatnonzero(~np.asarray(is_member.to_numpy(zero_copy_only=False), bool))
     groups: dict[str, tuple[str, ...]] = {}
+    group_codes: list[np.ndarray[Any, Any]] = []
+    group_users: list[str] = []
     if len(member_rows):
         mem = pa.array(np.asarray(is_member.to_numpy(zero_copy_only=False), bool))
 
@@ -640,11 +657,13 @@ def _table_ledger(table: Any, path: Path) -> Ledger:
         bounds = np.searchsorted(g_codes_m[order], firsts[0])
         ends = [*bounds[1:].tolist(), len(order)]
         by_code = {
-            int(code): tuple(u_values[u_codes_m[order[a:b]]].tolist())
+            int(code): u_codes_m[order[a:b]]
             for code, a, b in zip(firsts[0].tolist(), bounds.tolist(), ends, strict=True)
         }
         for code in firsts[0][np.argsort(firsts[1])].tolist():  # first-appearance order
-            groups[str(g_values[code])] = by_code[code]
+            groups[str(g_values[code])] = tuple(u_values[by_code[code]].tolist())
+            group_codes.append(by_code[code])
+        group_users = [str(u) for u in u_values.tolist()]
     keep = pa.array(~np.asarray(is_member.to_numpy(zero_copy_only=False), bool))
     n_charges = len(charge_rows)
     slot = np.asarray(
@@ -718,6 +737,8 @@ def _table_ledger(table: Any, path: Path) -> Ledger:
             evidence_codes=ev_arr,
             evidences=evidences,
             groups=groups,
+            group_codes=group_codes,
+            group_users=group_users,
         )
     except BudgetError as exc:
         raise FormatError(f"{path}: {exc}") from None

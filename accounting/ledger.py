@@ -135,6 +135,49 @@ class Ledger:
         self._members.append(members_t)
         self._member_codes.append(code_arr)
 
+    def _define_coded_groups(
+        self, groups: Mapping[str, tuple[str, ...]], codes: list[I64], table: list[str]
+    ) -> None:
+        """`define_group` for every group of a fresh ledger at once, members given as codes
+        into ``table``; users are interned in the order `define_group` would intern them."""
+        if self._groups.values:
+            raise BudgetError("coded groups are defined on an empty ledger only")
+        names = list(groups)
+        if len(codes) != len(names):
+            raise BudgetError("one code array per group is required")
+        sizes = np.array([len(c) for c in codes], np.int64)
+        flat = np.concatenate([np.asarray(c, np.int64) for c in codes])
+        if len(flat) and (int(flat.min()) < 0 or int(flat.max()) >= len(table)):
+            raise BudgetError("group member code out of range")
+        owner = np.repeat(np.arange(len(names), dtype=np.int64), sizes)
+        # define_group's checks, group by group: the first group with a problem raises, with
+        # define_group's message for its first problem.
+        blank_code = np.array([not isinstance(u, str) or not u for u in table] or [False], bool)
+        blank = np.zeros(len(names), bool)
+        blank[owner[blank_code[flat]]] = True
+        pairs = np.sort(owner * max(len(table), 1) + flat)  # (group, member), sorted
+        twice = np.zeros(len(names), bool)
+        twice[pairs[1:][pairs[1:] == pairs[:-1]] // max(len(table), 1)] = True
+        bad_name = np.array([not isinstance(n, str) or not n for n in names], bool)
+        flagged = np.flatnonzero(bad_name | (sizes == 0) | blank | twice)
+        if len(flagged):
+            g = int(flagged[0])
+            if bad_name[g]:
+                raise BudgetError("group names must be non-empty strings")
+            if sizes[g] == 0:
+                raise BudgetError(f"group {names[g]!r} has no members")
+            if blank[g]:
+                raise BudgetError(f"group {names[g]!r}: user ids must be non-empty strings")
+            raise BudgetError(f"group {names[g]!r} lists a member twice")
+        used, first = np.unique(flat, return_index=True)
+        mapping = np.full(len(table), -1, np.int64)
+        for k in np.argsort(first, kind="stable").tolist():  # first-appearance order
+            mapping[used[k]] = self._users.code(table[int(used[k])])
+        for name, members, member_codes in zip(names, groups.values(), codes, strict=True):
+            self._groups.code(name)
+            self._members.append(tuple(members))
+            self._member_codes.append(mapping[member_codes])
+
     @property
     def groups(self) -> Mapping[str, tuple[str, ...]]:
         return dict(zip(self._groups.values, self._members, strict=True))
@@ -267,16 +310,24 @@ class Ledger:
         evidence_codes: I32 | None = None,
         evidences: list[Evidence] | None = None,
         groups: Mapping[str, tuple[str, ...]] | None = None,
+        group_codes: list[I64] | None = None,
+        group_users: list[str] | None = None,
     ) -> Ledger:
         """Build a ledger from dictionary-encoded columns without a Python loop per row.
 
         ``user_codes[i] >= 0`` indexes ``users``; ``< 0`` names group ``-code-1`` in the order of
         ``groups``. Value tables are re-interned, so duplicate table entries are merged.
+        ``group_codes`` (with ``group_users``) may give the members of each group of ``groups``
+        as codes into ``group_users`` (``groups[name][k] == group_users[group_codes[g][k]]``):
+        the same checks as `define_group` then run vectorized, not once per member.
         """
         n = len(slot)
         ledger = cls()
-        for name, members in (groups or {}).items():
-            ledger.define_group(name, members)
+        if group_codes is not None and group_users is not None and groups:
+            ledger._define_coded_groups(groups, group_codes, group_users)
+        else:
+            for name, members in (groups or {}).items():
+                ledger.define_group(name, members)
         if n and (int(slot.min()) < 1 or int(slot.max()) > MAX_SLOT):
             raise BudgetError("slot: slots are numbered from 1 to 2^62 - 1")
         ngroups = len(ledger._members)

@@ -2,11 +2,15 @@
 
     python benchmarks/bench_audit.py --charges 10000000            # numpy, duckdb, spark
     python benchmarks/bench_audit.py --charges 100000000 --engines duckdb,numpy
+    python benchmarks/bench_audit.py --groups 1000 --users 100000     # group-heavy (PLPA+-like)
+    python benchmarks/bench_audit.py --ledger L.parquet --requirements R.csv --engines duckdb
 
 The ledger: ``--users`` users charged directly at every slot (charges / users slots), amounts
 1/100, 1/50 or 3/100 drawn with a fixed seed, in fixed requirement classes (windows 10-80:
 4 windows x 2 budgets; one user in 10,000 gets a bound below its spending, so every engine reports real violations.
-Each engine runs in a fresh process (peak resident memory of that process is reported; Spark's
+``--groups SLOTS`` generates a group-heavy ledger instead (`generate_groups`: population
+division, each user in about 0.1 x SLOTS sampled groups); ``--ledger``/``--requirements`` audit
+an existing ledger. Each engine runs in a fresh process (peak resident memory of that process is reported; Spark's
 JVM is a separate process capped by its 3 GB driver heap). The engines' verdicts are compared.
 """
 
@@ -20,6 +24,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -86,6 +91,71 @@ def generate(path: Path, requirements: Path, charges: int, users: int, seed: int
     tmp.replace(path)
 
 
+_CLASS_REQS = tuple((w, eps) for w in _WINDOWS for eps in (1, 2, 3, 4))  # eps in halves
+
+
+def generate_groups(
+    path: Path, requirements: Path, users: int, slots: int, sample: float = 0.05, seed: int = 1
+) -> None:
+    """A group-heavy ledger shaped like population division (PLPA+): ``users`` users in 16 fixed
+    classes (windows 10-80, budgets 1/2-2; users u1, u2, ... in class order); at every slot
+    each class charges two groups, each a fresh random ``sample`` of the class. A group charge
+    is eps / (2w), so two per slot never exceed a window's bound: every user is compliant except
+    one in 10,000, whose bound is a single charge (violated by any two in one window). Each user
+    is in about 2 x sample x slots groups; rows are written in chunks of slots."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    per_class = users // len(_CLASS_REQS)
+    with requirements.open("w") as fh:
+        fh.write("user,w,epsilon\n")
+        for c, (w, half) in enumerate(_CLASS_REQS):
+            for i in range(c * per_class + 1, (c + 1) * per_class + 1):
+                bound = f"{half}/{4 * w}" if i % 10_000 == 0 else f"{half}/2"
+                fh.write(f"u{i},{w},{bound}\n")
+    rng = np.random.default_rng(seed)
+    schema = pa.schema(
+        [
+            (n, pa.int64() if n == "slot" else pa.string())
+            for n in ("slot", "user", "group", "epsilon")
+        ]
+    )
+    tmp = path.with_name(path.name + ".tmp")
+    chunk = max(1, 2_000_000 // max(1, users))  # slots per chunk: about 2 x 10^6 draws
+    with pq.ParquetWriter(tmp, schema) as writer:
+        for first in range(1, slots + 1, chunk):
+            chunk_slots = range(first, min(first + chunk, slots + 1))
+            m_user: list[Any] = []
+            m_group: list[str] = []
+            c_slot: list[int] = []
+            c_group: list[str] = []
+            c_eps: list[str] = []
+            for c, (w, half) in enumerate(_CLASS_REQS):
+                draws = rng.random((len(chunk_slots) * 2, per_class)) < sample
+                counts = draws.sum(axis=1)
+                cols = np.nonzero(draws)[1] + c * per_class + 1
+                names = [f"sample-slot{t}-class{c}-draw{g}" for t in chunk_slots for g in (0, 1)]
+                m_user.append(cols)
+                m_group.extend(np.repeat(np.array(names, dtype=object), counts).tolist())
+                c_slot.extend(t for t in chunk_slots for _ in (0, 1))
+                c_group.extend(names)
+                c_eps.extend([f"{half}/{4 * w}"] * len(names))
+            members = np.concatenate(m_user)
+            n_m, n_c = len(members), len(c_slot)
+            writer.write_table(
+                pa.table(
+                    {
+                        "slot": pa.array([None] * n_m + c_slot, pa.int64()),
+                        "user": pa.array([f"u{u}" for u in members.tolist()] + [""] * n_c),
+                        "group": pa.array(m_group + c_group),
+                        "epsilon": pa.array([""] * n_m + c_eps),
+                    },
+                    schema=schema,
+                )
+            )
+    tmp.replace(path)
+
+
 def _child(engine: str, ledger: str, requirements: str, memory_limit: str) -> None:
     """Run one audit and print JSON: seconds, verdict summary, peak RSS."""
     import resource
@@ -143,6 +213,11 @@ def main() -> None:
     parser.add_argument(
         "--rss-limit-gib", type=float, default=14.0, help="stop an engine's process above this"
     )
+    parser.add_argument(
+        "--groups", type=int, default=0, help="group-heavy ledger of this many slots"
+    )
+    parser.add_argument("--ledger", type=Path, help="audit this ledger (with --requirements)")
+    parser.add_argument("--requirements", type=Path)
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -150,14 +225,27 @@ def main() -> None:
         _child(args.child[0], args.child[1], args.child[2], args.memory_limit)
         return
     args.dir.mkdir(parents=True, exist_ok=True)
-    ledger = args.dir / f"ledger-{args.charges}-{args.users}.parquet"
-    reqs = args.dir / f"requirements-{args.users}.csv"
-    if not ledger.exists() or not reqs.exists():
-        start = time.perf_counter()
-        generate(ledger, reqs, args.charges, args.users)
-        print(f"generated {ledger} in {time.perf_counter() - start:.1f} s", flush=True)
+    if args.ledger:
+        ledger, reqs = args.ledger, args.requirements
+        what = f"{ledger.name}"
+    elif args.groups:
+        ledger = args.dir / f"groups-{args.users}-{args.groups}.parquet"
+        reqs = args.dir / f"groups-requirements-{args.users}.csv"
+        what = f"group-heavy, {args.users:,} users, {args.groups:,} slots"
+        if not ledger.exists() or not reqs.exists():
+            start = time.perf_counter()
+            generate_groups(ledger, reqs, args.users, args.groups)
+            print(f"generated {ledger} in {time.perf_counter() - start:.1f} s", flush=True)
+    else:
+        ledger = args.dir / f"ledger-{args.charges}-{args.users}.parquet"
+        reqs = args.dir / f"requirements-{args.users}.csv"
+        what = f"{args.charges:,} charges, {args.users:,} users"
+        if not ledger.exists() or not reqs.exists():
+            start = time.perf_counter()
+            generate(ledger, reqs, args.charges, args.users)
+            print(f"generated {ledger} in {time.perf_counter() - start:.1f} s", flush=True)
     size = ledger.stat().st_size / 2**20
-    print(f"ledger: {args.charges:,} charges, {args.users:,} users, {size:.0f} MiB Parquet")
+    print(f"ledger: {what}, {size:.0f} MiB Parquet")
     results = []
     for engine in args.engines.split(","):
         cmd = [
@@ -187,9 +275,7 @@ def main() -> None:
         except subprocess.TimeoutExpired:
             os.killpg(child.pid, signal.SIGKILL)
             child.communicate()
-            print(
-                f"| {engine} | {args.charges:,} | stopped after {args.timeout:.0f} s |", flush=True
-            )
+            print(f"| {engine} | {what} | stopped after {args.timeout:.0f} s |", flush=True)
             continue
         proc = subprocess.CompletedProcess(cmd, child.returncode, stdout, stderr)
         lines = [x for x in proc.stdout.splitlines() if x.startswith("{")]
@@ -199,9 +285,10 @@ def main() -> None:
             continue
         r = json.loads(lines[-1])
         results.append(r)
-        rate = args.charges / r["seconds"] / 1e6
+        rate = r["per_user_charges"] / r["seconds"] / 1e6
         print(
-            f"| {engine} | {args.charges:,} | {r['seconds']:.1f} s | {rate:.2f} M charges/s | "
+            f"| {engine} | {r['per_user_charges']:,} per-user charges | {r['seconds']:.1f} s | "
+            f"{rate:.2f} M/s | "
             f"{r['violations']} violations | peak RSS {r['peak_rss_gib']:.1f} GiB |",
             flush=True,
         )

@@ -18,7 +18,7 @@ from accounting.population import Population
 from accounting.requirements import Fixed
 from tests.strategies import ledgers, populations
 from verifier.check import check
-from verifier.engines import make_engine, spark_session
+from verifier.engines import DuckDBBackend, SqlEngine, make_engine, spark_session
 from verifier.sql import EngineError
 from verifier.verdict import Verdict
 from wevent.demo import example_path
@@ -174,3 +174,66 @@ def test_spark_agrees_with_numpy_many(
     spark: Any, tmp_path_factory: pytest.TempPathFactory, batch: Any
 ) -> None:
     _spark_agrees(tmp_path_factory.mktemp("spark"), batch)
+
+
+def test_a_group_heavy_ledger_audits_under_a_small_memory_limit(tmp_path: Path) -> None:
+    """Population division: 20,000 users, each in about 20 of 6,400 sampled groups (400,000
+    membership rows with long group names). The former representatives step (each user's
+    sorted list of groups, then a sort over those lists) ran out of memory here at 64 MB;
+    every step now spills."""
+    from benchmarks.bench_audit import generate_groups
+
+    ledger, reqs = tmp_path / "groups.parquet", tmp_path / "req.csv"
+    generate_groups(ledger, reqs, users=20_000, slots=200)
+    population = read_requirements([reqs])
+    verdict, details = make_engine("duckdb", memory_limit="64MB").audit([ledger], population)
+    reference, reference_details = make_engine("numpy").audit([ledger], population)
+    _same(reference, verdict)
+    assert details == reference_details
+    assert verdict.violations and verdict.per_user_charges > 400_000 - 20_000
+
+
+class _CollidingBackend(DuckDBBackend):
+    """Every group hashes alike: users with as many groups in one class share a signature,
+    so `_representatives` must tell their group sets apart by comparing them."""
+
+    def hash64(self, expr: str) -> str:
+        return "0"
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(case=cases())
+def test_hash_collisions_never_merge_different_users(
+    tmp_path_factory: pytest.TempPathFactory, case: Any
+) -> None:
+    population, ledger, horizon = case
+    path = _write(tmp_path_factory.mktemp("collide"), ledger)
+    reference = check(ledger, population, horizon=horizon)
+    engine = SqlEngine("duckdb", _CollidingBackend)
+    verdict, _ = engine.audit([path], population, horizon=horizon)
+    _same(reference, verdict)
+
+
+def test_parquet_with_dictionary_columns_audits_alike(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    population = read_requirements(
+        [example_path("requirements.csv"), example_path("requirements.dynamic.csv")]
+    )
+    ledger = read_ledger(example_path("violating.jsonl"))
+    plain = _write(tmp_path, ledger)
+    table = pq.read_table(plain)
+    encoded = pa.table(
+        {
+            n: c if n == "slot" else c.cast(pa.string()).dictionary_encode()
+            for n, c in zip(table.column_names, table.columns, strict=True)
+        }
+    )
+    path = tmp_path / "dict.parquet"
+    pq.write_table(encoded, path)
+    assert pa.types.is_dictionary(pq.read_schema(path).field("user").type)
+    reference = check(ledger, population)
+    for engine in ("numpy", "duckdb"):
+        verdict, _ = make_engine(engine).audit([path], population)
+        _same(reference, verdict)

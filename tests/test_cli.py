@@ -104,6 +104,11 @@ def test_demo_prints_both_verdicts() -> None:
     assert out.count("refused spend at slot") == 7  # 4 replayed + 3 published variants
     assert "dpbd (sound), same input: guard accepted 2 slots" in out
     assert "plpd+ (sound): split ceil(5/2) = 3; guard accepted 6 slots" in out
+    # The demo ends with the HTML audit reports of its runs, paths printed.
+    last = out.strip().splitlines()[-1].strip()
+    assert last.startswith("HTML audit report: ") and last.endswith("-audit.html")
+    page = Path(last.removeprefix("HTML audit report: ")).read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and "<svg" in page
 
 
 def test_prove_prints_the_proved_statement() -> None:

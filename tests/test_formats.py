@@ -10,6 +10,7 @@ from accounting.evidence import Laplace, Sampled
 from accounting.formats import (
     FormatError,
     read_ledger,
+    read_ledgers,
     read_requirements,
     write_ledger,
     write_requirements,
@@ -251,3 +252,66 @@ def test_jsonl_input_mistakes_are_one_line(tmp_path: Path, line: str, message: s
     with pytest.raises(FormatError) as info:
         read_ledger(path)
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
+def test_write_ledger_syncs_the_file_then_renames_then_syncs_the_directory(
+    tmp_path: Path, suffix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Durability: the content is on disk before the rename, and the rename before returning."""
+    import os
+    import stat
+
+    events: list[tuple[str, int]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        info = os.fstat(fd)
+        events.append(("fsync-dir" if stat.S_ISDIR(info.st_mode) else "fsync", info.st_ino))
+        real_fsync(fd)
+
+    def replace(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        events.append(("rename", os.stat(src).st_ino))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    ledger = Ledger()
+    ledger.define_group("g", ["a", "b"])
+    ledger.append(1, "1/3", group="g")
+    path = tmp_path / f"ledger{suffix}"
+    write_ledger(ledger, path)
+    file_ino, dir_ino = path.stat().st_ino, tmp_path.stat().st_ino
+    assert events == [("fsync", file_ino), ("rename", file_ino), ("fsync-dir", dir_ino)]
+    assert list(read_ledger(path)) == list(ledger)
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_parquet_dictionary_columns_are_read_as_their_values(tmp_path: Path) -> None:
+    """Arrow reads a column back dictionary-encoded when the file stores that schema."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ledger = Ledger()
+    ledger.define_group("g", ["a", "b"])
+    ledger.append(1, "1/3", group="g", part="publication")
+    ledger.append(2, "0.1", user="a", evidence=Sampled(Laplace(F(1), F("0.7")), F("1/9")))
+    ledger.append(2, "1/3", user="c")
+    plain = tmp_path / "plain.parquet"
+    write_ledger(ledger, plain)
+    table = pq.read_table(plain)
+    encoded = pa.table(
+        {
+            name: (col if name == "slot" else col.cast(pa.string()).dictionary_encode())
+            for name, col in zip(table.column_names, table.columns, strict=True)
+        }
+    )
+    path = tmp_path / "dict.parquet"
+    pq.write_table(encoded, path)
+    schema = pq.read_table(path).schema
+    assert all(pa.types.is_dictionary(schema.field(n).type) for n in ("user", "group", "epsilon"))
+    back = read_ledger(path)
+    assert list(back) == list(ledger)
+    assert dict(back.groups) == dict(ledger.groups)
+    both = read_ledgers([path, plain])
+    assert list(both) == list(ledger) + list(ledger)

@@ -1,8 +1,11 @@
 from fractions import Fraction
 from fractions import Fraction as F
+from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from accounting.budget import Budget, BudgetError
 from accounting.evidence import Laplace
@@ -71,3 +74,50 @@ def test_from_codes_matches_row_appends() -> None:
     rows.append(2, "1/3", user="b")
     rows.append(2, "0.1", group="g")
     assert list(bulk) == list(rows)
+
+
+_member_tables = st.lists(
+    st.lists(st.sampled_from(["a", "b", "c", "d", "", "e"]), min_size=0, max_size=4),
+    min_size=1,
+    max_size=4,
+)
+
+
+@given(tables=_member_tables, direct=st.lists(st.sampled_from(["a", "e", "z"]), max_size=3))
+def test_coded_groups_build_the_same_ledger_as_define_group(
+    tables: list[list[str]], direct: list[str]
+) -> None:
+    """The vectorized group path of `Ledger.from_codes` (members as codes into a table) gives
+    the same ledger, user numbering and errors as `define_group` member by member."""
+    groups = {f"g{k}": tuple(m) for k, m in enumerate(tables)}
+    table = sorted({u for m in tables for u in m}, reverse=True)
+    codes = [np.array([table.index(u) for u in m], np.int64) for m in tables]
+    n = len(direct) + len(groups)
+    common: dict[str, Any] = {
+        "slot": np.arange(1, n + 1, dtype=np.int64),
+        "user_codes": np.array(
+            list(range(len(direct))) + [-k - 1 for k in range(len(groups))], np.int64
+        ),
+        "users": direct,
+        "amount_codes": np.zeros(n, np.int32),
+        "amounts": [Budget("1/3")],
+        "groups": groups,
+    }
+    outcomes: list[Any] = []
+    extras: list[dict[str, Any]] = [{}, {"group_codes": codes, "group_users": table}]
+    for extra in extras:
+        try:
+            ledger = Ledger.from_codes(**common, **extra)
+        except BudgetError as exc:
+            outcomes.append(str(exc))
+            continue
+        cols = ledger.columns()
+        outcomes.append(
+            (
+                list(ledger),
+                ledger.users,
+                dict(ledger.groups),
+                [m.tolist() for m in cols.group_members],
+            )
+        )
+    assert outcomes[0] == outcomes[1]

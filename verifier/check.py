@@ -28,21 +28,38 @@ from accounting.population import Population
 from accounting.requirements import Dynamic, Fixed, Requirement, WholeStream, requirement_bounds
 from verifier.verdict import EvidenceFailure, Verdict, Violation, ratio
 
-__all__ = ["check"]
+__all__ = [
+    "KIND_DYNAMIC",
+    "KIND_FIXED",
+    "KIND_NONE",
+    "KIND_WHOLE",
+    "check",
+    "requirement_kind",
+]
 
 Arr = npt.NDArray[Any]
 _INT64_SAFE = 2**62
-_FIXED, _WHOLE, _DYNAMIC, _NONE = 0, 1, 2, 3
+# The kinds of requirement, as small integers (array- and SQL-friendly); `verifier.sql` uses
+# the same codes.
+KIND_FIXED, KIND_WHOLE, KIND_DYNAMIC, KIND_NONE = 0, 1, 2, 3
 
 
-def _kind(req: Requirement | None) -> int:
+def requirement_kind(req: Requirement | None) -> int:
+    """The kind code of a requirement (`KIND_NONE` for an unregistered user's None)."""
     if isinstance(req, Fixed):
-        return _FIXED
+        return KIND_FIXED
     if isinstance(req, WholeStream):
-        return _WHOLE
+        return KIND_WHOLE
     if isinstance(req, Dynamic):
-        return _DYNAMIC
-    return _NONE
+        return KIND_DYNAMIC
+    return KIND_NONE
+
+
+def _distinct(values: Arr) -> Arr:
+    """``np.unique(values)`` (sorted distinct values) by one sort: numpy 2's hash-based unique
+    takes seconds on 10^7 values of high cardinality, a sort a fraction of one."""
+    flat = np.sort(np.asarray(values).reshape(-1))
+    return flat[np.concatenate(([True], flat[1:] != flat[:-1]))] if len(flat) else flat
 
 
 class _Reps:
@@ -83,30 +100,19 @@ class _Reps:
                 rep_class.append(user_class[mem_user][np.unique(inverse, return_index=True)[1]])
                 n_reps += len(uniq)
             elif len(mem_user):
-                groups_of: dict[int, list[int]] = {}
-                for u, g in zip(mem_user.tolist(), mem_group.tolist(), strict=True):
-                    groups_of.setdefault(u, []).append(g)
-                index: dict[tuple[int, tuple[int, ...]], int] = {}
-                extra: list[int] = []
-                for u, gs in groups_of.items():
-                    key = (int(user_class[u]), tuple(sorted(gs)))
-                    found = index.get(key)
-                    if found is None:
-                        found = n_reps + len(extra)
-                        index[key] = found
-                        extra.append(key[0])
-                    rep_of[u] = found
-                rep_class.append(np.array(extra, dtype=np.int64))
+                found, extra = _group_signatures(mem_user, mem_group, user_class, n_reps)
+                rep_of[mem_user] = found[mem_user]
+                rep_class.append(extra)
                 n_reps += len(extra)
         self.n = n_reps
         self.rep_of = rep_of
         self.rep_class = np.concatenate(rep_class) if rep_class else np.zeros(0, np.int64)
-        kinds = np.array([_kind(r) for r in self.requirements], dtype=np.int8)
+        kinds = np.array([requirement_kind(r) for r in self.requirements], dtype=np.int8)
         self.rep_kind = kinds[self.rep_class] if n_reps else np.zeros(0, np.int8)
-        self.group_reps = [np.unique(rep_of[m]) for m in cols.group_members]
+        self.group_reps = _group_reps(cols.group_members, rep_of)
         # Classes with at least one representative; only their bounds enter the arithmetic
         # (the common denominator does not cover the others).
-        self.present: set[int] = set(np.unique(self.rep_class).tolist())
+        self.present: set[int] = set(_distinct(self.rep_class).tolist())
         self.users = cols.users
         self._order: Arr | None = None
         self._starts: Arr | None = None
@@ -118,6 +124,51 @@ class _Reps:
         assert self._starts is not None
         idx = self._order[self._starts[rep] : self._starts[rep + 1]]
         return tuple(sorted(self.users[i] for i in idx.tolist()))
+
+
+def _group_reps(group_members: list[Arr], rep_of: Arr) -> list[Arr]:
+    """The distinct representatives of each group's members (sorted), one `np.unique` over
+    all (group, representative) pairs rather than one per group."""
+    if not group_members:
+        return []
+    sizes = np.array([len(m) for m in group_members], np.int64)
+    reps = rep_of[np.concatenate(group_members)]
+    width = int(reps.max()) + 1
+    pairs = np.sort(np.repeat(np.arange(len(sizes), dtype=np.int64), sizes) * width + reps)
+    pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]
+    owner = pairs // width
+    bounds = np.searchsorted(owner, np.arange(len(sizes) + 1))
+    values = pairs % width
+    return [values[bounds[g] : bounds[g + 1]] for g in range(len(sizes))]
+
+
+def _group_signatures(
+    mem_user: Arr, mem_group: Arr, user_class: Arr, first_rep: int
+) -> tuple[Arr, Arr]:
+    """Representatives of group-only users, vectorized: users with the same class and the same
+    set of groups share one. Returns (representative per user code, -1 for users not listed;
+    class of each new representative), numbered from ``first_rep``.
+
+    Memberships are sorted by (user, group), so a user's groups form one sorted run; users with
+    runs of equal length n are compared exactly as rows (class, g_1, ..., g_n) of one matrix
+    (`np.unique` over rows), one matrix per distinct n."""
+    order = np.lexsort((mem_group, mem_user))
+    users_sorted, groups_sorted = mem_user[order], mem_group[order]
+    users, starts, counts = np.unique(users_sorted, return_index=True, return_counts=True)
+    small = max(int(mem_group.max()), int(user_class.max(initial=0))) < 2**31
+    groups_sorted = groups_sorted.astype(np.int32 if small else np.int64)
+    rep_of = np.full(len(user_class), -1, dtype=np.int64)
+    classes: list[Arr] = []
+    next_rep = first_rep
+    for n in _distinct(counts).tolist():
+        chosen = np.flatnonzero(counts == n)
+        rows = groups_sorted[starts[chosen][:, None] + np.arange(n, dtype=np.int64)]
+        key = np.column_stack((user_class[users[chosen]].astype(rows.dtype), rows))
+        uniq, inverse = np.unique(key, axis=0, return_inverse=True)
+        rep_of[users[chosen]] = next_rep + inverse.reshape(-1)
+        classes.append(uniq[:, 0].astype(np.int64))
+        next_rep += len(uniq)
+    return rep_of, np.concatenate(classes)
 
 
 def _expand(cols: LedgerColumns, reps: _Reps) -> tuple[Arr, Arr | None]:
@@ -236,7 +287,7 @@ def check(
 
     # The sparse pass keys rows by (representative, slot rank): ranks keep the key far from int64
     # limits whatever the slot numbers are.
-    distinct = np.unique(slots_all)
+    distinct = _distinct(slots_all)
     modulus = len(distinct) + 2
     say("sorting")
     key = rep_idx * modulus + (np.searchsorted(distinct, slots_all) + 1)
@@ -260,9 +311,9 @@ def check(
     special: dict[int, Fraction | None] = {}
     violations: list[Violation] = []
     row_kind = reps.rep_kind[rep] if len(rep) else np.zeros(0, np.int8)
-    _check_fixed(ctx, np.flatnonzero(row_kind == _FIXED), violations, util_num)
-    _check_whole(ctx, np.flatnonzero(row_kind == _WHOLE), violations, util_num)
-    for r in np.unique(rep[row_kind >= _DYNAMIC]).tolist():
+    _check_fixed(ctx, np.flatnonzero(row_kind == KIND_FIXED), violations, util_num)
+    _check_whole(ctx, np.flatnonzero(row_kind == KIND_WHOLE), violations, util_num)
+    for r in _distinct(rep[row_kind >= KIND_DYNAMIC]).tolist():
         special[int(r)] = _check_dynamic_or_unregistered(ctx, int(r), violations)
     util_den = class_den[reps.rep_class] if reps.n else np.zeros(0, dtype=dtype)
     user_util = _Utilization(reps, util_num, util_den, special)
@@ -312,7 +363,7 @@ class _Screen:
     def dense(self, limit: int) -> None:
         """Fixed and dynamic classes: a representatives x slots prefix-sum table."""
         reps = self.reps
-        chosen = np.flatnonzero((reps.rep_kind == _FIXED) | (reps.rep_kind == _DYNAMIC))
+        chosen = np.flatnonzero((reps.rep_kind == KIND_FIXED) | (reps.rep_kind == KIND_DYNAMIC))
         width = self.horizon + 1
         if not len(chosen) or len(chosen) * width > limit:
             return
@@ -327,7 +378,7 @@ class _Screen:
             np.add.at(table, row_pos[mask] * width + self.slots[mask], self.vals[mask])
         prefix = np.cumsum(table.reshape(len(chosen), width), axis=1)  # [:, t]: slots <= t
         cls_of = reps.rep_class[chosen]
-        for c in np.unique(cls_of).tolist():
+        for c in _distinct(cls_of).tolist():
             idx = np.flatnonzero(cls_of == c)
             req = reps.requirements[c]
             if isinstance(req, Fixed):
@@ -366,7 +417,7 @@ class _Screen:
         # Utilization: the largest sum/bound over all windows, exactly, as integers over the
         # least common multiple of the class's bounds (if that fits in int64).
         columns: list[tuple[Arr, int]] = []
-        segs = np.unique(k).tolist()
+        segs = _distinct(k).tolist()
         starts = np.searchsorted(k, segs, side="left")
         for sums, bounds in ((back, eb), (fwd, ef)):
             tops = np.maximum.reduceat(sums, starts, axis=1)
@@ -393,7 +444,7 @@ class _Screen:
     def whole(self) -> None:
         """Whole-stream totals per representative."""
         reps = self.reps
-        whole = np.flatnonzero(reps.rep_kind == _WHOLE)
+        whole = np.flatnonzero(reps.rep_kind == KIND_WHOLE)
         if not len(whole):
             return
         totals = np.zeros(reps.n, dtype=np.int64)
@@ -412,7 +463,7 @@ def _class_utilization(
     plain[list(special)] = False
     class_max = np.zeros(len(reps.requirements), dtype=util_num.dtype)
     np.maximum.at(class_max, reps.rep_class[plain], util_num[plain])
-    for c in np.unique(reps.rep_class[plain]).tolist():
+    for c in _distinct(reps.rep_class[plain]).tolist():
         num, den = int(class_max[c]), int(class_den[c])
         out[reps.class_names[c]] = (
             Fraction(num, den) if den else (Fraction(0) if num == 0 else None)
@@ -598,7 +649,7 @@ def _check_dynamic_or_unregistered(ctx: _Ctx, r: int, out: list[Violation]) -> F
     # Candidate anchors: window sums only change where a spend enters or leaves a window, so
     # every distinct (spends, bound) window and every maximum shows up at one of these slots,
     # with its smallest anchor among them. O(spends x declarations), not O(horizon).
-    candidates = np.unique(
+    candidates = _distinct(
         np.concatenate(
             [
                 np.array(req.slots, np.int64),
@@ -629,7 +680,7 @@ def _check_dynamic_or_unregistered(ctx: _Ctx, r: int, out: list[Violation]) -> F
     ):
         sums, i0, i1 = window_sums(first, last)
         bound_num = np.array([ctx.num(e) for e in bounds], dtype=ctx.dtype)[decl_idx]
-        for k in np.unique(decl_idx).tolist():  # utilization: the largest sum per declaration
+        for k in _distinct(decl_idx).tolist():  # utilization: the largest sum per declaration
             top = ctx.frac(sums[decl_idx == k].max())
             share = ratio(top, bounds[k])
             best = None if best is None or share is None else max(best, share)

@@ -233,6 +233,9 @@ class DuckDBBackend:
     def rows(self, select: str) -> list[tuple[Any, ...]]:
         return self.con.execute(select).fetchall()
 
+    def hash64(self, expr: str) -> str:
+        return f"hash({expr})"
+
     def sorted_concat(self, expr: str) -> str:
         return f"STRING_AGG({expr}, ',' ORDER BY {expr})"
 
@@ -339,6 +342,9 @@ class SparkBackend:
 
     def rows(self, select: str) -> list[tuple[Any, ...]]:
         return [tuple(r) for r in self.spark.sql(select).collect()]
+
+    def hash64(self, expr: str) -> str:
+        return f"xxhash64({expr})"
 
     def sorted_concat(self, expr: str) -> str:
         return f"ARRAY_JOIN(ARRAY_SORT(COLLECT_LIST({expr})), ',')"

@@ -17,7 +17,8 @@ on DECIMAL overflow (DuckDB always, Spark with ``spark.sql.ansi.enabled``), a se
 
 What runs in SQL (the O(charges) work, out of core on DuckDB): validation of the rows, users'
 *representatives* (users with no direct charge, the same requirement class and the same set of
-groups have identical spends; the same partition `verifier.check` uses), the charges expanded
+groups have identical spends; the same partition `verifier.check` uses, formed by joins and plain
+aggregates that spill, see `_representatives`), the charges expanded
 to representatives and summed per (representative, slot), every fixed window's sum (one
 ``SUM(...) OVER (PARTITION BY rep ORDER BY slot RANGE BETWEEN w-1 PRECEDING AND CURRENT ROW)`` per
 distinct w; a window's largest sum is attained at a window ending at a spend), whole-stream
@@ -52,7 +53,14 @@ from accounting.population import Population
 from accounting.requirements import Fixed, Requirement, WholeStream, requirement_bounds
 
 # The requirement kinds are the batch checker's own, so the SQL screen classifies users alike.
-from verifier.check import _DYNAMIC, _FIXED, _NONE, _WHOLE, _kind, check
+from verifier.check import (
+    KIND_DYNAMIC,
+    KIND_FIXED,
+    KIND_NONE,
+    KIND_WHOLE,
+    check,
+    requirement_kind,
+)
 from verifier.verdict import EvidenceFailure, Verdict, Violation, ratio
 
 __all__ = ["EngineError", "SqlBackend", "SqlDetails", "sql_audit"]
@@ -86,6 +94,10 @@ class SqlBackend(Protocol):
 
     def rows(self, select: str) -> list[tuple[Any, ...]]:
         """Run a query and return its rows."""
+
+    def hash64(self, expr: str) -> str:
+        """A deterministic 64-bit integer hash of the string ``expr`` (any such hash is exact
+        here: `_representatives` checks every collision)."""
 
     def sorted_concat(self, expr: str) -> str:
         """An aggregate expression: the values of ``expr`` sorted and joined with ','."""
@@ -126,7 +138,24 @@ def sql_audit(
     say("loading")
     b.load("raw", files)
     b.view("charges", "SELECT slot, usr, grp, eps FROM raw WHERE slot IS NOT NULL")
-    b.materialize("members", "SELECT DISTINCT grp, usr FROM raw WHERE slot IS NULL")
+    # Integer ids for groups (those with membership rows) and users: the memberships, up to
+    # 10^8 rows, are joined and aggregated as integer pairs. DuckDB spills those; a DISTINCT over
+    # 10^8 (group, user) string pairs does not fit in 1 GB.
+    b.materialize(
+        "gids",
+        """SELECT grp, DENSE_RANK() OVER (ORDER BY grp) AS gid
+           FROM (SELECT DISTINCT grp FROM raw WHERE slot IS NULL AND grp IS NOT NULL) t""",
+    )
+    b.materialize(
+        "uids",
+        """SELECT usr, DENSE_RANK() OVER (ORDER BY usr) AS uid
+           FROM (SELECT DISTINCT usr FROM raw WHERE usr IS NOT NULL) t""",
+    )
+    b.materialize(
+        "members",
+        """SELECT DISTINCT g.gid, u.uid FROM raw r
+           JOIN gids g ON r.grp = g.grp JOIN uids u ON r.usr = u.usr WHERE r.slot IS NULL""",
+    )
     _validate(b, files)
     say("amounts")
     amount_strings = [str(r[0]) for r in b.rows("SELECT DISTINCT eps FROM charges")]
@@ -159,7 +188,7 @@ def sql_audit(
         "classes",
         {
             "cls": list(range(n_classes + 1)),
-            "kind": [_kind(r) for r in reqs],
+            "kind": [requirement_kind(r) for r in reqs],
             "w": [min(r.w, h + 1) if isinstance(r, Fixed) else 0 for r in reqs],
             "bound": [
                 str(int(r.eps * lcd)) if isinstance(r, Fixed | WholeStream) else "0" for r in reqs
@@ -175,34 +204,7 @@ def sql_audit(
     )
 
     say("representatives")
-    member_key = "CONCAT(CAST(LENGTH(grp) AS STRING), ':', grp)"
-    b.materialize("direct", "SELECT DISTINCT usr FROM charges WHERE usr IS NOT NULL")
-    b.materialize(
-        "sig",
-        f"""
-        SELECT a.usr, COALESCE(r.cls, {n_classes}) AS cls,
-               CASE WHEN d.usr IS NOT NULL THEN CONCAT('u', a.usr)
-                    ELSE CONCAT('g', CAST(COALESCE(r.cls, {n_classes}) AS STRING), '|', g.gs)
-               END AS skey
-        FROM (SELECT usr FROM direct UNION SELECT usr FROM members) a
-        LEFT JOIN direct d ON a.usr = d.usr
-        LEFT JOIN reqs r ON a.usr = r.usr
-        LEFT JOIN (SELECT usr, {b.sorted_concat(member_key)} AS gs FROM members GROUP BY usr) g
-               ON a.usr = g.usr
-        """,
-    )
-    b.materialize(
-        "user_rep",
-        "SELECT usr, cls, DENSE_RANK() OVER (ORDER BY skey) - 1 AS rep FROM sig",
-    )
-    b.materialize(
-        "reps",
-        "SELECT rep, MIN(cls) AS cls, COUNT(*) AS size FROM user_rep GROUP BY rep",
-    )
-    b.materialize(
-        "grp_reps",
-        "SELECT DISTINCT m.grp, u.rep FROM members m JOIN user_rep u ON m.usr = u.usr",
-    )
+    _representatives(b, n_classes)
     say("sums per slot")
     b.materialize(
         "agg",
@@ -211,8 +213,8 @@ def sql_audit(
             SELECT u.rep, c.slot, a.num FROM charges c
                 JOIN user_rep u ON c.usr = u.usr JOIN amounts a ON c.eps = a.eps
             UNION ALL
-            SELECT g.rep, c.slot, a.num FROM charges c
-                JOIN grp_reps g ON c.grp = g.grp JOIN amounts a ON c.eps = a.eps
+            SELECT g.rep, c.slot, a.num FROM charges c JOIN gids i ON c.grp = i.grp
+                JOIN grp_reps g ON i.gid = g.gid JOIN amounts a ON c.eps = a.eps
         ) x GROUP BY x.rep, x.slot
         """,
     )
@@ -226,13 +228,13 @@ def sql_audit(
               SELECT g.rep, SUM(g.v) OVER (PARTITION BY g.rep ORDER BY g.slot
                      RANGE BETWEEN {w - 1} PRECEDING AND CURRENT ROW) AS ws
               FROM agg g JOIN reps r ON g.rep = r.rep JOIN classes k ON r.cls = k.cls
-              WHERE k.kind = {_FIXED} AND k.w = {w}) t GROUP BY rep"""
+              WHERE k.kind = {KIND_FIXED} AND k.w = {w}) t GROUP BY rep"""
         for w in window_sizes
     ]
     parts.append(
         f"""SELECT g.rep, SUM(g.v) AS top
             FROM agg g JOIN reps r ON g.rep = r.rep JOIN classes k ON r.cls = k.cls
-            WHERE k.kind IN ({_WHOLE}, {_DYNAMIC}, {_NONE}) GROUP BY g.rep"""
+            WHERE k.kind IN ({KIND_WHOLE}, {KIND_DYNAMIC}, {KIND_NONE}) GROUP BY g.rep"""
     )
     b.materialize("tops", " UNION ALL ".join(f"({p})" for p in parts))
     say("screening")
@@ -249,7 +251,7 @@ def sql_audit(
     for rep, cls, _size, kind, bound, top_s in rep_rows:
         rep, cls, kind, top, bound_i = int(rep), int(cls), int(kind), int(top_s), int(bound)
         rep_cls[rep] = cls
-        if kind in (_FIXED, _WHOLE):
+        if kind in (KIND_FIXED, KIND_WHOLE):
             if top > bound:
                 candidates.append(rep)
             else:
@@ -268,7 +270,9 @@ def sql_audit(
     for usr, rep in user_rows:
         user_rep[str(usr)] = int(rep)
         members_of.setdefault(int(rep), []).append(str(usr))
-    direct_users = {str(r[0]) for r in b.rows("SELECT usr FROM direct")}
+    direct_users = {
+        str(r[0]) for r in b.rows("SELECT u.usr FROM direct d JOIN uids u ON d.uid = u.uid")
+    }
 
     violations: tuple[Violation, ...] = ()
     if candidates:
@@ -300,7 +304,8 @@ def sql_audit(
     (direct_n,) = b.rows("SELECT COUNT(*) FROM charges WHERE usr IS NOT NULL")[0]
     (group_n,) = b.rows(
         """SELECT COALESCE(SUM(s.size), 0) FROM charges c
-           JOIN (SELECT grp, COUNT(*) AS size FROM members GROUP BY grp) s ON c.grp = s.grp"""
+           JOIN gids i ON c.grp = i.grp
+           JOIN (SELECT gid, COUNT(*) AS size FROM members GROUP BY gid) s ON i.gid = s.gid"""
     )[0]
     verdict = Verdict(
         violations=tuple(sorted(violations, key=Violation.sort_key)),
@@ -337,6 +342,87 @@ def sql_audit(
         },
     )
     return verdict, details
+
+
+def _representatives(b: SqlBackend, n_classes: int) -> None:
+    """Materialize ``user_rep(usr, uid, cls, rep)``, ``reps(rep, cls, size, canon)`` and
+    ``grp_reps(gid, rep)``: the partition of users into representatives, exactly the one
+    `verifier.check` forms (violations name a representative's users together).
+
+    Users with the same requirement class and the same set of groups, and no direct charge,
+    share a representative. Comparing sets by sorting each user's list of groups makes one
+    aggregate that holds every list (about 100 groups per user in a population-division
+    ledger) and a sort over the lists: neither spills well. Instead every step here is a plain
+    join or aggregate that spills: a user's signature is (class, number of groups, sum of a
+    64-bit hash of each group) as an exact integer; the users of each shared signature are
+    checked against its first user, group by group (a join on (user, group)). Only the
+    signatures where that finds a difference (a hash collision: in practice none) are split by
+    the users' sorted group lists, the former method, on just their users.
+    """
+    b.materialize(
+        "direct",
+        """SELECT u.uid FROM (SELECT DISTINCT usr FROM charges WHERE usr IS NOT NULL) d
+           JOIN uids u ON d.usr = u.usr""",
+    )
+    b.materialize(
+        "gsig",
+        f"""SELECT uid, COUNT(*) AS n, SUM(CAST({b.hash64("gid")} AS {_EXACT})) AS h
+            FROM members GROUP BY uid""",
+    )
+    b.materialize(
+        "sig",
+        f"""
+        SELECT x.uid, COALESCE(r.cls, {n_classes}) AS cls, x.direct, x.n, x.h FROM (
+            SELECT COALESCE(d.uid, g.uid) AS uid, d.uid IS NOT NULL AS direct,
+                   COALESCE(g.n, 0) AS n, CAST(COALESCE(g.h, 0) AS {_EXACT}) AS h
+            FROM direct d FULL OUTER JOIN gsig g ON d.uid = g.uid) x
+        LEFT JOIN (SELECT u.uid, q.cls FROM reqs q JOIN uids u ON q.usr = u.usr) r
+               ON x.uid = r.uid
+        """,
+    )
+    # Signatures shared by several group-only users, with their first user.
+    b.materialize(
+        "shared",
+        """SELECT cls, n, h, MIN(uid) AS first FROM sig WHERE NOT direct
+           GROUP BY cls, n, h HAVING COUNT(*) > 1""",
+    )
+    # Shared signatures with a user whose groups are not exactly the first user's: fewer than
+    # n of its n (distinct) groups are among the first user's n groups.
+    b.materialize(
+        "collided",
+        """SELECT DISTINCT cls, n, h FROM (
+             SELECT s.uid, s.cls, s.n, s.h FROM sig s
+             JOIN shared f ON s.cls = f.cls AND s.n = f.n AND s.h = f.h AND s.uid <> f.first
+             JOIN members m ON m.uid = s.uid
+             LEFT JOIN members o ON o.uid = f.first AND o.gid = m.gid
+             WHERE NOT s.direct
+             GROUP BY s.uid, s.cls, s.n, s.h HAVING COUNT(o.uid) < s.n) t""",
+    )
+    # Group ids are integers: their decimal strings joined by ',' identify a sorted set.
+    b.materialize(
+        "exact_sets",
+        f"""SELECT m.uid, {b.sorted_concat("CAST(m.gid AS STRING)")} AS gs FROM members m
+            JOIN sig s ON m.uid = s.uid
+            JOIN collided c ON s.cls = c.cls AND s.n = c.n AND s.h = c.h
+            WHERE NOT s.direct GROUP BY m.uid""",
+    )
+    b.materialize(
+        "user_rep",
+        """SELECT u.usr, s.uid, s.cls, DENSE_RANK() OVER (ORDER BY s.direct, s.cls, s.n, s.h,
+                  CASE WHEN s.direct THEN CAST(s.uid AS STRING) ELSE COALESCE(e.gs, '') END)
+                  - 1 AS rep
+           FROM sig s JOIN uids u ON s.uid = u.uid LEFT JOIN exact_sets e ON s.uid = e.uid""",
+    )
+    b.materialize(
+        "reps",
+        """SELECT rep, MIN(cls) AS cls, COUNT(*) AS size, MIN(uid) AS canon
+           FROM user_rep GROUP BY rep""",
+    )
+    # A representative's groups are those of any one member: no DISTINCT over all memberships.
+    b.materialize(
+        "grp_reps",
+        "SELECT m.gid, r.rep FROM members m JOIN reps r ON m.uid = r.canon",
+    )
 
 
 def tightest_users(verdict: Verdict, k: int, population: Population | None = None) -> list[str]:
@@ -431,7 +517,7 @@ def _validate(b: SqlBackend, files: Sequence[Path]) -> None:
         raise FormatError(f"{where}: slot: slots are numbered from 1 to 2^62 - 1")
     missing = b.rows(
         """SELECT MIN(c.grp) FROM (SELECT DISTINCT grp FROM charges WHERE grp IS NOT NULL) c
-           LEFT JOIN (SELECT DISTINCT grp FROM members) m ON c.grp = m.grp WHERE m.grp IS NULL"""
+           LEFT JOIN gids m ON c.grp = m.grp WHERE m.grp IS NULL"""
     )[0][0]
     if missing is not None:
         raise FormatError(f"{where}: group {missing!r} is charged but its members are not listed")
