@@ -9,7 +9,7 @@ same charge to every member). Columns are stored as integer arrays with dictiona
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Generic, TypeVar
@@ -30,11 +30,12 @@ I32 = npt.NDArray[np.int32]
 class _Interner(Generic[T]):
     """Dictionary encoding: equal values share one small integer code."""
 
-    __slots__ = ("index", "values")
+    __slots__ = ("by_id", "index", "values")
 
     def __init__(self) -> None:
         self.values: list[T] = []
         self.index: dict[T, int] = {}
+        self.by_id: dict[int, int] = {}  # id of an interned object -> its code (see code_of)
 
     def code(self, value: T) -> int:
         found = self.index.get(value)
@@ -42,6 +43,18 @@ class _Interner(Generic[T]):
             found = len(self.values)
             self.index[value] = found
             self.values.append(value)
+        return found
+
+    def code_of(self, value: T) -> int:
+        """`code`, looking the object itself up first: reused objects (a mechanism's evidence)
+        skip hashing their fields. Safe: ``values`` keeps every interned object alive, so an id
+        in ``by_id`` is never reused by another object."""
+        found = self.by_id.get(id(value))
+        if found is not None and self.values[found] is value:
+            return found
+        found = self.code(value)
+        if self.values[found] is value:
+            self.by_id[id(value)] = found
         return found
 
 
@@ -97,7 +110,7 @@ class Ledger:
         self._evidence = array("i")
         self._users: _Interner[str] = _Interner()
         self._groups: _Interner[str] = _Interner()
-        self._members: list[tuple[str, ...]] = []
+        self._members: list[tuple[str, ...] | None] = []  # None: materialized on demand
         self._member_codes: list[I64] = []
         self._amounts: _Interner[Budget] = _Interner()
         self._parts: _Interner[str] = _Interner()
@@ -126,29 +139,102 @@ class Ledger:
             raise BudgetError(f"group {name!r} lists a member twice")
         existing = self._groups.index.get(name)
         if existing is not None:
-            if self._members[existing] != members_t:
+            if self.members(name) != members_t:
                 raise BudgetError(f"group {name!r} is already defined with other members")
             return
         if -1 in codes:
             code_arr = np.array([self._users.code(m) for m in members_t], np.int64)
+        code_arr.flags.writeable = False
         self._groups.code(name)
         self._members.append(members_t)
         self._member_codes.append(code_arr)
 
-    @property
-    def groups(self) -> Mapping[str, tuple[str, ...]]:
-        return dict(zip(self._groups.values, self._members, strict=True))
+    def intern_users(self, users: Sequence[str]) -> I64:
+        """The user code of each id in ``users`` (the index into `users`), interning new ids in
+        order of first appearance. Bulk form of what `define_group` does for its members."""
+        index = self._users.index
+        got = list(map(index.get, users))
+        if None in got:
+            new = [u for u, g in zip(users, got, strict=True) if g is None]
+            if not all(isinstance(u, str) and u for u in new):
+                raise BudgetError("user ids must be non-empty strings")
+            fresh = dict.fromkeys(new)  # first appearance order, duplicates dropped
+            values = self._users.values
+            start = len(values)
+            values.extend(fresh)
+            index.update(zip(fresh, range(start, start + len(fresh)), strict=True))
+            got = list(map(index.get, users))
+        return np.array(got, np.int64)
 
-    def members(self, group: str) -> tuple[str, ...]:
+    def define_group_codes(self, name: str, codes: npt.ArrayLike) -> None:
+        """`define_group` with the members given as user codes (see `intern_users`): no per-member
+        Python work. The members are materialized as ids only when asked for (`members`)."""
+        if not isinstance(name, str) or not name:
+            raise BudgetError("group names must be non-empty strings")
+        arr = np.asarray(codes)
+        if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
+            raise BudgetError(f"group {name!r}: member codes must be a 1-D integer array")
+        if not arr.size:
+            raise BudgetError(f"group {name!r} has no members")
+        code_arr = arr.astype(np.int64)  # a copy: the caller may reuse its array
+        if int(code_arr.min()) < 0 or int(code_arr.max()) >= len(self._users.values):
+            raise BudgetError(f"group {name!r}: member code out of range")
+        if len(np.unique(code_arr)) != len(code_arr):
+            raise BudgetError(f"group {name!r} lists a member twice")
+        existing = self._groups.index.get(name)
+        if existing is not None:
+            if not np.array_equal(self._member_codes[existing], code_arr):
+                raise BudgetError(f"group {name!r} is already defined with other members")
+            return
+        code_arr.flags.writeable = False
+        self._groups.code(name)
+        self._members.append(None)
+        self._member_codes.append(code_arr)
+
+    def has_group(self, group: str) -> bool:
+        return group in self._groups.index
+
+    def group_code(self, group: str) -> int:
+        """The index of a defined group (raises `BudgetError` for an undefined one)."""
         code = self._groups.index.get(group)
         if code is None:
             raise BudgetError(f"group {group!r} is not defined")
-        return self._members[code]
+        return code
+
+    def member_codes(self, group: str) -> I64:
+        """The user codes of a defined group's members, in its order (a read-only array)."""
+        return self._member_codes[self.group_code(group)]
+
+    def group_size(self, group: str) -> int:
+        """How many members a defined group has."""
+        return len(self._member_codes[self.group_code(group)])
+
+    @property
+    def groups(self) -> Mapping[str, tuple[str, ...]]:
+        return {name: self.members(name) for name in self._groups.values}
+
+    def members(self, group: str) -> tuple[str, ...]:
+        code = self.group_code(group)
+        found = self._members[code]
+        if found is None:  # defined by codes: materialize the ids once
+            values = self._users.values
+            found = self._members[code] = tuple(
+                [values[i] for i in self._member_codes[code].tolist()]
+            )
+        return found
 
     @property
     def users(self) -> tuple[str, ...]:
         """Every user id the ledger mentions, directly or through a group."""
         return tuple(self._users.values)
+
+    def user_code(self, user: str) -> int | None:
+        """The code of a user the ledger mentions (its index in `users`), or None."""
+        return self._users.index.get(user)
+
+    def user_id(self, code: int) -> str:
+        """The id of the user with code ``code``."""
+        return self._users.values[code]
 
     # ------------------------------------------------------------------ appending
 
@@ -172,7 +258,7 @@ class Ledger:
         self._amount.append(self._amounts.code(budget))
         self._part.append(self._parts.code(part))
         self._mechanism.append(self._mechanisms.code(mechanism))
-        self._evidence.append(-1 if evidence is None else self._evidences.code(evidence))
+        self._evidence.append(-1 if evidence is None else self._evidences.code_of(evidence))
         return len(self._slot) - 1
 
     def _subject_code(self, user: str | None, group: str | None) -> int:
@@ -211,7 +297,7 @@ class Ledger:
 
     def per_user_rows(self) -> int:
         """How many per-user charges the ledger stands for once group charges are expanded."""
-        sizes = [len(m) for m in self._members]
+        sizes = [len(m) for m in self._member_codes]
         return sum(1 if s >= 0 else sizes[-s - 1] for s in self._subject)
 
     def expanded(self) -> Iterator[tuple[str, Charge]]:

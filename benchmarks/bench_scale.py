@@ -31,6 +31,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from accounting.budget import Budget
 from accounting.population import Population
 from accounting.requirements import Fixed, Requirement
@@ -51,18 +54,26 @@ class UncheckedSpender:
     meaningful."""
 
     def __init__(self, population: Population) -> None:
-        self._groups: dict[str, tuple[str, ...]] = {}
+        self._groups: dict[str, int] = {}  # group sizes: all a mechanism asks of a group
         self.ledger = _CountingLedger()
 
     def spend(self, slot: int, amount: Budget, **kwargs: Any) -> None:
         group = kwargs.get("group")
         self.ledger.rows += 1
-        self.ledger.per_user += len(self._groups[group]) if group is not None else 1
+        self.ledger.per_user += self._groups[group] if group is not None else 1
 
     def define_group(self, name: str, members: tuple[str, ...]) -> None:
-        self._groups[name] = tuple(members)
+        self._groups[name] = len(members)
+
+    def define_group_by_index(
+        self, name: str, table: Sequence[str], indices: npt.NDArray[np.int64]
+    ) -> None:
+        self._groups[name] = len(indices)
 
     def members(self, group: str) -> tuple[str, ...]:
+        raise NotImplementedError("the benchmark's unchecked spender keeps group sizes only")
+
+    def group_size(self, group: str) -> int:
         return self._groups[group]
 
 

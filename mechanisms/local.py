@@ -147,11 +147,10 @@ def report(
     return Estimate(pfo.estimate(hists), pfo.total_variance() / d)
 
 
-def population_arrays(population: Population) -> tuple[list[str], IntArray]:
-    """The users in class order and each one's class index (the order draws index into)."""
-    users = [u for c in population.classes for u in c.members]
-    class_of = np.array([c.index for c in population.classes for _ in c.members], np.int64)
-    return users, class_of
+def population_arrays(population: Population) -> tuple[tuple[str, ...], IntArray]:
+    """The users in the population's canonical (class) order and each one's class index: the
+    order draws index into, so drawn users are charged by index (`Population.users`)."""
+    return population.users, population.class_index_array()
 
 
 def dissimilarity(estimate: Estimate, last: FloatArray) -> float:
@@ -262,10 +261,15 @@ class Reporters:
         mechanism: str,
         evidence: Callable[[Fraction], Any] | None = None,
     ) -> None:
-        """Charge every drawn user their class's per-report budget, one group per class."""
+        """Charge every drawn user their class's per-report budget, one group per class (the
+        groups are defined by index into ``users``: no per-user work when that is the
+        population's canonical order)."""
+        drawn_classes = self.class_of[idx]
         for c, b in enumerate(self.budgets):
-            members = idx[self.class_of[idx] == c]
-            if len(members) == 0 or b <= 0:
+            if b <= 0:
+                continue
+            members = idx[drawn_classes == c]
+            if len(members) == 0:
                 continue
             charge_reporters(
                 spender,
@@ -273,7 +277,8 @@ class Reporters:
                 Budget(b),
                 None if evidence is None else evidence(b),
                 reports=len(members),
-                users=[self.users[i] for i in members.tolist()],
+                table=self.users,
+                indices=members,
                 part=part,
                 mechanism=mechanism,
             )
