@@ -12,6 +12,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import repeat
 from typing import Generic, TypeVar
 
 import numpy as np
@@ -27,22 +28,48 @@ I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 
 
+def distinct(values: npt.NDArray[np.int64]) -> bool:
+    """Whether a 1-D integer array holds no value twice (a sort: faster than `np.unique`)."""
+    if len(values) < 2:
+        return True
+    ordered = np.sort(values)
+    return bool((ordered[1:] != ordered[:-1]).all())
+
+
 class _Interner(Generic[T]):
     """Dictionary encoding: equal values share one small integer code."""
 
-    __slots__ = ("by_id", "index", "values")
+    __slots__ = ("_index", "by_id", "indexed", "values")
 
     def __init__(self) -> None:
         self.values: list[T] = []
-        self.index: dict[T, int] = {}
+        self._index: dict[T, int] = {}
+        self.indexed = 0  # values[:indexed] are in the index; the rest are added on first use
         self.by_id: dict[int, int] = {}  # id of an interned object -> its code (see code_of)
 
+    @property
+    def index(self) -> dict[T, int]:
+        if self.indexed < len(self.values):
+            start = self.indexed
+            self._index.update(
+                zip(self.values[start:], range(start, len(self.values)), strict=True)
+            )
+            self.indexed = len(self.values)
+        return self._index
+
+    def extend_new(self, values: Sequence[T]) -> None:
+        """Append values the caller guarantees are distinct and not interned yet, indexing them
+        only when a lookup by value first needs it (bulk interning of a population's ids)."""
+        self.values.extend(values)
+
     def code(self, value: T) -> int:
-        found = self.index.get(value)
+        index = self.index
+        found = index.get(value)
         if found is None:
             found = len(self.values)
-            self.index[value] = found
+            index[value] = found
             self.values.append(value)
+            self.indexed += 1
         return found
 
     def code_of(self, value: T) -> int:
@@ -133,7 +160,7 @@ class Ledger:
                 if not isinstance(m, str) or not m:
                     raise BudgetError(f"group {name!r}: user ids must be non-empty strings")
         code_arr = np.array(codes, np.int64)
-        if -1 not in codes and len(np.unique(code_arr)) != len(codes):
+        if -1 not in codes and not distinct(code_arr):
             raise BudgetError(f"group {name!r} lists a member twice")
         if -1 in codes and len(set(members_t)) != len(members_t):
             raise BudgetError(f"group {name!r} lists a member twice")
@@ -153,18 +180,37 @@ class Ledger:
         """The user code of each id in ``users`` (the index into `users`), interning new ids in
         order of first appearance. Bulk form of what `define_group` does for its members."""
         index = self._users.index
+        values = self._users.values
+        start = len(values)
         got = list(map(index.get, users))
-        if None in got:
-            new = [u for u, g in zip(users, got, strict=True) if g is None]
-            if not all(isinstance(u, str) and u for u in new):
-                raise BudgetError("user ids must be non-empty strings")
-            fresh = dict.fromkeys(new)  # first appearance order, duplicates dropped
-            values = self._users.values
-            start = len(values)
-            values.extend(fresh)
-            index.update(zip(fresh, range(start, start + len(fresh)), strict=True))
-            got = list(map(index.get, users))
-        return np.array(got, np.int64)
+        if got.count(None) == len(got):  # all new (e.g. a population's first group)
+            fresh = dict.fromkeys(users)
+        elif None in got:
+            fresh = dict.fromkeys(u for u, g in zip(users, got, strict=True) if g is None)
+        else:
+            return np.array(got, np.int64)
+        # first appearance order, duplicates dropped; validated before anything is interned
+        if not all(map(isinstance, fresh, repeat(str))) or "" in fresh:
+            raise BudgetError("user ids must be non-empty strings")
+        values.extend(fresh)
+        index.update(zip(fresh, range(start, start + len(fresh)), strict=True))
+        self._users.indexed = len(values)
+        if len(fresh) == len(got):
+            return np.arange(start, start + len(got), dtype=np.int64)
+        return np.array(list(map(index.get, users)), np.int64)
+
+    def intern_new_users(self, users: Sequence[str]) -> I64:
+        """Intern ids the caller guarantees are distinct, valid and not in the ledger yet (the
+        guard's bulk path for its population's canonical order); their codes, consecutive. The
+        ids are indexed for lookup by id only when such a lookup first happens."""
+        start = len(self._users.values)
+        self._users.extend_new(users)
+        return np.arange(start, start + len(users), dtype=np.int64)
+
+    @property
+    def user_count(self) -> int:
+        """How many users the ledger mentions (len of `users`, without building the tuple)."""
+        return len(self._users.values)
 
     def define_group_codes(self, name: str, codes: npt.ArrayLike) -> None:
         """`define_group` with the members given as user codes (see `intern_users`): no per-member
@@ -179,7 +225,7 @@ class Ledger:
         code_arr = arr.astype(np.int64)  # a copy: the caller may reuse its array
         if int(code_arr.min()) < 0 or int(code_arr.max()) >= len(self._users.values):
             raise BudgetError(f"group {name!r}: member code out of range")
-        if len(np.unique(code_arr)) != len(code_arr):
+        if not distinct(code_arr):
             raise BudgetError(f"group {name!r} lists a member twice")
         existing = self._groups.index.get(name)
         if existing is not None:
@@ -260,6 +306,54 @@ class Ledger:
         self._mechanism.append(self._mechanisms.code(mechanism))
         self._evidence.append(-1 if evidence is None else self._evidences.code_of(evidence))
         return len(self._slot) - 1
+
+    def intern_user(self, user: str) -> int:
+        """The code of ``user``, interning a new id (validated)."""
+        found = self._users.index.get(user)
+        if found is None:
+            if not isinstance(user, str) or not user:
+                raise BudgetError("user ids must be non-empty strings")
+            found = self._users.code(user)
+        return found
+
+    def append_validated(
+        self,
+        slot: int,
+        amount: Budget,
+        subject: int,
+        part: str,
+        mechanism: str,
+        evidence: Evidence | None,
+        *,
+        evidence_code: int | None = None,
+    ) -> None:
+        """`append` for a caller that has validated the slot and the amount and resolved the
+        subject to its code (a user code, or ``-group_code - 1``): the runtime guard's path.
+        ``evidence_code``: the code `evidence_code` returned for ``evidence``, if any."""
+        if evidence is None:
+            ev = -1
+        elif evidence_code is not None:
+            held = self._evidences.values[evidence_code]
+            if held is not evidence and held != evidence:
+                raise BudgetError("evidence code does not match the evidence")
+            ev = evidence_code
+        else:
+            ev = self._evidences.code_of(evidence)
+        self._slot.append(slot)
+        self._subject.append(subject)
+        self._amount.append(self._amounts.code(amount))
+        self._part.append(self._parts.code(part))
+        self._mechanism.append(self._mechanisms.code(mechanism))
+        self._evidence.append(ev)
+
+    def evidence_code(self, evidence: Evidence) -> int | None:
+        """The code of evidence equal to ``evidence`` already in the ledger, or None (nothing
+        is interned). The same object is found without hashing its fields."""
+        interner = self._evidences
+        found = interner.by_id.get(id(evidence))
+        if found is not None and interner.values[found] is evidence:
+            return found
+        return interner.index.get(evidence)
 
     def _subject_code(self, user: str | None, group: str | None) -> int:
         if (user is None) == (group is None):

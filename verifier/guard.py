@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from accounting.budget import Budget, BudgetError, check_slot
 from accounting.evidence import CostCheck, Evidence, certify_cost
-from accounting.ledger import Charge, Ledger
+from accounting.ledger import Charge, Ledger, distinct
 from accounting.population import Population
 from accounting.requirements import requirement_bounds
 from accounting.spending import BudgetExceeded, EvidenceRejected, WindowState
@@ -154,6 +154,10 @@ class AccountEngine:
         return f"accounts={len({id(a) for a in self._account_of.values()})}"
 
 
+def _subject(user: str | None, group: str | None) -> str:
+    return f"user {user!r}" if user is not None else f"group {group!r}"
+
+
 def _worst(windows: list[Window], amount: int) -> Window | None:
     """The window the spend breaks by the most, if any."""
     worst: Window | None = None
@@ -209,8 +213,9 @@ class Guard:
         # not interned yet), and the tables already found equal to that order.
         self._code_of_index: npt.NDArray[np.int64] | None = None
         self._known_tables: dict[int, Sequence[str]] = {}
+        self._by_index = 0  # users interned through the canonical index path
         self._evidence_checks: dict[tuple[Evidence, Fraction], CostCheck] = {}
-        self._evidence_by_id: dict[int, tuple[Evidence, Budget, CostCheck]] = {}
+        self._checks_by_code: dict[tuple[int, Budget], CostCheck] = {}
         self._slot = 0
         if ledger is not None:
             for name, members in ledger.groups.items():
@@ -251,7 +256,7 @@ class Guard:
             raise BudgetError(f"group {name!r} has no members")
         if int(idx.min()) < 0 or int(idx.max()) >= len(table):
             raise BudgetError(f"group {name!r}: index out of range of the user table")
-        if len(np.unique(idx)) != len(idx):
+        if not distinct(idx):
             raise BudgetError(f"group {name!r} lists a member twice")
         if not self._is_canonical(table) or self.ledger.has_group(name):
             # By id: validated before anything is interned (a redefinition must match).
@@ -263,7 +268,18 @@ class Guard:
         new = np.flatnonzero(codes < 0)
         if len(new):
             fresh = idx[new]
-            fresh_codes = self.ledger.intern_users([table[i] for i in fresh.tolist()])
+            lo, hi = int(fresh[0]), int(fresh[-1])
+            if hi - lo + 1 == len(fresh) and bool((np.diff(fresh) == 1).all()):
+                ids = list(table[lo : hi + 1])  # a run of the table (a whole class)
+            else:
+                ids = [table[i] for i in fresh.tolist()]
+            if self.ledger.user_count == self._by_index:
+                # Every user the ledger holds came through here, so these are new; population
+                # ids are distinct, valid strings: no lookup by id is needed to intern them.
+                fresh_codes = self.ledger.intern_new_users(ids)
+            else:
+                fresh_codes = self.ledger.intern_users(ids)
+            self._by_index += len(fresh)
             self._code_of_index[fresh] = fresh_codes
             codes[new] = fresh_codes
             if self._vector is not None:
@@ -311,49 +327,32 @@ class Guard:
                 "spends must arrive in slot order"
             )
         budget = amount if isinstance(amount, Budget) else Budget(amount)
-        if (user is None) == (group is None):
-            raise BudgetError("a charge names exactly one of user or group")
-        subject = f"user {user!r}" if user is not None else f"group {group!r}"
+        ledger = self.ledger
         if group is not None:
-            self.ledger.group_code(group)  # raises for an undefined group
+            if user is not None:
+                raise BudgetError("a charge names exactly one of user or group")
+            subject_code = -ledger.group_code(group) - 1  # raises for an undefined group
         elif not isinstance(user, str) or not user:
+            if user is None:
+                raise BudgetError("a charge names exactly one of user or group")
             raise BudgetError("user ids must be non-empty strings")
+        else:
+            subject_code = 0  # the user's code: known once the charge is accepted
+        evidence_code: int | None = None
         if evidence is not None and self.check_evidence:
-            self._check_evidence(evidence, budget, subject, slot)
+            evidence_code = self._check_evidence(evidence, budget, _subject(user, group), slot)
         asked = self._numerator(budget)
-        if self._vector is not None:
-            vec = self._vector
+        vec = self._vector
+        if vec is not None:
             plan = vec.plan_group(group) if group is not None else vec.plan_user(user or "")
             refusal, _ = vec.check(slot, asked, plan)
-            if refusal is None:
-                self.ledger.append(
-                    slot,
-                    budget,
-                    user=user,
-                    group=group,
-                    part=part,
-                    mechanism=mechanism,
-                    evidence=evidence,
-                )
-                vec.commit(slot, asked, plan, user)
         else:
             assert self._accounts is not None
             refusal, accounts = self._accounts.check(slot, asked, user, group)
-            if refusal is None:
-                self.ledger.append(
-                    slot,
-                    budget,
-                    user=user,
-                    group=group,
-                    part=part,
-                    mechanism=mechanism,
-                    evidence=evidence,
-                )
-                self._accounts.commit(slot, asked, accounts)
         if refusal is not None:
-            who = subject
+            who = _subject(user, group)
             if group is not None and refusal.member is not None:
-                who = f"{subject}, member {refusal.member!r}"
+                who = f"{who}, member {refusal.member!r}"
             raise BudgetExceeded(
                 subject=who,
                 slot=slot,
@@ -362,6 +361,16 @@ class Guard:
                 requirement=refusal.requirement,
                 affected_users=refusal.affected,
             )
+        if user is not None:
+            subject_code = ledger.intern_user(user)
+        ledger.append_validated(
+            slot, budget, subject_code, part, mechanism, evidence, evidence_code=evidence_code
+        )
+        if vec is not None:
+            vec.commit(slot, asked, plan, user)
+        else:
+            assert self._accounts is not None
+            self._accounts.commit(slot, asked, accounts)
         self._slot = slot
 
     def _numerator(self, amount: Fraction) -> int:
@@ -383,25 +392,34 @@ class Guard:
             w.kind, w.first, w.last, Fraction(w.spent, scale), Fraction(w.bound, scale)
         )
 
-    def _check_evidence(self, evidence: Evidence, amount: Budget, subject: str, slot: int) -> None:
-        # Mechanisms reuse their evidence objects (memoized oracles): look up by identity first,
-        # which skips hashing the evidence's exact rationals. Entries hold their objects, so an
-        # id is never reused while cached; the table is cleared if it grows (fresh objects).
-        hit = self._evidence_by_id.get(id(evidence))
-        if hit is not None and hit[0] is evidence and hit[1] == amount:
-            result = hit[2]
+    def _check_evidence(
+        self, evidence: Evidence, amount: Budget, subject: str, slot: int
+    ) -> int | None:
+        """Refuse evidence that certifies a cost above ``amount``; return the evidence's code in
+        the ledger when it is already there (so the append skips hashing it again).
+
+        Certification results are cached by (ledger code, amount) for evidence the ledger holds
+        (one hash of the evidence, none for a reused object), else by the evidence itself."""
+        code = self.ledger.evidence_code(evidence)
+        if code is not None:
+            by_code = (code, amount)
+            result = self._checks_by_code.get(by_code)
+            if result is None:
+                result = self._certify(evidence, amount)
+                self._checks_by_code[by_code] = result
         else:
-            key = (evidence, Fraction(amount))
-            found = self._evidence_checks.get(key)
-            if found is None:
-                found = certify_cost(evidence, amount)
-                self._evidence_checks[key] = found
-            result = found
-            if len(self._evidence_by_id) >= 256:
-                self._evidence_by_id.clear()
-            self._evidence_by_id[id(evidence)] = (evidence, amount, result)
+            result = self._certify(evidence, amount)
         if not result.ok:
             raise EvidenceRejected(subject=subject, slot=slot, amount=amount, lower=result.lower)
+        return code
+
+    def _certify(self, evidence: Evidence, amount: Budget) -> CostCheck:
+        key = (evidence, Fraction(amount))
+        result = self._evidence_checks.get(key)
+        if result is None:
+            result = certify_cost(evidence, amount)
+            self._evidence_checks[key] = result
+        return result
 
     def headroom(self, slot: int, *, user: str | None = None, group: str | None = None) -> Fraction:
         """The largest amount a spend at ``slot`` could be charged now without refusal (for a
