@@ -140,6 +140,7 @@ class Ledger:
         self._members: list[tuple[str, ...] | None] = []  # None: materialized on demand
         self._member_codes: list[I64] = []
         self._amounts: _Interner[Budget] = _Interner()
+        self._amount_codes: dict[tuple[int, int], int] = {}  # (numerator, denominator) -> code
         self._parts: _Interner[str] = _Interner()
         self._mechanisms: _Interner[str] = _Interner()
         self._evidences: _Interner[Evidence] = _Interner()
@@ -329,19 +330,22 @@ class Ledger:
     ) -> None:
         """`append` for a caller that has validated the slot and the amount and resolved the
         subject to its code (a user code, or ``-group_code - 1``): the runtime guard's path.
-        ``evidence_code``: the code `evidence_code` returned for ``evidence``, if any."""
+        ``evidence_code``: what `evidence_code` returned for this ``evidence`` (trusted)."""
         if evidence is None:
             ev = -1
         elif evidence_code is not None:
-            held = self._evidences.values[evidence_code]
-            if held is not evidence and held != evidence:
-                raise BudgetError("evidence code does not match the evidence")
-            ev = evidence_code
+            if not 0 <= evidence_code < len(self._evidences.values):
+                raise BudgetError("evidence code out of range")
+            ev = evidence_code  # the caller's `evidence_code(evidence)`: not compared again
         else:
             ev = self._evidences.code_of(evidence)
+        pair = (amount.numerator, amount.denominator)  # ints hash and compare cheaply
+        amount_code = self._amount_codes.get(pair)
+        if amount_code is None:
+            amount_code = self._amount_codes[pair] = self._amounts.code(amount)
         self._slot.append(slot)
         self._subject.append(subject)
-        self._amount.append(self._amounts.code(amount))
+        self._amount.append(amount_code)
         self._part.append(self._parts.code(part))
         self._mechanism.append(self._mechanisms.code(mechanism))
         self._evidence.append(ev)

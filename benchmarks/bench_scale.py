@@ -75,7 +75,7 @@ class UncheckedSpender:
         self._groups[name] = len(indices)
 
     def members(self, group: str) -> tuple[str, ...]:
-        raise NotImplementedError("the benchmark's unchecked spender keeps group sizes only")
+        return ("",) * self._groups[group]  # placeholders: callers only count them
 
     def group_size(self, group: str) -> int:
         return self._groups[group]
@@ -112,16 +112,21 @@ def one(cfg: dict[str, Any]) -> dict[str, Any]:
     import wevent.running as running
     from mechanisms.streams import SyntheticStream
 
+    inside = [0.0]  # seconds spent inside the guard's methods (guard on)
     if not cfg["guard"]:
         setattr(running, "Guard", UncheckedSpender)  # noqa: B010 - this child process only
+    else:
+        _time_guard(inside)
     start = time.perf_counter()
     reqs = requirements(cfg["classes"], cfg["w"])
     pop = Population.from_classes({r: cfg["n"] // len(reqs) for r in reqs})
     stream = SyntheticStream("sin", cfg["slots"], [c.count for c in pop.classes], 1, cfg["d"])
     marks: list[float] = []
+    guard_marks: list[float] = []
 
     def progress(_: int) -> None:
         marks.append(time.perf_counter())
+        guard_marks.append(inside[0])
 
     begin = time.perf_counter()
     summary = running.run_mechanism(
@@ -131,6 +136,7 @@ def one(cfg: dict[str, Any]) -> dict[str, Any]:
     if not summary.ok:
         raise SystemExit(f"refused: {summary.refusal}")
     per_slot = (marks[-1] - marks[0]) / (len(marks) - 1)
+    guard_per_slot = (guard_marks[-1] - guard_marks[0]) / (len(marks) - 1)
     return {
         **cfg,
         "users": len(pop),
@@ -138,9 +144,31 @@ def one(cfg: dict[str, Any]) -> dict[str, Any]:
         "setup_s": marks[0] - begin - per_slot,  # guard, class groups, allocator set-up
         "run_s": end - begin,  # the whole run: set-up and every slot
         "per_slot_ms": per_slot * 1e3,
+        "guard_per_slot_ms": guard_per_slot * 1e3,  # inside the guard (0 with guard off)
+        "guard_run_s": inside[0],  # inside the guard over the whole run, set-up included
         "reports_per_slot": summary.reports / cfg["slots"],
         "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
+
+
+def _time_guard(inside: list[float]) -> None:
+    """Accumulate, in ``inside[0]``, the time spent in the guard methods mechanisms call (this
+    child process only): a direct measure of the guard's cost, beside the on/off difference."""
+    from verifier.guard import Guard
+
+    def timed(fn: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                inside[0] += time.perf_counter() - t
+
+        return wrapper
+
+    for name in ("spend", "define_group", "define_group_by_index", "members", "group_size"):
+        if hasattr(Guard, name):  # (an older Guard, measured for comparison, has fewer)
+            setattr(Guard, name, timed(getattr(Guard, name)))
 
 
 def _limit_memory() -> None:
@@ -199,11 +227,12 @@ def families(sizes: Sequence[int], slots: int, repeat: int, mechs: Sequence[str]
     )
     print(
         "| family | allocator | n | set-up | per slot, guard | per slot, no guard | "
-        "guard overhead per slot | whole run, guard | whole run, no guard | "
-        "guard overhead, whole run | reports per slot | peak memory, guard | "
+        "overhead per slot (on/off) | in the guard per slot | overhead per slot (in guard) | "
+        "whole run, guard | whole run, no guard | overhead, whole run (on/off) | "
+        "overhead, whole run (in guard) | reports per slot | peak memory, guard | "
         "peak memory, no guard |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in sizes:
         for family, mech in FAMILIES:
             if mech not in mechs:
@@ -216,14 +245,18 @@ def families(sizes: Sequence[int], slots: int, repeat: int, mechs: Sequence[str]
                 continue
             on = min(runs[0::2], key=lambda r: float(r["per_slot_ms"]))
             off = min(runs[1::2], key=lambda r: float(r["per_slot_ms"]))
-            run_on = min(float(r["run_s"]) for r in runs[0::2])
-            run_off = min(float(r["run_s"]) for r in runs[1::2])
+            fast_run = min(runs[0::2], key=lambda r: float(r["run_s"]))
+            run_on, run_off = fast_run["run_s"], min(float(r["run_s"]) for r in runs[1::2])
             overhead = on["per_slot_ms"] / off["per_slot_ms"] - 1
+            inside = on["guard_per_slot_ms"]
+            direct = inside / (on["per_slot_ms"] - inside)
+            direct_run = fast_run["guard_run_s"] / (run_on - fast_run["guard_run_s"])
             print(
                 f"| {family} | {mech} | {n:,} | {on['setup_s']:.2f} s | "
                 f"{on['per_slot_ms']:.1f} ms | {off['per_slot_ms']:.1f} ms | "
-                f"{overhead * 100:+.1f}% | {run_on:.2f} s | {run_off:.2f} s | "
-                f"{(run_on / run_off - 1) * 100:+.1f}% | {on['reports_per_slot']:,.0f} | "
+                f"{overhead * 100:+.1f}% | {inside:.2f} ms | {direct * 100:.1f}% | "
+                f"{run_on:.2f} s | {run_off:.2f} s | {(run_on / run_off - 1) * 100:+.1f}% | "
+                f"{direct_run * 100:.1f}% | {on['reports_per_slot']:,.0f} | "
                 f"{on['peak_mb']:,.0f} MB | {off['peak_mb']:,.0f} MB |",
                 flush=True,
             )

@@ -261,20 +261,25 @@ class Reporters:
         mechanism: str,
         evidence: Callable[[Fraction], Any] | None = None,
     ) -> None:
-        """Charge every drawn user their class's per-report budget, one group per class (the
-        groups are defined by index into ``users``: no per-user work when that is the
-        population's canonical order)."""
-        drawn_classes = self.class_of[idx]
+        """Charge every drawn user their class's per-report budget: one group charge per
+        distinct budget (classes with the same budget share it; a charge means the same amount
+        to every member), defined by index into ``users``, so there is no per-user work when that
+        is the population's canonical order."""
+        by_budget: dict[Budget, list[int]] = {}
         for c, b in enumerate(self.budgets):
-            if b <= 0:
-                continue
-            members = idx[drawn_classes == c]
+            if b > 0:
+                by_budget.setdefault(Budget(b), []).append(c)
+        drawn_classes = self.class_of[idx]
+        for b, classes in sorted(by_budget.items()):
+            wanted = np.zeros(len(self.budgets), bool)
+            wanted[classes] = True
+            members = idx[wanted[drawn_classes]]
             if len(members) == 0:
                 continue
             charge_reporters(
                 spender,
                 t,
-                Budget(b),
+                b,
                 None if evidence is None else evidence(b),
                 reports=len(members),
                 table=self.users,

@@ -144,7 +144,7 @@ def test_a_broken_fast_path_is_caught_by_the_batch_check(monkeypatch: pytest.Mon
     table = pop.users
     for broken in (False, True):
         if broken:
-            monkeypatch.setattr("verifier.vector._Class.has_partial", lambda self: False)
+            monkeypatch.setattr(VectorEngine, "_has_partial", lambda self, c: False)
         guard = Guard(pop)
         guard.define_group_by_index("a", table, np.arange(10, dtype=np.int64))
         guard.spend(1, "0.2", group="a")

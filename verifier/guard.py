@@ -215,7 +215,7 @@ class Guard:
         self._known_tables: dict[int, Sequence[str]] = {}
         self._by_index = 0  # users interned through the canonical index path
         self._evidence_checks: dict[tuple[Evidence, Fraction], CostCheck] = {}
-        self._checks_by_code: dict[tuple[int, Budget], CostCheck] = {}
+        self._checks_by_code: dict[tuple[int, int, int], CostCheck] = {}
         self._slot = 0
         if ledger is not None:
             for name, members in ledger.groups.items():
@@ -340,7 +340,7 @@ class Guard:
             subject_code = 0  # the user's code: known once the charge is accepted
         evidence_code: int | None = None
         if evidence is not None and self.check_evidence:
-            evidence_code = self._check_evidence(evidence, budget, _subject(user, group), slot)
+            evidence_code = self._check_evidence(evidence, budget, user, group, slot)
         asked = self._numerator(budget)
         vec = self._vector
         if vec is not None:
@@ -367,7 +367,7 @@ class Guard:
             slot, budget, subject_code, part, mechanism, evidence, evidence_code=evidence_code
         )
         if vec is not None:
-            vec.commit(slot, asked, plan, user)
+            vec.commit(slot, asked, plan)
         else:
             assert self._accounts is not None
             self._accounts.commit(slot, asked, accounts)
@@ -393,7 +393,7 @@ class Guard:
         )
 
     def _check_evidence(
-        self, evidence: Evidence, amount: Budget, subject: str, slot: int
+        self, evidence: Evidence, amount: Budget, user: str | None, group: str | None, slot: int
     ) -> int | None:
         """Refuse evidence that certifies a cost above ``amount``; return the evidence's code in
         the ledger when it is already there (so the append skips hashing it again).
@@ -402,7 +402,7 @@ class Guard:
         (one hash of the evidence, none for a reused object), else by the evidence itself."""
         code = self.ledger.evidence_code(evidence)
         if code is not None:
-            by_code = (code, amount)
+            by_code = (code, amount.numerator, amount.denominator)
             result = self._checks_by_code.get(by_code)
             if result is None:
                 result = self._certify(evidence, amount)
@@ -410,6 +410,7 @@ class Guard:
         else:
             result = self._certify(evidence, amount)
         if not result.ok:
+            subject = _subject(user, group)
             raise EvidenceRejected(subject=subject, slot=slot, amount=amount, lower=result.lower)
         return code
 

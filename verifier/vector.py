@@ -3,14 +3,16 @@
 Every user's spend in a window is the sum of two parts: what was charged to their whole
 requirement class (kept once per class, as a `_Prefix` of scaled integers) and what was charged
 to them with only part of their class (population sampling: the drawn users). The second part is
-one integer per user, ``own[code]`` over the ledger's user codes, plus the charges still inside
-the class's window (``events``), which leave ``own`` when the window slides past them.
+one integer per user, ``own[code]`` over the ledger's user codes, plus the partial charges still
+inside a window (``events``, one queue per window length), which leave ``own`` when the window
+slides past them.
 
-So a charge to ``k`` drawn users is a handful of numpy operations over ``k`` integers, and a
-charge to a whole class is O(1) while no member of it holds a partial charge in the window. The
-arithmetic is exact: amounts and bounds are numerators over the guard's common denominator; the
-arrays are int64 while every bound stays below 2^62 (a window's retained spends never exceed its
-bound, so nothing stored can overflow), and Python integers (object arrays) beyond that.
+So a charge to ``k`` drawn users, whatever their classes, is a handful of numpy operations over
+``k`` integers, and a charge to a whole class is O(1) while no member of a class with its window
+length holds a partial charge. The arithmetic is exact: amounts and bounds are numerators over
+the guard's common denominator; the arrays are int64 while every bound stays below 2^62 (a
+window's retained spends never exceed its bound, so nothing stored can overflow), and Python
+integers (object arrays) beyond that.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ _INT64_SAFE = 2**62  # bounds below this: int64 arrays cannot overflow (see the 
 _UNKNOWN = -2  # class of a user code not resolved yet (-1: a user without a requirement)
 _PLANS = 64  # group plans kept (class groups are charged every slot; drawn groups once)
 
+Event = tuple[int, I64, int]  # (slot, user codes, amount): a partial charge in its window
+Log = list[tuple[deque[Event], Event]]  # events taken out of ``own`` by a check (to undo)
+
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
@@ -41,7 +46,7 @@ class Refusal:
 
     window: Window
     member: str | None  # for a group charge: the member named in the message
-    affected: int  # users the spend would push over a bound (with identical histories)
+    affected: int  # users the spend would push over a bound
     requirement: str
 
 
@@ -51,9 +56,9 @@ def vectorizable(population: Population) -> bool:
 
 
 class _Class:
-    """One requirement class: its bound, the class-wide charges, the partial charges in window."""
+    """One requirement class: its bound and the charges made to the whole class."""
 
-    __slots__ = ("common", "describe", "eps", "events", "partial", "size", "w")
+    __slots__ = ("common", "describe", "eps", "partial", "size", "w")
 
     def __init__(self, req: Fixed | WholeStream, size: int, scale: int) -> None:
         self.w: int | None = req.w if isinstance(req, Fixed) else None  # None: whole stream
@@ -61,12 +66,7 @@ class _Class:
         self.size = size
         self.describe = req.describe()
         self.common = _Prefix(req.w if isinstance(req, Fixed) else 1)
-        self.events: deque[tuple[int, I64, int]] = deque()  # (slot, codes, amount), slot order
         self.partial = False  # whole stream: a member holds a partial charge (for good)
-
-    def has_partial(self) -> bool:
-        """Whether some member may hold a partial charge (else every member's own spend is 0)."""
-        return bool(self.events) or self.partial
 
     def common_spent(self, slot: int) -> int:
         if self.w is None:
@@ -80,14 +80,29 @@ class _Class:
 
 
 @dataclass(frozen=True, slots=True)
-class _Part:
-    """The members of a charge that fall in one class: their codes and positions in the group
-    (``pos`` None: positions 0..k-1). ``full``: the part is the whole class."""
+class _Plan:
+    """A charge's members, resolved once per group: codes in group order, each member's index
+    into ``present`` (the classes the group touches, -1 for users without a requirement), which
+    present classes it covers whole, and how its partial members are committed."""
 
-    cls: int
     codes: I64
-    pos: I64 | None
-    full: bool
+    present: tuple[int, ...]
+    member_present: I64 | None  # None: one class present
+    full: tuple[bool, ...]
+    windows: tuple[int, ...]  # window lengths of the present fixed classes
+    partial_codes: I64  # members of registered classes the group does not cover whole
+    partial_by_w: tuple[tuple[int, I64], ...]  # those of fixed classes, by window length
+    partial_whole: tuple[int, ...]  # whole-stream classes with partial members
+
+
+@dataclass(frozen=True, slots=True)
+class _UserPlan:
+    """A charge to one user: their code (None if the ledger has not met them: nothing spent
+    of their own yet) and class."""
+
+    user: str
+    code: int | None
+    cls: int
 
 
 class VectorEngine:
@@ -100,15 +115,18 @@ class VectorEngine:
     def __init__(self, population: Population, ledger: Ledger, scale: int) -> None:
         self.population = population
         self.ledger = ledger
-        self.classes = []
+        self.classes: list[_Class] = []
         for c in population.classes:
             req = c.requirement
             assert isinstance(req, Fixed | WholeStream)
             self.classes.append(_Class(req, c.count, scale))
+        self._events: dict[int, deque[Event]] = {
+            k.w: deque() for k in self.classes if k.w is not None
+        }
         self._dtype: Any = np.int64
         self._own: npt.NDArray[Any] = np.zeros(0, np.int64)
         self._cls_of: npt.NDArray[np.int32] = np.zeros(0, np.int32)
-        self._plans: OrderedDict[int, list[_Part]] = OrderedDict()
+        self._plans: OrderedDict[int, _Plan] = OrderedDict()
         self._widen_if_needed()
 
     # ------------------------------------------------------------------ user codes and classes
@@ -131,7 +149,7 @@ class VectorEngine:
             self._grow(int(codes.max()) + 1)
             self._cls_of[codes] = classes
 
-    def _classes_of(self, codes: I64) -> npt.NDArray[np.int32]:
+    def _classes_of(self, codes: I64) -> I64:
         if len(codes):
             self._grow(int(codes.max()) + 1)
         cls = self._cls_of[codes]
@@ -141,7 +159,7 @@ class VectorEngine:
             found = self.population.class_indices([name(i) for i in codes[unknown].tolist()])
             self._cls_of[codes[unknown]] = found
             cls = self._cls_of[codes]
-        return cls
+        return cls.astype(np.int64)
 
     def _widen_if_needed(self) -> None:
         """Switch the per-user integers to Python integers once a bound reaches 2^62."""
@@ -154,29 +172,50 @@ class VectorEngine:
         for c in self.classes:
             c.eps *= factor
             c.common.rescale(factor)
-            c.events = deque((s, codes, a * factor) for s, codes, a in c.events)
+        for w, events in self._events.items():
+            self._events[w] = deque((s, codes, a * factor) for s, codes, a in events)
         self._widen_if_needed()
         self._own *= factor
 
-    # ------------------------------------------------------------------ charge plans
+    # ------------------------------------------------------------------ plans
 
-    def _plan_codes(self, codes: I64) -> list[_Part]:
+    def _plan_codes(self, codes: I64) -> _Plan:
         cls = self._classes_of(codes)
-        if len(cls) and (cls == cls[0]).all():  # one class: the common case
-            c = int(cls[0])
-            full = c >= 0 and len(codes) == self.classes[c].size
-            return [_Part(c, codes, None, full)]
-        order = np.argsort(cls, kind="stable")
-        sorted_cls = cls[order]
-        cuts = np.flatnonzero(np.diff(sorted_cls)) + 1
-        parts = []
-        for pos in np.split(order, cuts):
-            c = int(cls[pos[0]])
-            full = c >= 0 and len(pos) == self.classes[c].size
-            parts.append(_Part(c, codes[pos], pos.astype(np.int64), full))
-        return parts
+        counts = np.bincount(cls + 1, minlength=len(self.classes) + 1)
+        present = tuple(int(c) - 1 for c in np.flatnonzero(counts))
+        full = tuple(c >= 0 and int(counts[c + 1]) == self.classes[c].size for c in present)
+        member_present: I64 | None = None
+        if len(present) > 1:
+            lookup = np.zeros(len(self.classes) + 1, np.int64)
+            lookup[[c + 1 for c in present]] = np.arange(len(present))
+            member_present = lookup[cls + 1]
+        partial_classes = [c for c, f in zip(present, full, strict=True) if c >= 0 and not f]
+        empty = np.zeros(0, np.int64)
+        partial_codes, by_w, whole = empty, [], []
+        if partial_classes:
+            in_partial = np.zeros(len(self.classes) + 1, bool)
+            in_partial[[c + 1 for c in partial_classes]] = True
+            mask = in_partial[cls + 1]
+            partial_codes = codes if mask.all() else codes[mask]
+            partial_cls = cls if mask.all() else cls[mask]
+            fixed_windows = {w for c in partial_classes if (w := self.classes[c].w) is not None}
+            for w in sorted(fixed_windows):
+                of_w = np.array([k.w == w for k in self.classes], bool)[partial_cls]
+                by_w.append((w, partial_codes if of_w.all() else partial_codes[of_w]))
+            whole = [c for c in partial_classes if self.classes[c].w is None]
+        windows = sorted({w for c in present if c >= 0 and (w := self.classes[c].w) is not None})
+        return _Plan(
+            codes,
+            present,
+            member_present,
+            full,
+            tuple(windows),
+            partial_codes,
+            tuple(by_w),
+            tuple(whole),
+        )
 
-    def plan_group(self, group: str) -> list[_Part]:
+    def plan_group(self, group: str) -> _Plan:
         code = self.ledger.group_code(group)
         plan = self._plans.get(code)
         if plan is None:
@@ -188,145 +227,145 @@ class VectorEngine:
             self._plans.move_to_end(code)
         return plan
 
-    def plan_user(self, user: str) -> list[_Part] | int:
-        """A user's plan, or their class index when the ledger has not met them yet (their
-        own spends are then zero; the code exists only once the charge is appended)."""
+    def plan_user(self, user: str) -> _UserPlan:
         code = self.ledger.user_code(user)
         if code is None:
-            req_cls = self.population.class_indices([user])[0]
-            return req_cls
-        return self._plan_codes(np.array([code], np.int64))
+            return _UserPlan(user, None, self.population.class_indices([user])[0])
+        return _UserPlan(user, code, int(self._classes_of(np.array([code], np.int64))[0]))
 
     # ------------------------------------------------------------------ checking
 
-    def _expire(self, c: _Class, slot: int, log: list[tuple[_Class, tuple[int, I64, int]]]) -> None:
-        """Take the partial charges the window at ``slot`` no longer holds out of ``own``
-        (recorded in ``log`` so `_restore` can put them back)."""
-        if c.w is None:
-            return
-        horizon = slot - c.w
-        events = c.events
+    def _expire(self, w: int, slot: int, log: Log) -> None:
+        """Take the partial charges of window length ``w`` that the window at ``slot`` no longer
+        holds out of ``own`` (logged, so `_restore` can put them back)."""
+        events = self._events[w]
+        horizon = slot - w
         while events and events[0][0] <= horizon:
             ev = events.popleft()
             self._own[ev[1]] -= ev[2]
-            log.append((c, ev))
+            log.append((events, ev))
 
-    def _restore(self, log: list[tuple[_Class, tuple[int, I64, int]]]) -> None:
-        for c, ev in reversed(log):
+    def _restore(self, log: Log) -> None:
+        for events, ev in reversed(log):
             self._own[ev[1]] += ev[2]
-            c.events.appendleft(ev)
+            events.appendleft(ev)
 
-    def _spent(self, part: _Part, slot: int) -> tuple[int, npt.NDArray[Any] | None]:
-        """The class-wide spend in the window and the members' own spends (None: all zero)."""
-        c = self.classes[part.cls]
-        own = self._own[part.codes] if c.has_partial() else None
-        return c.common_spent(slot), own
+    def _has_partial(self, c: int) -> bool:
+        """Whether a member of class ``c`` may hold a partial charge (else all own spends are 0;
+        a queue shared with other classes of the same window only makes this conservative)."""
+        k = self.classes[c]
+        return k.partial if k.w is None else bool(self._events[k.w])
 
-    def check(
-        self, slot: int, asked: int, plan: list[_Part] | int
-    ) -> tuple[Refusal | None, list[tuple[_Class, tuple[int, I64, int]]]]:
-        """The refusal of the spend (first breaking member in group order), or None; with the
-        expiry log `commit` makes permanent (a refusal has already been rolled back)."""
-        log: list[tuple[_Class, tuple[int, I64, int]]] = []
-        if isinstance(plan, int):  # a user the ledger has not met
-            if plan < 0:
-                if asked > 0:
-                    return self._unregistered(slot, None, 1), log
-                return None, log
-            c = self.classes[plan]
-            self._expire(c, slot, log)
-            spent = c.common_spent(slot)
-            if spent + asked > c.eps:
-                self._restore(log)
-                return Refusal(c.window(slot, spent), None, 1, c.describe), log
-            return None, log
-        best: tuple[int, Refusal] | None = None
-        for part in plan:
-            if part.cls < 0:
-                if asked > 0:
-                    first = 0 if part.pos is None else int(part.pos[0])
-                    name = self.ledger.user_id(int(part.codes[0]))
-                    cand = self._unregistered(slot, name, len(part.codes))
-                    if best is None or first < best[0]:
-                        best = (first, cand)
+    def _rooms(self, slot: int, asked: int, present: tuple[int, ...]) -> tuple[list[int], bool]:
+        """Per present class: what each member's own spend may be after ``asked`` (bound minus
+        the class-wide spend minus ``asked``; -1 stands for any negative room), and whether any
+        member may hold an own spend."""
+        rooms, partial = [], False
+        for c in present:
+            if c < 0:  # no requirement: only a zero charge fits
+                rooms.append(0 if asked == 0 else -1)
                 continue
-            c = self.classes[part.cls]
-            self._expire(c, slot, log)
-            common, own = self._spent(part, slot)
-            room = c.eps - common - asked  # each member's own spend must stay within it
-            if own is None:
-                if room >= 0:
-                    continue
-                i, own_i, affected = 0, 0, len(part.codes)
-            else:
-                if room >= 0 and int(own.max()) <= room:
-                    continue
-                over = np.flatnonzero(own > room) if room >= 0 else np.arange(len(own))
-                i, affected = int(over[0]), len(over)
-                own_i = int(own[i])
-            first = i if part.pos is None else int(part.pos[i])
-            if best is None or first < best[0]:
-                name = self.ledger.user_id(int(part.codes[i]))
-                window = c.window(slot, common + own_i)
-                best = (first, Refusal(window, name, affected, c.describe))
-        if best is not None:
-            self._restore(log)
-            return best[1], log
-        return None, log
+            k = self.classes[c]
+            rooms.append(max(k.eps - k.common_spent(slot) - asked, -1))
+            partial = partial or self._has_partial(c)
+        return rooms, partial
+
+    def check(self, slot: int, asked: int, plan: _Plan | _UserPlan) -> tuple[Refusal | None, Log]:
+        """The refusal of the spend (its first breaking member in group order), or None, with
+        the expiry log `commit` makes permanent (a refused check has already been undone)."""
+        log: Log = []
+        if isinstance(plan, _UserPlan):
+            return self._check_user(slot, asked, plan, log), log
+        for w in plan.windows:
+            self._expire(w, slot, log)
+        rooms, partial = self._rooms(slot, asked, plan.present)
+        if not partial and min(rooms) >= 0:
+            return None, log
+        room_arr = np.array(rooms, dtype=self._dtype)
+        member_room = room_arr[plan.member_present] if plan.member_present is not None else rooms[0]
+        own = self._own[plan.codes] if partial else np.zeros(len(plan.codes), self._dtype)
+        bad = np.flatnonzero(own > member_room)
+        if not len(bad):
+            return None, log
+        self._restore(log)
+        i = int(bad[0])
+        c = plan.present[0 if plan.member_present is None else int(plan.member_present[i])]
+        name = self.ledger.user_id(int(plan.codes[i]))
+        if c < 0:
+            return self._unregistered(slot, name, len(bad)), log
+        k = self.classes[c]
+        window = k.window(slot, k.common_spent(slot) + int(own[i]))
+        return Refusal(window, name, len(bad), k.describe), log
+
+    def _check_user(self, slot: int, asked: int, plan: _UserPlan, log: Log) -> Refusal | None:
+        if plan.cls < 0:
+            return self._unregistered(slot, plan.user, 1) if asked > 0 else None
+        k = self.classes[plan.cls]
+        if k.w is not None:
+            self._expire(k.w, slot, log)
+        own = 0 if plan.code is None else int(self._own[plan.code])
+        spent = k.common_spent(slot) + own
+        if spent + asked <= k.eps:
+            return None
+        self._restore(log)
+        return Refusal(k.window(slot, spent), plan.user, 1, k.describe)
 
     @staticmethod
     def _unregistered(slot: int, name: str | None, affected: int) -> Refusal:
         return Refusal(Window("unregistered", slot, slot, 0, 0), name, affected, "no requirement")
 
-    def commit(self, slot: int, asked: int, plan: list[_Part] | int, user: str | None) -> None:
+    def commit(self, slot: int, asked: int, plan: _Plan | _UserPlan) -> None:
         """Record an accepted spend (after `check` and the ledger append)."""
         if asked == 0:
             return
-        if isinstance(plan, int):  # the user now has a code: charge it as a one-member plan
-            assert user is not None
-            code = self.ledger.user_code(user)
+        if isinstance(plan, _UserPlan):
+            if plan.cls < 0:
+                return
+            code = self.ledger.user_code(plan.user)  # exists now: the charge was appended
             assert code is not None
             self._grow(code + 1)
-            self._cls_of[code] = plan
+            self._cls_of[code] = plan.cls
             plan = self._plan_codes(np.array([code], np.int64))
-        for part in plan:
-            if part.cls < 0:
-                continue
-            c = self.classes[part.cls]
-            if part.full:
-                c.common.add(slot, asked)
-            else:
-                self._own[part.codes] += asked
-                if c.w is None:
-                    c.partial = True
-                else:
-                    c.events.append((slot, part.codes, asked))
+        for c, full in zip(plan.present, plan.full, strict=True):
+            if full:
+                self.classes[c].common.add(slot, asked)
+        if len(plan.partial_codes):
+            self._own[plan.partial_codes] += asked
+            for w, codes in plan.partial_by_w:
+                self._events[w].append((slot, codes, asked))
+            for c in plan.partial_whole:
+                self.classes[c].partial = True
 
-    def headroom(self, slot: int, plan: list[_Part] | int) -> int:
+    def headroom(self, slot: int, plan: _Plan | _UserPlan) -> int:
         """The smallest room (bound minus spent, scaled) over the members' windows at ``slot``;
         changes nothing."""
-        log: list[tuple[_Class, tuple[int, I64, int]]] = []
+        log: Log = []
         try:
-            if isinstance(plan, int):
-                if plan < 0:
+            if isinstance(plan, _UserPlan):
+                if plan.cls < 0:
                     return 0
-                c = self.classes[plan]
-                self._expire(c, slot, log)
-                return c.eps - c.common_spent(slot)
-            room: int | None = None
-            for part in plan:
-                if part.cls < 0:
-                    r = 0
-                else:
-                    c = self.classes[part.cls]
-                    self._expire(c, slot, log)
-                    common, own = self._spent(part, slot)
-                    r = c.eps - common - (0 if own is None else int(own.max()))
-                room = r if room is None else min(room, r)
-            return 0 if room is None else room
+                k = self.classes[plan.cls]
+                if k.w is not None:
+                    self._expire(k.w, slot, log)
+                own = 0 if plan.code is None else int(self._own[plan.code])
+                return k.eps - k.common_spent(slot) - own
+            for w in plan.windows:
+                self._expire(w, slot, log)
+            rooms = [
+                0 if c < 0 else self.classes[c].eps - self.classes[c].common_spent(slot)
+                for c in plan.present
+            ]
+            partial = any(c >= 0 and self._has_partial(c) for c in plan.present)
+            if not partial:
+                return min(rooms)
+            room_arr = np.array(rooms, dtype=object)  # exact, whatever the magnitudes
+            member_room = (
+                room_arr[plan.member_present] if plan.member_present is not None else rooms[0]
+            )
+            return int(np.min(member_room - self._own[plan.codes].astype(object)))
         finally:
             self._restore(log)
 
     def describe(self) -> str:
-        held = sum(len(c.events) for c in self.classes)
+        held = sum(len(e) for e in self._events.values())
         return f"vector engine, {len(self.classes)} classes, {held} partial charges in window"
