@@ -213,9 +213,12 @@ class Ledger:
         """How many users the ledger mentions (len of `users`, without building the tuple)."""
         return len(self._users.values)
 
-    def define_group_codes(self, name: str, codes: npt.ArrayLike) -> None:
+    def define_group_codes(
+        self, name: str, codes: npt.ArrayLike, *, validated: bool = False
+    ) -> None:
         """`define_group` with the members given as user codes (see `intern_users`): no per-member
-        Python work. The members are materialized as ids only when asked for (`members`)."""
+        Python work. The members are materialized as ids only when asked for (`members`).
+        ``validated``: the caller guarantees the codes exist and are distinct (not re-checked)."""
         if not isinstance(name, str) or not name:
             raise BudgetError("group names must be non-empty strings")
         arr = np.asarray(codes)
@@ -224,10 +227,11 @@ class Ledger:
         if not arr.size:
             raise BudgetError(f"group {name!r} has no members")
         code_arr = arr.astype(np.int64)  # a copy: the caller may reuse its array
-        if int(code_arr.min()) < 0 or int(code_arr.max()) >= len(self._users.values):
-            raise BudgetError(f"group {name!r}: member code out of range")
-        if not distinct(code_arr):
-            raise BudgetError(f"group {name!r} lists a member twice")
+        if not validated:
+            if int(code_arr.min()) < 0 or int(code_arr.max()) >= len(self._users.values):
+                raise BudgetError(f"group {name!r}: member code out of range")
+            if not distinct(code_arr):
+                raise BudgetError(f"group {name!r} lists a member twice")
         existing = self._groups.index.get(name)
         if existing is not None:
             if not np.array_equal(self._member_codes[existing], code_arr):

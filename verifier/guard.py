@@ -284,7 +284,11 @@ class Guard:
             codes[new] = fresh_codes
             if self._vector is not None:
                 self._vector.note_classes(fresh_codes, self.population.class_index_array()[fresh])
-        self.ledger.define_group_codes(name, codes)
+        # idx is in range and distinct, and index -> code is one-to-one: codes need no check
+        self.ledger.define_group_codes(name, codes, validated=True)
+        if self._vector is not None:  # its classes are known: plan the group's charges now
+            classes = self.population.class_index_array()[idx]
+            self._vector.prepare(self.ledger.group_code(name), codes, classes)
 
     def _is_canonical(self, table: Sequence[str]) -> bool:
         canonical = self.population.users

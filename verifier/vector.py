@@ -36,6 +36,7 @@ _INT64_SAFE = 2**62  # bounds below this: int64 arrays cannot overflow (see the 
 _UNKNOWN = -2  # class of a user code not resolved yet (-1: a user without a requirement)
 _PLANS = 64  # group plans kept (class groups are charged every slot; drawn groups once)
 
+_EMPTY: I64 = np.zeros(0, np.int64)
 Event = tuple[int, I64, int]  # (slot, user codes, amount): a partial charge in its window
 Log = list[tuple[deque[Event], Event]]  # events taken out of ``own`` by a check (to undo)
 
@@ -123,6 +124,16 @@ class VectorEngine:
         self._events: dict[int, deque[Event]] = {
             k.w: deque() for k in self.classes if k.w is not None
         }
+        self._sizes = [k.size for k in self.classes]
+        # Window lengths of the fixed classes, and each class's index among them (shifted by one
+        # like member classes: entry 0 is "no requirement"; whole-stream classes get len(windows)).
+        self._windows = sorted(self._events)
+        at = {w: i for i, w in enumerate(self._windows)}
+        self._w_index = np.array(
+            [len(self._windows)]
+            + [len(self._windows) if k.w is None else at[k.w] for k in self.classes],
+            np.int64,
+        )
         self._dtype: Any = np.int64
         self._own: npt.NDArray[Any] = np.zeros(0, np.int64)
         self._cls_of: npt.NDArray[np.int32] = np.zeros(0, np.int32)
@@ -179,29 +190,40 @@ class VectorEngine:
 
     # ------------------------------------------------------------------ plans
 
-    def _plan_codes(self, codes: I64) -> _Plan:
-        cls = self._classes_of(codes)
-        counts = np.bincount(cls + 1, minlength=len(self.classes) + 1)
-        present = tuple(int(c) - 1 for c in np.flatnonzero(counts))
-        full = tuple(c >= 0 and int(counts[c + 1]) == self.classes[c].size for c in present)
+    def _plan_codes(self, codes: I64, classes: I64 | None = None) -> _Plan:
+        cls = self._classes_of(codes) if classes is None else classes
+        shifted = cls + 1  # -1 (no requirement) -> 0
+        counts = np.bincount(shifted, minlength=len(self.classes) + 1).tolist()
+        present = tuple(i - 1 for i, k in enumerate(counts) if k)
+        sizes = self._sizes
+        full = tuple(c >= 0 and counts[c + 1] == sizes[c] for c in present)
         member_present: I64 | None = None
         if len(present) > 1:
             lookup = np.zeros(len(self.classes) + 1, np.int64)
             lookup[[c + 1 for c in present]] = np.arange(len(present))
-            member_present = lookup[cls + 1]
+            member_present = lookup[shifted]
         partial_classes = [c for c, f in zip(present, full, strict=True) if c >= 0 and not f]
-        empty = np.zeros(0, np.int64)
-        partial_codes, by_w, whole = empty, [], []
+        partial_codes, by_w, whole = _EMPTY, [], []
         if partial_classes:
-            in_partial = np.zeros(len(self.classes) + 1, bool)
-            in_partial[[c + 1 for c in partial_classes]] = True
-            mask = in_partial[cls + 1]
-            partial_codes = codes if mask.all() else codes[mask]
-            partial_cls = cls if mask.all() else cls[mask]
-            fixed_windows = {w for c in partial_classes if (w := self.classes[c].w) is not None}
-            for w in sorted(fixed_windows):
-                of_w = np.array([k.w == w for k in self.classes], bool)[partial_cls]
-                by_w.append((w, partial_codes if of_w.all() else partial_codes[of_w]))
+            if len(partial_classes) == len(present):  # the usual case: every member is partial
+                partial_codes, partial_shifted = codes, shifted
+            else:
+                in_partial = np.zeros(len(self.classes) + 1, bool)
+                in_partial[[c + 1 for c in partial_classes]] = True
+                mask = in_partial[shifted]
+                partial_codes, partial_shifted = codes[mask], shifted[mask]
+            ws = sorted({w for c in partial_classes if (w := self.classes[c].w) is not None})
+            if len(ws) == 1 and all(self.classes[c].w == ws[0] for c in partial_classes):
+                by_w.append((ws[0], partial_codes))
+            elif ws:  # split by window length: one stable sort, then runs
+                wi = self._w_index[partial_shifted]
+                order = np.argsort(wi, kind="stable")
+                sorted_wi = wi[order]
+                cuts = np.searchsorted(sorted_wi, np.arange(len(self._windows) + 1))
+                for k, w in enumerate(self._windows):
+                    lo, hi = int(cuts[k]), int(cuts[k + 1])
+                    if hi > lo:
+                        by_w.append((w, partial_codes[order[lo:hi]]))
             whole = [c for c in partial_classes if self.classes[c].w is None]
         windows = sorted({w for c in present if c >= 0 and (w := self.classes[c].w) is not None})
         return _Plan(
@@ -214,6 +236,12 @@ class VectorEngine:
             tuple(by_w),
             tuple(whole),
         )
+
+    def prepare(self, group_code: int, codes: I64, classes: I64) -> None:
+        """Plan a group just defined whose members' classes the caller knows."""
+        self._plans[group_code] = self._plan_codes(codes, classes)
+        if len(self._plans) > _PLANS:
+            self._plans.popitem(last=False)
 
     def plan_group(self, group: str) -> _Plan:
         code = self.ledger.group_code(group)
