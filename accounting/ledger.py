@@ -9,9 +9,10 @@ same charge to every member). Columns are stored as integer arrays with dictiona
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import repeat
 from typing import Generic, TypeVar
 
 import numpy as np
@@ -27,21 +28,60 @@ I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 
 
+def distinct(values: npt.NDArray[np.int64]) -> bool:
+    """Whether a 1-D integer array holds no value twice (a sort: faster than `np.unique`)."""
+    if len(values) < 2:
+        return True
+    ordered = np.sort(values)
+    return bool((ordered[1:] != ordered[:-1]).all())
+
+
 class _Interner(Generic[T]):
     """Dictionary encoding: equal values share one small integer code."""
 
-    __slots__ = ("index", "values")
+    __slots__ = ("_index", "by_id", "indexed", "values")
 
     def __init__(self) -> None:
         self.values: list[T] = []
-        self.index: dict[T, int] = {}
+        self._index: dict[T, int] = {}
+        self.indexed = 0  # values[:indexed] are in the index; the rest are added on first use
+        self.by_id: dict[int, int] = {}  # id of an interned object -> its code (see code_of)
+
+    @property
+    def index(self) -> dict[T, int]:
+        if self.indexed < len(self.values):
+            start = self.indexed
+            self._index.update(
+                zip(self.values[start:], range(start, len(self.values)), strict=True)
+            )
+            self.indexed = len(self.values)
+        return self._index
+
+    def extend_new(self, values: Sequence[T]) -> None:
+        """Append values the caller guarantees are distinct and not interned yet, indexing them
+        only when a lookup by value first needs it (bulk interning of a population's ids)."""
+        self.values.extend(values)
 
     def code(self, value: T) -> int:
-        found = self.index.get(value)
+        index = self.index
+        found = index.get(value)
         if found is None:
             found = len(self.values)
-            self.index[value] = found
+            index[value] = found
             self.values.append(value)
+            self.indexed += 1
+        return found
+
+    def code_of(self, value: T) -> int:
+        """`code`, looking the object itself up first: reused objects (a mechanism's evidence)
+        skip hashing their fields. Safe: ``values`` keeps every interned object alive, so an id
+        in ``by_id`` is never reused by another object."""
+        found = self.by_id.get(id(value))
+        if found is not None and self.values[found] is value:
+            return found
+        found = self.code(value)
+        if self.values[found] is value:
+            self.by_id[id(value)] = found
         return found
 
 
@@ -97,9 +137,10 @@ class Ledger:
         self._evidence = array("i")
         self._users: _Interner[str] = _Interner()
         self._groups: _Interner[str] = _Interner()
-        self._members: list[tuple[str, ...]] = []
+        self._members: list[tuple[str, ...] | None] = []  # None: materialized on demand
         self._member_codes: list[I64] = []
         self._amounts: _Interner[Budget] = _Interner()
+        self._amount_codes: dict[tuple[int, int], int] = {}  # (numerator, denominator) -> code
         self._parts: _Interner[str] = _Interner()
         self._mechanisms: _Interner[str] = _Interner()
         self._evidences: _Interner[Evidence] = _Interner()
@@ -120,17 +161,18 @@ class Ledger:
                 if not isinstance(m, str) or not m:
                     raise BudgetError(f"group {name!r}: user ids must be non-empty strings")
         code_arr = np.array(codes, np.int64)
-        if -1 not in codes and len(np.unique(code_arr)) != len(codes):
+        if -1 not in codes and not distinct(code_arr):
             raise BudgetError(f"group {name!r} lists a member twice")
         if -1 in codes and len(set(members_t)) != len(members_t):
             raise BudgetError(f"group {name!r} lists a member twice")
         existing = self._groups.index.get(name)
         if existing is not None:
-            if self._members[existing] != members_t:
+            if self.members(name) != members_t:
                 raise BudgetError(f"group {name!r} is already defined with other members")
             return
         if -1 in codes:
             code_arr = np.array([self._users.code(m) for m in members_t], np.int64)
+        code_arr.flags.writeable = False
         self._groups.code(name)
         self._members.append(members_t)
         self._member_codes.append(code_arr)
@@ -178,20 +220,115 @@ class Ledger:
             self._members.append(tuple(members))
             self._member_codes.append(mapping[member_codes])
 
-    @property
-    def groups(self) -> Mapping[str, tuple[str, ...]]:
-        return dict(zip(self._groups.values, self._members, strict=True))
+    def intern_users(self, users: Sequence[str]) -> I64:
+        """The user code of each id in ``users`` (the index into `users`), interning new ids in
+        order of first appearance. Bulk form of what `define_group` does for its members."""
+        index = self._users.index
+        values = self._users.values
+        start = len(values)
+        got = list(map(index.get, users))
+        if got.count(None) == len(got):  # all new (e.g. a population's first group)
+            fresh = dict.fromkeys(users)
+        elif None in got:
+            fresh = dict.fromkeys(u for u, g in zip(users, got, strict=True) if g is None)
+        else:
+            return np.array(got, np.int64)
+        # first appearance order, duplicates dropped; validated before anything is interned
+        if not all(map(isinstance, fresh, repeat(str))) or "" in fresh:
+            raise BudgetError("user ids must be non-empty strings")
+        values.extend(fresh)
+        index.update(zip(fresh, range(start, start + len(fresh)), strict=True))
+        self._users.indexed = len(values)
+        if len(fresh) == len(got):
+            return np.arange(start, start + len(got), dtype=np.int64)
+        return np.array(list(map(index.get, users)), np.int64)
 
-    def members(self, group: str) -> tuple[str, ...]:
+    def intern_new_users(self, users: Sequence[str]) -> I64:
+        """Intern ids the caller guarantees are distinct, valid and not in the ledger yet (the
+        guard's bulk path for its population's canonical order); their codes, consecutive. The
+        ids are indexed for lookup by id only when such a lookup first happens."""
+        start = len(self._users.values)
+        self._users.extend_new(users)
+        return np.arange(start, start + len(users), dtype=np.int64)
+
+    @property
+    def user_count(self) -> int:
+        """How many users the ledger mentions (len of `users`, without building the tuple)."""
+        return len(self._users.values)
+
+    def define_group_codes(
+        self, name: str, codes: npt.ArrayLike, *, validated: bool = False
+    ) -> None:
+        """`define_group` with the members given as user codes (see `intern_users`): no per-member
+        Python work. The members are materialized as ids only when asked for (`members`).
+        ``validated``: the caller guarantees the codes exist and are distinct (not re-checked)."""
+        if not isinstance(name, str) or not name:
+            raise BudgetError("group names must be non-empty strings")
+        arr = np.asarray(codes)
+        if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
+            raise BudgetError(f"group {name!r}: member codes must be a 1-D integer array")
+        if not arr.size:
+            raise BudgetError(f"group {name!r} has no members")
+        code_arr = arr.astype(np.int64)  # a copy: the caller may reuse its array
+        if not validated:
+            if int(code_arr.min()) < 0 or int(code_arr.max()) >= len(self._users.values):
+                raise BudgetError(f"group {name!r}: member code out of range")
+            if not distinct(code_arr):
+                raise BudgetError(f"group {name!r} lists a member twice")
+        existing = self._groups.index.get(name)
+        if existing is not None:
+            if not np.array_equal(self._member_codes[existing], code_arr):
+                raise BudgetError(f"group {name!r} is already defined with other members")
+            return
+        code_arr.flags.writeable = False
+        self._groups.code(name)
+        self._members.append(None)
+        self._member_codes.append(code_arr)
+
+    def has_group(self, group: str) -> bool:
+        return group in self._groups.index
+
+    def group_code(self, group: str) -> int:
+        """The index of a defined group (raises `BudgetError` for an undefined one)."""
         code = self._groups.index.get(group)
         if code is None:
             raise BudgetError(f"group {group!r} is not defined")
-        return self._members[code]
+        return code
+
+    def member_codes(self, group: str) -> I64:
+        """The user codes of a defined group's members, in its order (a read-only array)."""
+        return self._member_codes[self.group_code(group)]
+
+    def group_size(self, group: str) -> int:
+        """How many members a defined group has."""
+        return len(self._member_codes[self.group_code(group)])
+
+    @property
+    def groups(self) -> Mapping[str, tuple[str, ...]]:
+        return {name: self.members(name) for name in self._groups.values}
+
+    def members(self, group: str) -> tuple[str, ...]:
+        code = self.group_code(group)
+        found = self._members[code]
+        if found is None:  # defined by codes: materialize the ids once
+            values = self._users.values
+            found = self._members[code] = tuple(
+                [values[i] for i in self._member_codes[code].tolist()]
+            )
+        return found
 
     @property
     def users(self) -> tuple[str, ...]:
         """Every user id the ledger mentions, directly or through a group."""
         return tuple(self._users.values)
+
+    def user_code(self, user: str) -> int | None:
+        """The code of a user the ledger mentions (its index in `users`), or None."""
+        return self._users.index.get(user)
+
+    def user_id(self, code: int) -> str:
+        """The id of the user with code ``code``."""
+        return self._users.values[code]
 
     # ------------------------------------------------------------------ appending
 
@@ -215,8 +352,59 @@ class Ledger:
         self._amount.append(self._amounts.code(budget))
         self._part.append(self._parts.code(part))
         self._mechanism.append(self._mechanisms.code(mechanism))
-        self._evidence.append(-1 if evidence is None else self._evidences.code(evidence))
+        self._evidence.append(-1 if evidence is None else self._evidences.code_of(evidence))
         return len(self._slot) - 1
+
+    def intern_user(self, user: str) -> int:
+        """The code of ``user``, interning a new id (validated)."""
+        found = self._users.index.get(user)
+        if found is None:
+            if not isinstance(user, str) or not user:
+                raise BudgetError("user ids must be non-empty strings")
+            found = self._users.code(user)
+        return found
+
+    def append_validated(
+        self,
+        slot: int,
+        amount: Budget,
+        subject: int,
+        part: str,
+        mechanism: str,
+        evidence: Evidence | None,
+        *,
+        evidence_code: int | None = None,
+    ) -> None:
+        """`append` for a caller that has validated the slot and the amount and resolved the
+        subject to its code (a user code, or ``-group_code - 1``): the runtime guard's path.
+        ``evidence_code``: what `evidence_code` returned for this ``evidence`` (trusted)."""
+        if evidence is None:
+            ev = -1
+        elif evidence_code is not None:
+            if not 0 <= evidence_code < len(self._evidences.values):
+                raise BudgetError("evidence code out of range")
+            ev = evidence_code  # the caller's `evidence_code(evidence)`: not compared again
+        else:
+            ev = self._evidences.code_of(evidence)
+        pair = (amount.numerator, amount.denominator)  # ints hash and compare cheaply
+        amount_code = self._amount_codes.get(pair)
+        if amount_code is None:
+            amount_code = self._amount_codes[pair] = self._amounts.code(amount)
+        self._slot.append(slot)
+        self._subject.append(subject)
+        self._amount.append(amount_code)
+        self._part.append(self._parts.code(part))
+        self._mechanism.append(self._mechanisms.code(mechanism))
+        self._evidence.append(ev)
+
+    def evidence_code(self, evidence: Evidence) -> int | None:
+        """The code of evidence equal to ``evidence`` already in the ledger, or None (nothing
+        is interned). The same object is found without hashing its fields."""
+        interner = self._evidences
+        found = interner.by_id.get(id(evidence))
+        if found is not None and interner.values[found] is evidence:
+            return found
+        return interner.index.get(evidence)
 
     def _subject_code(self, user: str | None, group: str | None) -> int:
         if (user is None) == (group is None):
@@ -254,7 +442,7 @@ class Ledger:
 
     def per_user_rows(self) -> int:
         """How many per-user charges the ledger stands for once group charges are expanded."""
-        sizes = [len(m) for m in self._members]
+        sizes = [len(m) for m in self._member_codes]
         return sum(1 if s >= 0 else sizes[-s - 1] for s in self._subject)
 
     def expanded(self) -> Iterator[tuple[str, Charge]]:

@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from accounting.budget import BudgetError
 from accounting.requirements import Requirement
 
@@ -35,7 +38,7 @@ class RequirementClass:
 class Population:
     """An immutable mapping from user ids to requirements, grouped into requirement classes."""
 
-    __slots__ = ("_by_user", "_class_of", "_classes")
+    __slots__ = ("_by_user", "_class_of", "_classes", "_order", "_order_classes")
 
     def __init__(self, requirements: Mapping[str, Requirement]) -> None:
         by_user: dict[str, Requirement] = {}
@@ -51,6 +54,8 @@ class Population:
             for i, (req, members) in enumerate(grouped.items())
         )
         self._class_of = {u: c for c in self._classes for u in c.members}
+        self._order: tuple[str, ...] | None = None
+        self._order_classes: npt.NDArray[np.int64] | None = None
 
     @classmethod
     def from_classes(cls, classes: Mapping[Requirement, int], prefix: str = "u") -> Population:
@@ -66,6 +71,23 @@ class Population:
     @property
     def classes(self) -> tuple[RequirementClass, ...]:
         return self._classes
+
+    @property
+    def users(self) -> tuple[str, ...]:
+        """Every user in the canonical order: class by class, each class's members in order.
+        Index-based group definitions (`Spender.define_group_by_index`) refer to this order."""
+        if self._order is None:
+            self._order = tuple(u for c in self._classes for u in c.members)
+        return self._order
+
+    def class_index_array(self) -> npt.NDArray[np.int64]:
+        """The class index of every user in the canonical order (`users`); read-only."""
+        if self._order_classes is None:
+            sizes = [c.count for c in self._classes]
+            arr = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+            arr.flags.writeable = False
+            self._order_classes = arr
+        return self._order_classes
 
     def requirement_of(self, user: str) -> Requirement:
         try:

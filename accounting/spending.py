@@ -6,9 +6,13 @@ mechanism is checked at runtime without importing verifier internals.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
 
 from accounting.budget import Budget, format_exact
 from accounting.evidence import Evidence
@@ -96,6 +100,18 @@ class Spender(Protocol):
         """Name a set of users once, so later charges can address them together."""
         ...
 
+    def define_group_by_index(
+        self, name: str, table: Sequence[str], indices: npt.NDArray[np.int64]
+    ) -> None:
+        """`define_group` with the members ``table[i] for i in indices``. A spender that knows
+        ``table`` (the guard knows its population's canonical order, `Population.users`) defines
+        the group without per-member work; any other table is resolved member by member."""
+        ...
+
     def members(self, group: str) -> tuple[str, ...]:
         """The members of a defined group."""
+        ...
+
+    def group_size(self, group: str) -> int:
+        """How many members a defined group has."""
         ...

@@ -13,6 +13,9 @@ here, for measuring what the guard costs; the library has no way to run unguarde
     python benchmarks/bench_scale.py                 # everything (10^5 and 10^6 users: long)
     python benchmarks/bench_scale.py --part families # or growth
     python benchmarks/bench_scale.py --quick         # a small smoke run of every part
+    python benchmarks/bench_scale.py --sizes 10000000 --mechs pba --json m.json --plot m.png
+
+Each child process is capped at WEVENT_BENCH_MEM_GB (default 16) GiB of address space.
 
 Measurements, not tests.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import resource
 import subprocess
@@ -30,6 +34,9 @@ from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from accounting.budget import Budget
 from accounting.population import Population
@@ -51,18 +58,26 @@ class UncheckedSpender:
     meaningful."""
 
     def __init__(self, population: Population) -> None:
-        self._groups: dict[str, tuple[str, ...]] = {}
+        self._groups: dict[str, int] = {}  # group sizes: all a mechanism asks of a group
         self.ledger = _CountingLedger()
 
     def spend(self, slot: int, amount: Budget, **kwargs: Any) -> None:
         group = kwargs.get("group")
         self.ledger.rows += 1
-        self.ledger.per_user += len(self._groups[group]) if group is not None else 1
+        self.ledger.per_user += self._groups[group] if group is not None else 1
 
     def define_group(self, name: str, members: tuple[str, ...]) -> None:
-        self._groups[name] = tuple(members)
+        self._groups[name] = len(members)
+
+    def define_group_by_index(
+        self, name: str, table: Sequence[str], indices: npt.NDArray[np.int64]
+    ) -> None:
+        self._groups[name] = len(indices)
 
     def members(self, group: str) -> tuple[str, ...]:
+        return ("",) * self._groups[group]  # placeholders: callers only count them
+
+    def group_size(self, group: str) -> int:
         return self._groups[group]
 
 
@@ -97,43 +112,91 @@ def one(cfg: dict[str, Any]) -> dict[str, Any]:
     import wevent.running as running
     from mechanisms.streams import SyntheticStream
 
+    inside = [0.0]  # seconds spent inside the guard's methods (guard on)
     if not cfg["guard"]:
         setattr(running, "Guard", UncheckedSpender)  # noqa: B010 - this child process only
+    else:
+        _time_guard(inside)
     start = time.perf_counter()
     reqs = requirements(cfg["classes"], cfg["w"])
     pop = Population.from_classes({r: cfg["n"] // len(reqs) for r in reqs})
     stream = SyntheticStream("sin", cfg["slots"], [c.count for c in pop.classes], 1, cfg["d"])
     marks: list[float] = []
+    guard_marks: list[float] = []
 
     def progress(_: int) -> None:
         marks.append(time.perf_counter())
+        guard_marks.append(inside[0])
 
+    begin = time.perf_counter()
     summary = running.run_mechanism(
         cfg["mechanism"], pop, stream, slots=cfg["slots"], seed=1, progress=progress
     )
+    end = time.perf_counter()
     if not summary.ok:
         raise SystemExit(f"refused: {summary.refusal}")
     per_slot = (marks[-1] - marks[0]) / (len(marks) - 1)
+    guard_per_slot = (guard_marks[-1] - guard_marks[0]) / (len(marks) - 1)
     return {
         **cfg,
         "users": len(pop),
-        "setup_s": marks[0] - start - per_slot,
+        "population_s": begin - start,  # population and stream objects (not the run)
+        "setup_s": marks[0] - begin - per_slot,  # guard, class groups, allocator set-up
+        "run_s": end - begin,  # the whole run: set-up and every slot
         "per_slot_ms": per_slot * 1e3,
+        "guard_per_slot_ms": guard_per_slot * 1e3,  # inside the guard (0 with guard off)
+        "guard_run_s": inside[0],  # inside the guard over the whole run, set-up included
         "reports_per_slot": summary.reports / cfg["slots"],
         "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
 
+def _time_guard(inside: list[float]) -> None:
+    """Accumulate, in ``inside[0]``, the time spent in the guard methods mechanisms call (this
+    child process only): a direct measure of the guard's cost, beside the on/off difference."""
+    from verifier.guard import Guard
+
+    def timed(fn: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                inside[0] += time.perf_counter() - t
+
+        return wrapper
+
+    for name in ("spend", "define_group", "define_group_by_index", "members", "group_size"):
+        if hasattr(Guard, name):  # (an older Guard, measured for comparison, has fewer)
+            setattr(Guard, name, timed(getattr(Guard, name)))
+
+
+def _limit_memory() -> None:
+    """Cap the child's address space (``WEVENT_BENCH_MEM_GB``, default 16): a configuration
+    that does not fit fails with MemoryError instead of pushing the shared machine into swap."""
+    gb = float(os.environ.get("WEVENT_BENCH_MEM_GB", "16"))
+    limit = int(gb * 2**30)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
 def measure(cfg: dict[str, Any]) -> dict[str, Any]:
-    """`one` in a fresh process."""
+    """`one` in a fresh, memory-capped process; ``{"error": ...}`` if it fails."""
     out = subprocess.run(
         [sys.executable, __file__, "--one", json.dumps(cfg)],
-        check=True,
+        check=False,
         capture_output=True,
         text=True,
+        preexec_fn=_limit_memory,
     )
+    if out.returncode != 0:
+        tail = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        return {**cfg, "error": f"exit {out.returncode}: {tail}"}
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    RECORDS.append(result)
     return result
+
+
+RECORDS: list[dict[str, Any]] = []  # every successful measurement (written by --json)
 
 
 def cfg(
@@ -157,63 +220,141 @@ def cfg(
     }
 
 
-def families(sizes: Sequence[int], slots: int, repeat: int = 2) -> None:
+def families(sizes: Sequence[int], slots: int, repeat: int, mechs: Sequence[str]) -> None:
     print(
-        f"Per slot (fastest of {repeat} run(s) per setting) and peak memory: d = 100, 16 classes (windows 10-80, budgets 0.5-2), "
-        f"{slots} slots, categorical Sin stream"
+        f"Per slot (fastest of {repeat} run(s) per setting) and peak memory: d = 100, 16 "
+        f"classes (windows 10-80, budgets 0.5-2), {slots} slots, categorical Sin stream"
     )
     print(
         "| family | allocator | n | set-up | per slot, guard | per slot, no guard | "
-        "guard overhead | reports per slot | peak memory, guard | peak memory, no guard |"
+        "overhead per slot (on/off) | in the guard per slot | overhead per slot (in guard) | "
+        "whole run, guard | whole run, no guard | overhead, whole run (on/off) | "
+        "overhead, whole run (in guard) | reports per slot | peak memory, guard | "
+        "peak memory, no guard |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in sizes:
         for family, mech in FAMILIES:
+            if mech not in mechs:
+                continue
             # guard on and off alternated, `repeat` times each; the fastest kept (shared machine)
             runs = [measure(cfg(mech, n, slots=slots, guard=g)) for g in (True, False) * repeat]
+            failed = [r for r in runs if "error" in r]
+            if failed:
+                print(f"| {family} | {mech} | {n:,} | failed: {failed[0]['error']} |", flush=True)
+                continue
             on = min(runs[0::2], key=lambda r: float(r["per_slot_ms"]))
             off = min(runs[1::2], key=lambda r: float(r["per_slot_ms"]))
+            fast_run = min(runs[0::2], key=lambda r: float(r["run_s"]))
+            run_on, run_off = fast_run["run_s"], min(float(r["run_s"]) for r in runs[1::2])
             overhead = on["per_slot_ms"] / off["per_slot_ms"] - 1
+            inside = on["guard_per_slot_ms"]
+            direct = inside / (on["per_slot_ms"] - inside)
+            direct_run = fast_run["guard_run_s"] / (run_on - fast_run["guard_run_s"])
             print(
-                f"| {family} | {mech} | {n:,} | {on['setup_s']:.1f} s | "
+                f"| {family} | {mech} | {n:,} | {on['setup_s']:.2f} s | "
                 f"{on['per_slot_ms']:.1f} ms | {off['per_slot_ms']:.1f} ms | "
-                f"{overhead * 100:+.0f}% | {on['reports_per_slot']:,.0f} | "
+                f"{overhead * 100:+.1f}% | {inside:.2f} ms | {direct * 100:.1f}% | "
+                f"{run_on:.2f} s | {run_off:.2f} s | {(run_on / run_off - 1) * 100:+.1f}% | "
+                f"{direct_run * 100:.1f}% | {on['reports_per_slot']:,.0f} | "
                 f"{on['peak_mb']:,.0f} MB | {off['peak_mb']:,.0f} MB |",
                 flush=True,
             )
 
 
-def growth(n: int, slots: int) -> None:
-    mechs = [m for _, m in FAMILIES]
+def growth(n: int, slots: int, mechs: Sequence[str]) -> None:
     print(
-        f"\nGrowth at n = {n:,}, {slots} slots, guard on (per slot; one parameter varied from "
-        "d = 100, 16 classes, w_max = 80)"
+        f"\nGrowth at n = {n:,}, {slots} slots (per slot, guard on / off; one parameter varied "
+        "from d = 100, 16 classes, w_max = 80)"
     )
     print("| varied | value | " + " | ".join(mechs) + " |")
     print("|---|---:|" + "---:|" * len(mechs))
     for label, key, values in (
-        ("n", "n", (n // 10,)),
-        ("d", "d", (2, 10, 100, 1000)),
-        ("w_max", "w", (20, 80, 320)),
-        ("classes", "classes", (1, 4, 16, 64)),
+        ("n", "n", (n // 100, n // 10, n)),
+        ("d", "d", (2, 10, 1000)),
+        ("w_max", "w", (20, 320)),
+        ("classes", "classes", (1, 4, 64)),
     ):
         for v in values:
             cells = []
             for m in mechs:
-                c = cfg(m, n, slots=slots)
-                c[key] = v
-                cells.append(f"{measure(c)['per_slot_ms']:.1f} ms")
+                times = []
+                for guard in (True, False):
+                    c = cfg(m, n, slots=slots, guard=guard)
+                    c[key] = v
+                    r = measure(c)
+                    times.append("failed" if "error" in r else f"{r['per_slot_ms']:.1f}")
+                cells.append(" / ".join(times) + " ms")
             print(f"| {label} | {v:,} | " + " | ".join(cells) + " |", flush=True)
+
+
+def plot(records: Sequence[dict[str, Any]], path: Path, growth_n: int) -> None:
+    """Scaling curves from measurements: per-slot time, peak memory and set-up against n (guard
+    on and off, at the base point d = 100, 16 classes, w_max = 80), and per-slot time against d,
+    w_max and classes at ``n = growth_n``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    base = {"d": 100, "classes": 16, "w": 80}
+    fig, axes = plt.subplots(2, 3, figsize=(15, 8.5))
+    mechs = [m for _, m in FAMILIES]
+    colours = dict(zip(mechs, ["C0", "C1", "C2", "C3"], strict=True))
+
+    def series(key: str, guard: bool, mech: str, metric: str) -> tuple[list[float], list[float]]:
+        fixed = {k: v for k, v in base.items() if k != key}
+        best: dict[float, float] = {}
+        for r in records:
+            if r["mechanism"] != mech or r["guard"] != guard:
+                continue
+            if any(r[k] != v for k, v in fixed.items()):
+                continue
+            if key != "n" and r["n"] != growth_n:
+                continue
+            x, y = float(r[key]), float(r[metric])
+            best[x] = min(best.get(x, y), y)
+        xs = sorted(best)
+        return xs, [best[x] for x in xs]
+
+    panels = [
+        (axes[0][0], "n", "per_slot_ms", "per-slot time (ms) vs users n"),
+        (axes[0][1], "n", "peak_mb", "peak memory (MB) vs users n"),
+        (axes[0][2], "n", "setup_s", "run set-up (s) vs users n"),
+        (axes[1][0], "d", "per_slot_ms", "per-slot time (ms) vs domain d"),
+        (axes[1][1], "w", "per_slot_ms", "per-slot time (ms) vs largest window w_max"),
+        (axes[1][2], "classes", "per_slot_ms", "per-slot time (ms) vs classes"),
+    ]
+    for ax, key, metric, title in panels:
+        for mech in mechs:
+            for guard, style in ((True, "-o"), (False, "--x")):
+                xs, ys = series(key, guard, mech, metric)
+                if xs:
+                    label = f"{mech}, {'guard' if guard else 'no guard'}"
+                    ax.plot(xs, ys, style, color=colours[mech], label=label, markersize=4)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(title, fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle("wevent: cost per slot and memory by allocator family (bench_scale.py)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--one", help=argparse.SUPPRESS)
-    parser.add_argument("--part", choices=["families", "growth", "all"], default="all")
+    parser.add_argument("--part", choices=["families", "growth", "all", "none"], default="all")
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
     parser.add_argument("--sizes", default="100000,1000000", help="n for the families table")
     parser.add_argument("--slots", type=int, default=20)
     parser.add_argument("--runs", type=int, default=2, help="runs per guard setting (fastest kept)")
+    parser.add_argument("--growth-n", type=int, default=100_000, help="base n of the growth part")
+    parser.add_argument("--mechs", default=",".join(m for _, m in FAMILIES))
+    parser.add_argument("--json", type=Path, help="append every measurement to this JSON file")
+    parser.add_argument("--plot", type=Path, help="draw the scaling curves (from --json) here")
     args = parser.parse_args()
     if args.one:
         print(json.dumps(one(json.loads(args.one))))
@@ -223,12 +364,22 @@ def main() -> None:
         f"{platform.python_version()}, {Path('/proc/cpuinfo').read_text().count('processor')} "
         "cores listed"
     )
+    mechs = args.mechs.split(",")
     sizes = [2000] if args.quick else [int(s) for s in args.sizes.split(",")]
     slots = 5 if args.quick else args.slots
-    if args.part in ("families", "all"):
-        families(sizes, slots, args.runs)
-    if args.part in ("growth", "all"):
-        growth(2000 if args.quick else 100_000, slots)
+    try:
+        if args.part in ("families", "all"):
+            families(sizes, slots, args.runs, mechs)
+        if args.part in ("growth", "all"):
+            growth(2000 if args.quick else args.growth_n, slots, mechs)
+    finally:
+        if args.json is not None:
+            old = json.loads(args.json.read_text()) if args.json.exists() else []
+            args.json.write_text(json.dumps(old + RECORDS, indent=1) + "\n")
+    if args.plot is not None:
+        if args.json is None or not args.json.exists():
+            raise SystemExit("--plot draws from the measurements in --json")
+        plot(json.loads(args.json.read_text()), args.plot, args.growth_n)
 
 
 if __name__ == "__main__":

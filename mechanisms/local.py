@@ -147,11 +147,10 @@ def report(
     return Estimate(pfo.estimate(hists), pfo.total_variance() / d)
 
 
-def population_arrays(population: Population) -> tuple[list[str], IntArray]:
-    """The users in class order and each one's class index (the order draws index into)."""
-    users = [u for c in population.classes for u in c.members]
-    class_of = np.array([c.index for c in population.classes for _ in c.members], np.int64)
-    return users, class_of
+def population_arrays(population: Population) -> tuple[tuple[str, ...], IntArray]:
+    """The users in the population's canonical (class) order and each one's class index: the
+    order draws index into, so drawn users are charged by index (`Population.users`)."""
+    return population.users, population.class_index_array()
 
 
 def dissimilarity(estimate: Estimate, last: FloatArray) -> float:
@@ -262,18 +261,29 @@ class Reporters:
         mechanism: str,
         evidence: Callable[[Fraction], Any] | None = None,
     ) -> None:
-        """Charge every drawn user their class's per-report budget, one group per class."""
+        """Charge every drawn user their class's per-report budget: one group charge per
+        distinct budget (classes with the same budget share it; a charge means the same amount
+        to every member), defined by index into ``users``, so there is no per-user work when that
+        is the population's canonical order."""
+        by_budget: dict[Budget, list[int]] = {}
         for c, b in enumerate(self.budgets):
-            members = idx[self.class_of[idx] == c]
-            if len(members) == 0 or b <= 0:
+            if b > 0:
+                by_budget.setdefault(Budget(b), []).append(c)
+        drawn_classes = self.class_of[idx]
+        for b, classes in sorted(by_budget.items()):
+            wanted = np.zeros(len(self.budgets), bool)
+            wanted[classes] = True
+            members = idx[wanted[drawn_classes]]
+            if len(members) == 0:
                 continue
             charge_reporters(
                 spender,
                 t,
-                Budget(b),
+                b,
                 None if evidence is None else evidence(b),
                 reports=len(members),
-                users=[self.users[i] for i in members.tolist()],
+                table=self.users,
+                indices=members,
                 part=part,
                 mechanism=mechanism,
             )

@@ -24,8 +24,10 @@ and multinomial samplers, whose own floating-point algorithms are outside this e
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -49,6 +51,8 @@ __all__ = [
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+# GRR.for_budget / OUE.for_budget results by (class, d, budget); a run uses a handful of budgets.
+_ORACLES: dict[tuple[type, int, Fraction], FrequencyOracle] = {}
 
 
 def _check_domain(d: int) -> int:
@@ -92,23 +96,38 @@ def charge_reporters(
     group: str | None = None,
     part: str = "report",
     mechanism: str = "",
+    table: Sequence[str] | None = None,
+    indices: IntArray | None = None,
 ) -> None:
     """Charge every reporting user ``eps`` in one atomic spend (a group charge), before any
-    report is drawn. ``users`` (one per report) defines a group named after the slot and the
-    mechanism; ``group`` names one already defined, whose size must equal ``reports``."""
-    if (users is None) == (group is None):
-        raise BudgetError("name the reporters: exactly one of users or group")
-    if users is not None:
-        if len(users) != reports:
-            raise BudgetError(f"{reports} reports but {len(users)} reporting users")
-        if not users:
+    report is drawn. The reporters are ``users`` (one per report), or ``table[i] for i in
+    indices`` (no per-user work when ``table`` is the population's canonical order), either
+    defining a group named after the slot, the mechanism and the members; or ``group`` names one
+    already defined, whose size must equal ``reports``."""
+    given = (users is not None) + (group is not None) + (indices is not None)
+    if given != 1 or (indices is None) != (table is None):
+        raise BudgetError("name the reporters: exactly one of users, group or table + indices")
+    if users is not None or indices is not None:
+        count = len(users) if users is not None else len(indices if indices is not None else ())
+        if count != reports:
+            raise BudgetError(f"{reports} reports but {count} reporting users")
+        if not count:
             return
-        digest = hashlib.blake2b("\x00".join(users).encode(), digest_size=6).hexdigest()
+        if users is not None:
+            key = "\x00".join(users).encode()
+        else:
+            assert indices is not None
+            key = b"#" + np.ascontiguousarray(indices, np.int64).tobytes()
+        digest = hashlib.blake2b(key, digest_size=6).hexdigest()
         group = f"{mechanism or 'report'}@{slot}#{digest}"  # deterministic: same run, same name
-        spender.define_group(group, tuple(users))
+        if users is not None:
+            spender.define_group(group, tuple(users))
+        else:
+            assert table is not None and indices is not None
+            spender.define_group_by_index(group, table, np.asarray(indices, np.int64))
     else:
         assert group is not None
-        size = len(spender.members(group))
+        size = spender.group_size(group)
         if size != reports:
             raise BudgetError(f"{reports} reports but group {group!r} has {size} members")
     spender.spend(slot, eps, group=group, part=part, mechanism=mechanism, evidence=evidence)
@@ -222,6 +241,17 @@ class GRR(FrequencyOracle):
 
     @classmethod
     def for_budget(cls, d: int, eps: Budget) -> GRR:
+        """The oracle for budget ``eps`` (memoized: oracles are immutable and certifying p costs
+        exact exp bounds, so repeated slots reuse the same oracle and evidence objects)."""
+        key = (cls, d, eps)
+        found = _ORACLES.get(key)
+        if found is None:
+            found = _ORACLES[key] = cls._for_budget(d, eps)
+        assert isinstance(found, GRR)
+        return found
+
+    @classmethod
+    def _for_budget(cls, d: int, eps: Budget) -> GRR:
         budget = _oracle_budget(d, eps, "GRR")
         # p = 1 / (1 + (d-1) e^-eps): a certified lower bound, rounded down to the 2^-53 grid of
         # the uniform generator, so that P[random() < p_float] is exactly the recorded p.
@@ -232,7 +262,7 @@ class GRR(FrequencyOracle):
             raise BudgetError(f"epsilon {budget} is too small to represent for GRR")
         return cls(d, budget, p, q, p_float)
 
-    @property
+    @cached_property
     def evidence(self) -> GRREvidence:
         return GRREvidence(self.d, self.p, self.q)
 
@@ -257,6 +287,16 @@ class OUE(FrequencyOracle):
 
     @classmethod
     def for_budget(cls, d: int, eps: Budget) -> OUE:
+        """The oracle for budget ``eps`` (memoized, as `GRR.for_budget`)."""
+        key = (cls, d, eps)
+        found = _ORACLES.get(key)
+        if found is None:
+            found = _ORACLES[key] = cls._for_budget(d, eps)
+        assert isinstance(found, OUE)
+        return found
+
+    @classmethod
+    def _for_budget(cls, d: int, eps: Budget) -> OUE:
         budget = _oracle_budget(d, eps, "OUE")
         # q rounded up (cost ln((1-q)/q) <= eps) onto the generator's grid, so P[random() < q]
         # is exactly the recorded q; p = 1/2 is on the grid.
@@ -265,7 +305,7 @@ class OUE(FrequencyOracle):
             raise BudgetError(f"epsilon {budget} is too small to represent for OUE")
         return cls(d, budget, Fraction(1, 2), Fraction(q_float), q_float)
 
-    @property
+    @cached_property
     def evidence(self) -> OUEEvidence:
         return OUEEvidence(self.p, self.q)
 

@@ -79,6 +79,10 @@ def obs(budgets: Mapping[Budget, int]) -> tuple[Budget, float]:
     return best
 
 
+# SamplingMechanism.evidence by (sensitivity, Laplace scale, keep probability).
+_EVIDENCE: dict[tuple[Fraction, float, float], Evidence] = {}
+
+
 @dataclass(frozen=True)
 class SamplingMechanism:
     """SM at threshold ``theta`` for classes with budgets ``budgets`` (eps -> number of users)."""
@@ -109,10 +113,18 @@ class SamplingMechanism:
         return cls(theta_b, laplace, keep)
 
     def evidence(self, eps: Budget) -> Evidence:
-        """What a user with budget ``eps`` is charged with."""
+        """What a user with budget ``eps`` is charged with. Equal evidence is one shared
+        (immutable) object across slots, so the guard finds it by identity."""
         p = self.keep[Budget(eps)]
-        inner = Laplace(self.laplace.sensitivity, Fraction(self.laplace.scale))
-        return inner if p == 1.0 else Sampled(inner, Fraction(p))
+        key = (self.laplace.sensitivity, self.laplace.scale, p)
+        found = _EVIDENCE.get(key)
+        if found is None:
+            inner = Laplace(self.laplace.sensitivity, Fraction(self.laplace.scale))
+            found = inner if p == 1.0 else Sampled(inner, Fraction(p))
+            if len(_EVIDENCE) >= 4096:
+                _EVIDENCE.clear()
+            _EVIDENCE[key] = found
+        return found
 
     def check_counts(self, counts: Mapping[Budget, npt.ArrayLike]) -> int:
         """Every class histogram: known class, 1-D, non-negative integers, one common length

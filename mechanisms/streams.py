@@ -5,7 +5,9 @@ counts how many users of class c hold each value 0..d-1). Two sources:
 
 * `SyntheticStream`: the binary streams of 001 Section 6.1 (TLNS, Sin, Log), where each user's value
   at slot t is 1 with probability p_t. Counts are drawn in aggregate: the sum of n independent
-  Bernoulli(p_t) values is Binomial(n, p_t), the same distribution as drawing every user's value.
+  Bernoulli(p_t) values is Binomial(n, p_t), the same distribution as drawing every user's value;
+  it is drawn once for all users and then split among the classes (a uniform assignment of the
+  values to the users), so the stream does not depend on how the users are partitioned.
 * `CsvStream`: recorded observations ``user,slot,value``, read once with pyarrow into a dense
   (slots, classes, d) count array.
 """
@@ -126,8 +128,13 @@ def probability_sequence(kind: str, slots: int, rng: np.random.Generator) -> Flo
 class SyntheticStream:
     """A binary (d = 2) stream of 001 Section 6.1: at slot t each user holds 1 with probability p_t.
 
-    The p sequence is fixed at construction (for ``lns`` from ``np.random.default_rng(seed)``);
-    `histograms` draws each class's count of ones as Binomial(n_c, p_t) from the caller's ``rng``.
+    The p sequence is fixed at construction (for ``lns`` from ``np.random.default_rng(seed)``).
+    `histograms` draws the values of all n users at once from the caller's ``rng`` (the count of
+    ones is Binomial(n, p_t)), then splits them among the classes by sampling without
+    replacement (multivariate hypergeometric, from a generator seeded by one draw of ``rng``).
+    Each class's row then has the distribution of its users' independent values, and the total
+    histogram, and the caller's generator afterwards, depend only on n and ``rng``: two
+    partitions of the same users see the same stream.
 
     With ``d > 2`` values (a categorical stream for the frequency oracles) a user holds 0 with
     probability 1 - p_t and each of 1..d-1 with p_t / (d - 1); d = 2 is the binary stream.
@@ -174,15 +181,33 @@ class SyntheticStream:
         """p_1..p_T (read-only; index t - 1 holds p_t)."""
         return self._p
 
-    def histograms(self, slot: int, rng: np.random.Generator) -> IntArray:
-        """Row c = [n_c - k, k] with k ~ Binomial(n_c, p_slot)."""
+    def total(self, slot: int, rng: np.random.Generator) -> IntArray:
+        """The value histogram of all n users at ``slot``: [n - k, ...] with k ~ Binomial(n,
+        p_slot) ones (d = 2), or k spread uniformly over the values 1..d-1."""
         p = float(self._p[_slot_index(slot, self.slots) - 1])
-        ones = np.asarray(rng.binomial(self._sizes, p), dtype=np.int64)
+        n = int(self._sizes.sum())
+        ones = int(rng.binomial(n, p))
         if self._d == 2:
-            return np.stack([self._sizes - ones, ones], axis=1)
-        rest = np.full(self._d - 1, 1.0 / (self._d - 1))
-        spread = np.stack([rng.multinomial(int(k), rest) for k in ones.tolist()]).astype(np.int64)
-        return np.concatenate([(self._sizes - ones)[:, None], spread], axis=1)
+            return np.array([n - ones, ones], np.int64)
+        spread = rng.multinomial(ones, np.full(self._d - 1, 1.0 / (self._d - 1)))
+        return np.concatenate([[n - ones], spread]).astype(np.int64)
+
+    def histograms(self, slot: int, rng: np.random.Generator) -> IntArray:
+        """Row c: the value counts of class c's users (see the class docstring)."""
+        total = self.total(slot, rng)
+        split = np.random.default_rng(int(rng.integers(2**63)))
+        out = np.zeros((len(self._sizes), self._d), np.int64)
+        remaining = total.copy()
+        left = int(self._sizes.sum())
+        for c, size in enumerate(self._sizes.tolist()):
+            if size == left:  # the last users hold whatever is left
+                out[c] = remaining
+                break
+            if size:
+                out[c] = split.multivariate_hypergeometric(remaining, size)
+                remaining -= out[c]
+                left -= size
+        return out
 
 
 @runtime_checkable

@@ -121,3 +121,56 @@ def test_coded_groups_build_the_same_ledger_as_define_group(
             )
         )
     assert outcomes[0] == outcomes[1]
+
+
+def test_users_interned_in_bulk_keep_first_mention_order() -> None:
+    ledger = Ledger()
+    ledger.define_group("g", ["b"])
+    assert ledger.intern_users(["a", "b", "c", "a"]).tolist() == [1, 0, 2, 1]
+    assert ledger.users == ("b", "a", "c")
+    with pytest.raises(BudgetError, match="non-empty strings"):
+        ledger.intern_users(["d", ""])
+    assert ledger.users == ("b", "a", "c")  # nothing interned by a refused call
+    codes = ledger.intern_new_users(["x", "y"])  # the guard's unchecked bulk path
+    assert codes.tolist() == [3, 4] and ledger.user_count == 5
+    assert ledger.user_code("y") == 4 and ledger.user_id(4) == "y"  # indexed on first lookup
+    assert ledger.intern_users(["y", "z"]).tolist() == [4, 5]
+
+
+def test_groups_defined_by_code_materialize_their_members() -> None:
+    ledger = Ledger()
+    ledger.intern_users(["a", "b", "c"])
+    ledger.define_group_codes("g", np.array([2, 0], np.int64))
+    assert ledger.group_size("g") == 2 and ledger.has_group("g") and not ledger.has_group("h")
+    codes = ledger.member_codes("g")
+    assert codes.tolist() == [2, 0] and not codes.flags.writeable
+    assert ledger.members("g") == ("c", "a") and ledger.groups == {"g": ("c", "a")}
+    ledger.define_group_codes("g", [2, 0])  # the same members again: fine
+    ledger.define_group("g", ["c", "a"])
+    for bad, match in (
+        ([0, 0], "twice"),
+        ([3], "out of range"),
+        ([], "no members"),
+        ([[0]], "1-D integer"),
+    ):
+        with pytest.raises(BudgetError, match=match):
+            ledger.define_group_codes("h", bad)
+    with pytest.raises(BudgetError, match="other members"):
+        ledger.define_group_codes("g", [1])
+    ledger.append(1, "0.1", group="g")
+    assert ledger.per_user_rows() == 2
+    assert [u for u, _ in ledger.expanded()] == ["c", "a"]
+
+
+def test_evidence_codes_find_equal_evidence_without_interning() -> None:
+    ledger = Ledger()
+    ev = Laplace(Fraction(1), Fraction(10))
+    assert ledger.evidence_code(ev) is None and ledger.columns().evidences == []
+    ledger.append(1, "0.1", user="a", evidence=ev)
+    assert ledger.evidence_code(ev) == 0
+    assert ledger.evidence_code(Laplace(Fraction(1), Fraction(10))) == 0  # equal, not identical
+    ledger.append_validated(2, Budget("0.1"), 0, "", "", ev, evidence_code=0)
+    with pytest.raises(BudgetError, match="out of range"):
+        ledger.append_validated(3, Budget("0.1"), 0, "", "", ev, evidence_code=1)
+    assert len(ledger) == 2
+    assert [c.evidence for c in ledger] == [ev, ev]

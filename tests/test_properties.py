@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from fractions import Fraction
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,7 +15,7 @@ from accounting.population import Population
 from accounting.requirements import Dynamic, Fixed, WholeStream
 from accounting.spending import BudgetExceeded
 from verifier.check import check
-from verifier.guard import Guard
+from verifier.guard import Engine, Guard
 from verifier.reference import reference_check
 from verifier.verdict import Verdict, Violation
 
@@ -91,9 +92,10 @@ def admissible(spends: dict[int, Fraction], req: object, slot: int, amount: Frac
     return True
 
 
+@pytest.mark.parametrize("engine", ["auto", "accounts"])
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())
-def test_guard_refuses_exactly_the_inadmissible_spends(data: st.DataObject) -> None:
+def test_guard_refuses_exactly_the_inadmissible_spends(engine: Engine, data: st.DataObject) -> None:
     pop = data.draw(populations())
     users = [*pop, "stranger"]
     attempts = data.draw(
@@ -109,7 +111,7 @@ def test_guard_refuses_exactly_the_inadmissible_spends(data: st.DataObject) -> N
         )
     )
     attempts.sort(key=lambda a: a[0])
-    guard = Guard(pop)
+    guard = Guard(pop, engine=engine)
     accepted: dict[str, dict[int, Fraction]] = defaultdict(dict)
     for n, (slot, members, amount) in enumerate(attempts):
         expect = all(admissible(accepted[u], pop.get(u), slot, amount) for u in members)

@@ -337,3 +337,44 @@ def test_loaded_histograms_equal_a_naive_count(
         h = stream.histograms(slot, rng)
         expected = [[naive[(slot, c, v)] for v in range(d)] for c in range(3)]
         assert h.tolist() == expected
+
+
+@pytest.mark.parametrize("kind", SYNTHETIC_KINDS)
+@pytest.mark.parametrize("d", [2, 5])
+def test_the_stream_does_not_depend_on_the_class_partition(kind: str, d: int) -> None:
+    # Found in review: each class used to draw its own Binomial, so the same seed gave other data
+    # when the same users were split into other classes (e.g. 16 classes for PBA, 1 for BA).
+    partitions = ([1200], [200, 0, 1000], [400, 400, 400], [1, 1198, 1])
+    totals = []
+    for sizes in partitions:
+        stream = SyntheticStream(kind, 30, sizes, seed=7, d=d)
+        rng = np.random.default_rng(3)
+        hists = [stream.histograms(t, rng) for t in range(1, 31)]
+        for h in hists:
+            assert h.sum(axis=1).tolist() == sizes and (h >= 0).all()
+        totals.append(np.stack([h.sum(axis=0) for h in hists]))
+        assert rng.integers(2**32) == totals_next(kind, d)  # the caller's generator, too
+    for other in totals[1:]:
+        np.testing.assert_array_equal(other, totals[0])
+
+
+def totals_next(kind: str, d: int) -> int:
+    """The next draw of the caller's generator after 30 slots of a one-class stream."""
+    stream = SyntheticStream(kind, 30, [1200], seed=7, d=d)
+    rng = np.random.default_rng(3)
+    for t in range(1, 31):
+        stream.histograms(t, rng)
+    return int(rng.integers(2**32))
+
+
+def test_a_class_share_has_its_users_distribution() -> None:
+    # Split without replacement, a class of 300 among 1,000 users holds ones at rate p_t.
+    n, draws = 300, 3000
+    stream = SyntheticStream("log", 50, [n, 700], seed=0)
+    rng = np.random.default_rng(5)
+    p = float(stream.probabilities[49])
+    frac = np.array([stream.histograms(50, rng)[0, 1] / n for _ in range(draws)])
+    se = np.sqrt(p * (1 - p) / (n * draws))
+    assert abs(frac.mean() - p) < 5 * se
+    # Binomial(300, p) variance: the split adds no variance of its own
+    assert frac.var() * n == pytest.approx(p * (1 - p), rel=0.1)

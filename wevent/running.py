@@ -22,6 +22,7 @@ from accounting.budget import BudgetError
 from accounting.formats import ledger_kind, write_ledger
 from accounting.population import Population
 from accounting.spending import BudgetExceeded, EvidenceRejected
+from experiments import metrics
 from mechanisms.allocators import (
     LOCAL_BUDGET,
     ORACLE_CHOICE,
@@ -73,15 +74,20 @@ class RunSummary:
         return sum(1 for r in self.records if r.status == status)
 
     def errors(self) -> dict[str, float]:
-        """Mean absolute and mean squared error of the released histograms against the truth,
-        on frequencies (counts / users), averaged over slots and cells; MSE is 001 Eq. 5's
-        AMRE as the paper defines it (the mean of (1/d) ||r - c||^2)."""
+        """The error of the released histograms against the truth, averaged over slots and
+        cells, under the papers' names (`experiments.metrics`): ``mae``, the mean absolute
+        frequency error; ``amse``, 000 Section VI-B's mean squared error on frequencies
+        (counts / users); ``amre``, 001 Eq. 5's (1/T) sum_t (1/d) ||r_t - c_t||^2 on counts
+        (despite its name a squared error: ``amre = users^2 * amse``)."""
         if not self.records or self.users == 0:
             return {}
-        rel = np.stack([r.release for r in self.records]) / self.users
-        tru = np.stack([r.truth for r in self.records]).astype(np.float64) / self.users
-        diff = rel - tru
-        return {"mae": float(np.mean(np.abs(diff))), "amre": float(np.mean(diff**2))}
+        rel = np.stack([r.release for r in self.records]).astype(np.float64)
+        tru = np.stack([r.truth for r in self.records]).astype(np.float64)
+        return {
+            "mae": float(np.mean(np.abs(rel - tru))) / self.users,
+            "amse": metrics.amse(rel / self.users, tru / self.users),
+            "amre": metrics.amre(rel, tru),
+        }
 
     def describe(self) -> list[str]:
         lines = [
@@ -94,8 +100,9 @@ class RunSummary:
         errs = self.errors()
         if errs:
             lines.append(
-                f"  error vs truth (frequencies): mean absolute {errs['mae']:.6g}, "
-                f"AMRE (001 Eq. 5) {errs['amre']:.6g}"
+                f"  error vs truth: mean absolute (frequencies) {errs['mae']:.6g}, "
+                f"AMSE (000, frequencies) {errs['amse']:.6g}, "
+                f"AMRE (001 Eq. 5, counts) {errs['amre']:.6g}"
             )
         if self.setup_note:
             lines.insert(1, f"  {self.setup_note}")

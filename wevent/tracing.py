@@ -123,8 +123,11 @@ def parse_decisions(text: str) -> list[bool]:
 def class_groups(population: Population, spender: Spender) -> list[str]:
     """Define one ledger group per requirement class (``class-0``, ...) and return their names."""
     names = []
-    for c in population.classes:
-        spender.define_group(c.name, c.members)
+    start = 0
+    for c in population.classes:  # class c holds a contiguous range of the canonical order
+        indices = np.arange(start, start + c.count, dtype=np.int64)
+        spender.define_group_by_index(c.name, population.users, indices)
+        start += c.count
         names.append(c.name)
     return names
 

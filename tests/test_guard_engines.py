@@ -1,0 +1,208 @@
+"""The guard's two engines (vector and accounts) refuse exactly the same spends, with the same
+window, spent, bound and excess; index-defined groups charge the users they name."""
+
+from collections import defaultdict
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from accounting.budget import Budget, BudgetError
+from accounting.population import Population
+from accounting.requirements import Declaration, Dynamic, Fixed, Requirement, WholeStream
+from accounting.spending import BudgetExceeded
+from tests.strategies import budgets, populations, windows
+from tests.test_properties import admissible
+from verifier.check import check
+from verifier.guard import Guard
+from verifier.vector import VectorEngine
+
+flat_requirements: st.SearchStrategy[Requirement] = st.one_of(
+    st.builds(Fixed, windows, budgets),
+    st.builds(WholeStream, budgets),
+    # int64-hostile bounds: the vector engine must switch to Python integers, exactly
+    st.builds(Fixed, windows, st.just(Budget(Fraction(2**64 + 1, 2**70 + 3)))),
+)
+amounts = st.one_of(budgets, st.sampled_from([Budget("0.1"), Budget("1e-18"), Budget("1/7")]))
+
+
+def refusal(
+    guard: Guard, slot: int, amount: Budget, user: str | None, group: str | None
+) -> tuple[object, ...] | None:
+    """None if the spend is accepted, else the refusal's comparable fields."""
+    try:
+        guard.spend(slot, amount, user=user, group=group)
+    except BudgetExceeded as exc:
+        w = exc.window
+        return (exc.slot, exc.asked, w.kind, w.first, w.last, w.spent, w.bound, exc.excess)
+    return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_vector_and_account_engines_agree(data: st.DataObject) -> None:
+    pop = data.draw(populations(max_users=7, reqs=flat_requirements))
+    table = pop.users
+    users = [*table, "stranger"]
+    fast, ref = Guard(pop), Guard(pop, engine="accounts")
+    assert fast.engine == "vector" and ref.engine == "accounts"
+    slot = 1
+    accepted: dict[str, dict[int, Fraction]] = defaultdict(dict)
+    for n in range(data.draw(st.integers(1, 30))):
+        slot += data.draw(st.integers(0, 2))
+        amount = data.draw(amounts)
+        how = data.draw(st.sampled_from(["user", "ids", "index", "class"]))
+        if how == "user":
+            members = [data.draw(st.sampled_from(users))]
+        elif how == "class":
+            members = list(data.draw(st.sampled_from(pop.classes)).members)
+        else:
+            members = data.draw(st.lists(st.sampled_from(table), min_size=1, unique=True))
+        name = f"g{n}"
+        if how == "index":
+            idx = np.array([table.index(m) for m in members], np.int64)
+            for g in (fast, ref):
+                g.define_group_by_index(name, table, idx)
+        elif how != "user":
+            for g in (fast, ref):
+                g.define_group(name, members)
+        user, group = (members[0], None) if how == "user" else (None, name)
+        got = refusal(fast, slot, amount, user, group)
+        assert got == refusal(ref, slot, amount, user, group), (slot, members, amount)
+        expect = all(admissible(accepted[u], pop.get(u), slot, amount) for u in members)
+        assert (got is None) == expect
+        if got is None:
+            for u in members:
+                accepted[u][slot] = accepted[u].get(slot, Fraction(0)) + amount
+        if data.draw(st.booleans()):  # probes change nothing either engine checks next
+            probe = slot + data.draw(st.integers(0, 6))
+            who = data.draw(st.sampled_from(users))
+            assert fast.headroom(probe, user=who) == ref.headroom(probe, user=who)
+            if how != "user":
+                assert fast.headroom(probe, group=name) == ref.headroom(probe, group=name)
+    assert list(fast.ledger) == list(ref.ledger)
+    assert fast.ledger.groups == ref.ledger.groups
+    assert check(fast.ledger, pop).ok
+    resumed = Guard(pop, fast.ledger)  # replaying the ledger rebuilds the same state
+    for u in users:
+        assert resumed.headroom(slot, user=u) == fast.headroom(slot, user=u)
+
+
+def big_population(n: int = 1000, w: int = 4) -> Population:
+    return Population.from_classes({Fixed(w, Budget("0.3")): n, WholeStream(Budget(1)): n})
+
+
+def test_a_drawn_member_over_budget_is_refused_and_named() -> None:
+    # Negative control for the fast path: one of 1,000 members of a group holds an extra charge.
+    pop = big_population()
+    guard = Guard(pop)
+    table = pop.users
+    drawn = np.arange(0, 1000, 3, dtype=np.int64)
+    guard.define_group_by_index("a", table, drawn)
+    guard.spend(1, "0.1", group="a")
+    guard.spend(1, "0.1", user=table[600])  # 600 is drawn (600 = 3 * 200)
+    guard.define_group_by_index("b", table, drawn)  # same members: same group
+    guard.spend(2, "0.1", group="b")
+    rows = len(guard.ledger)
+    with pytest.raises(BudgetExceeded) as info:
+        guard.spend(3, "0.1", group="b")
+    err = info.value
+    assert f"member {table[600]!r}" in str(err) and err.affected_users == 1
+    assert (err.window.first, err.window.last) == (1, 3)
+    assert err.window.spent == Fraction(3, 10) and err.excess == Fraction(1, 10)
+    assert len(guard.ledger) == rows  # nothing recorded
+    guard.spend(5, "0.2", group="b")  # slot 1 left the window [2, 5]: 0.1 + 0.2 fits everyone
+    with pytest.raises(BudgetExceeded):
+        guard.spend(5, "1e-18", user=table[600])
+    guard.spend(5, "0.1", user=table[1])  # never drawn: 0.1 of 0.3 in [2, 5]
+    assert check(guard.ledger, pop).ok
+
+
+def test_a_whole_class_charge_sees_every_member_partial_charge() -> None:
+    pop = big_population()
+    guard = Guard(pop)
+    table = pop.users
+    whole = np.arange(1000, 2000, dtype=np.int64)  # the whole-stream class
+    guard.define_group_by_index("all", table, whole)
+    guard.define_group_by_index("one", table, np.array([1999], np.int64))
+    guard.spend(1, "0.5", group="all")
+    guard.spend(7, "0.5", group="one")
+    with pytest.raises(BudgetExceeded) as info:
+        guard.spend(9, "1/1000", group="all")
+    assert info.value.window.kind == "whole-stream"
+    assert f"member {table[1999]!r}" in str(info.value)
+    assert guard.headroom(9, group="all") == 0
+    assert guard.headroom(9, user=table[1000]) == Fraction(1, 2)
+
+
+def test_a_broken_fast_path_is_caught_by_the_batch_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Mutation: ignore members' partial charges. The over-budget spend then slips through, and
+    # the batch checker flags the ledger: the property tests above would fail on this engine.
+    pop = big_population()
+    table = pop.users
+    for broken in (False, True):
+        if broken:
+            monkeypatch.setattr(VectorEngine, "_has_partial", lambda self, c: False)
+        guard = Guard(pop)
+        guard.define_group_by_index("a", table, np.arange(10, dtype=np.int64))
+        guard.spend(1, "0.2", group="a")
+        guard.define_group_by_index("b", table, np.arange(5, 15, dtype=np.int64))
+        if broken:
+            guard.spend(2, "0.2", group="b")
+            assert not check(guard.ledger, pop).ok
+        else:
+            with pytest.raises(BudgetExceeded):
+                guard.spend(2, "0.2", group="b")
+
+
+def test_index_groups_follow_their_table() -> None:
+    pop = big_population(n=3)
+    canonical = pop.users
+    other = tuple(reversed(canonical))  # not the canonical order: resolved by id
+    guard = Guard(pop)
+    guard.define_group_by_index("x", other, np.array([0, 1], np.int64))
+    assert guard.members("x") == (canonical[-1], canonical[-2])
+    guard.define_group_by_index("y", list(canonical), np.array([0, 4], np.int64))
+    assert guard.members("y") == (canonical[0], canonical[4]) and guard.group_size("y") == 2
+    for bad, match in (
+        (np.array([], np.int64), "no members"),
+        (np.array([0, 0], np.int64), "twice"),
+        (np.array([6], np.int64), "out of range"),
+        (np.array([0.5]), "integer"),
+    ):
+        with pytest.raises(BudgetError, match=match):
+            guard.define_group_by_index("z", canonical, bad)
+    with pytest.raises(BudgetError, match="other members"):
+        guard.define_group_by_index("y", canonical, np.array([1], np.int64))
+    # interned in order of first mention; the refused definitions interned nobody
+    assert guard.ledger.users == (canonical[-1], canonical[-2], canonical[0])
+
+
+def test_engine_choice() -> None:
+    dyn = Population({"d": Dynamic((Declaration(1, 2, Budget(1), 2, Budget(1)),))})
+    assert Guard(dyn).engine == "accounts"
+    assert Guard(big_population(n=1)).engine == "vector"
+    assert Guard(big_population(n=1), engine="accounts").engine == "accounts"
+    with pytest.raises(BudgetError, match="fixed-window or whole-stream"):
+        Guard(dyn, engine="vector")
+    with pytest.raises(BudgetError, match="unknown guard engine"):
+        Guard(dyn, engine="fast")  # type: ignore[arg-type]
+
+
+def test_int64_hostile_bounds_stay_exact() -> None:
+    tiny = Budget(Fraction(1, 2**70 + 3))
+    pop = Population.from_classes({Fixed(2, tiny): 3})
+    guard = Guard(pop)
+    table = pop.users
+    guard.define_group_by_index("g", table, np.array([0, 1], np.int64))
+    guard.spend(1, tiny, group="g")
+    guard.spend(2, Fraction(1, 3) * tiny / 2**40, user=table[2])  # grows the denominator
+    with pytest.raises(BudgetExceeded) as info:
+        guard.spend(2, Fraction(1, 2**80), group="g")
+    assert info.value.excess == Fraction(1, 2**80)
+    guard.spend(3, tiny, group="g")  # slot 1 left the window
+    assert guard.headroom(3, user=table[0]) == 0
+    assert isinstance(guard._vector, VectorEngine)
+    assert check(guard.ledger, pop).ok
