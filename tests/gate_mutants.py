@@ -294,29 +294,33 @@ def _stale_declaration(alg: Algebra[Any, Any], classes: Sequence[ClassReq[Any]],
     return kernel
 
 
-class _LaterDeclarationsIgnored(DynamicKernel[Any, Any]):
-    """Sound DPBD whose joint room leaves out the backward windows of later declarations that
-    already cover t (the look-ahead 001 Section 5.1 needs for a declared schedule)."""
+class _LaterDeclarationsIgnored:
+    """Sound DPBD that reads each declaration only from its slot on, as if requirements arrived
+    as they took effect: the joint room then leaves out the backward windows of later
+    declarations that already cover t (the look-ahead 001 Section 5.1 needs for a declared
+    schedule)."""
 
-    def _room(
-        self,
-        state: DynamicState[Any],
-        i: int,
-        s: Any,
-        t: int,
-        idx: int,
-        cover: list[tuple[int, int, int]],
-    ) -> Any:
-        alg = self.alg
-        dis_h, pub_h = state.dis[i], state.pub[i]
+    def __init__(self, alg: Any, classes: Sequence[ClassReq[Any]], variant: str) -> None:
+        self.name, self.variant, self.alg = "dpbd", "sound", alg
+        self.classes = tuple(classes)
+        self._full = DynamicKernel("dpbd", alg, classes, "sound")
 
-        def spent(a: int) -> Any:
-            return alg.add(dis_h.total(a, t - 1), pub_h.total(a, t - 1))
+    def start(self) -> DynamicState[Any]:
+        return self._full.start()
 
-        d = s.decls[idx]
-        rooms = [alg.sub(d.eps_back, spent(t - d.w_back + 1))]
-        rooms.extend(alg.sub(s.decls[j].eps_fwd, spent(first)) for j, first, _ in cover)
-        return vmax(alg, vmin(alg, *rooms), alg.const(0))
+    def plan(self, state: DynamicState[Any], t: int) -> Plan[Any, Any]:
+        known: list[ClassReq[Any]] = [
+            DynamicClass(tuple(d for d in c.decls if d.slot <= t) or c.decls[:1])
+            if isinstance(c, DynamicClass)
+            else c
+            for c in self.classes
+        ]
+        return DynamicKernel("dpbd", self.alg, known, "sound").plan(state, t)
+
+    def step(
+        self, state: DynamicState[Any], t: int, plan: Plan[Any, Any], published: Any
+    ) -> DynamicState[Any]:
+        return self._full.step(state, t, plan, published)
 
 
 class _NegativeAfterChange(DynamicKernel[Any, Any]):
@@ -353,13 +357,6 @@ def _spec(
     symbolic: bool = True,
 ) -> AllocatorSpec:
     return AllocatorSpec(name, requirement, scaling, f"mutant: {name}", factory, symbolic=symbolic)
-
-
-def _dyn(cls: type[DynamicKernel[Any, Any]]) -> Any:
-    def factory(alg: Algebra[Any, Any], classes: Sequence[ClassReq[Any]], _: str) -> Any:
-        return cls("dpbd", alg, classes, "sound")
-
-    return factory
 
 
 def _plain(cls: type[_PlainBase]) -> Any:
@@ -406,7 +403,9 @@ floor_budget = _spec("floor_budget", _fixed("plbu", _FloorBudget, "sound"))
 forgetful_state = _spec("forgetful_state", _plain(_Forgetful), symbolic=False)
 stale_declaration = _spec("stale_declaration", _stale_declaration, requirement="dynamic")
 later_declarations_ignored = _spec(
-    "later_declarations_ignored", _dyn(_LaterDeclarationsIgnored), requirement="dynamic"
+    "later_declarations_ignored",
+    lambda alg, classes, variant: _LaterDeclarationsIgnored(alg, classes, variant),
+    requirement="dynamic",
 )
 negative_after_change = _spec(
     "negative_after_change", _negative_after_change, requirement="dynamic"
