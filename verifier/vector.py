@@ -257,9 +257,11 @@ class VectorEngine:
 
     def plan_user(self, user: str) -> _UserPlan:
         code = self.ledger.user_code(user)
-        if code is None:
-            return _UserPlan(user, None, self.population.class_indices([user])[0])
-        return _UserPlan(user, code, int(self._classes_of(np.array([code], np.int64))[0]))
+        if code is not None and code < len(self._cls_of):
+            known = int(self._cls_of[code])
+            if known != _UNKNOWN:
+                return _UserPlan(user, code, known)
+        return _UserPlan(user, code, self.population.class_indices([user])[0])
 
     # ------------------------------------------------------------------ checking
 
@@ -331,12 +333,16 @@ class VectorEngine:
         k = self.classes[plan.cls]
         if k.w is not None:
             self._expire(k.w, slot, log)
-        own = 0 if plan.code is None else int(self._own[plan.code])
+        own = self._own_of(plan.code)
         spent = k.common_spent(slot) + own
         if spent + asked <= k.eps:
             return None
         self._restore(log)
         return Refusal(k.window(slot, spent), plan.user, 1, k.describe)
+
+    def _own_of(self, code: int | None) -> int:
+        """A user's own spend in window (0 for a user nothing was committed to yet)."""
+        return 0 if code is None or code >= len(self._own) else int(self._own[code])
 
     @staticmethod
     def _unregistered(slot: int, name: str | None, affected: int) -> Refusal:
@@ -347,13 +353,8 @@ class VectorEngine:
         if asked == 0:
             return
         if isinstance(plan, _UserPlan):
-            if plan.cls < 0:
-                return
-            code = self.ledger.user_code(plan.user)  # exists now: the charge was appended
-            assert code is not None
-            self._grow(code + 1)
-            self._cls_of[code] = plan.cls
-            plan = self._plan_codes(np.array([code], np.int64))
+            self._commit_user(slot, asked, plan)
+            return
         for c, full in zip(plan.present, plan.full, strict=True):
             if full:
                 self.classes[c].common.add(slot, asked)
@@ -363,6 +364,23 @@ class VectorEngine:
                 self._events[w].append((slot, codes, asked))
             for c in plan.partial_whole:
                 self.classes[c].partial = True
+
+    def _commit_user(self, slot: int, asked: int, plan: _UserPlan) -> None:
+        if plan.cls < 0:
+            return
+        code = plan.code if plan.code is not None else self.ledger.user_code(plan.user)
+        assert code is not None  # the charge was appended: the ledger knows the user now
+        self._grow(code + 1)
+        self._cls_of[code] = plan.cls
+        k = self.classes[plan.cls]
+        if k.size == 1:  # the user is the whole class
+            k.common.add(slot, asked)
+            return
+        self._own[code] += asked
+        if k.w is None:
+            k.partial = True
+        else:
+            self._events[k.w].append((slot, np.array([code], np.int64), asked))
 
     def headroom(self, slot: int, plan: _Plan | _UserPlan) -> int:
         """The smallest room (bound minus spent, scaled) over the members' windows at ``slot``;
@@ -375,7 +393,7 @@ class VectorEngine:
                 k = self.classes[plan.cls]
                 if k.w is not None:
                     self._expire(k.w, slot, log)
-                own = 0 if plan.code is None else int(self._own[plan.code])
+                own = self._own_of(plan.code)
                 return k.eps - k.common_spent(slot) - own
             for w in plan.windows:
                 self._expire(w, slot, log)
