@@ -32,6 +32,8 @@ def distinct(values: npt.NDArray[np.int64]) -> bool:
     """Whether a 1-D integer array holds no value twice (a sort: faster than `np.unique`)."""
     if len(values) < 2:
         return True
+    if bool((values[1:] > values[:-1]).all()):  # strictly increasing (e.g. a sorted draw)
+        return True
     ordered = np.sort(values)
     return bool((ordered[1:] != ordered[:-1]).all())
 

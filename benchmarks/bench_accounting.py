@@ -19,7 +19,7 @@ from accounting.ledger import Ledger
 from accounting.population import Population
 from accounting.requirements import Declaration, Dynamic, Fixed, Requirement
 from verifier.check import check
-from verifier.guard import Guard
+from verifier.guard import Engine, Guard
 
 CLASSES: list[Requirement] = [
     Fixed(w, Budget(eps))
@@ -144,10 +144,10 @@ def bench_check_classes(n_users: int, n_slots: int) -> list[tuple[str, str]]:
     ]
 
 
-def bench_guard_per_user(n_users: int, n_slots: int) -> list[tuple[str, str]]:
+def bench_guard_per_user(n_users: int, n_slots: int, engine: Engine) -> list[tuple[str, str]]:
     pop = Population({f"u{i}": CLASSES[i % len(CLASSES)] for i in range(n_users)})
     amount = Budget(Fraction(1, 200))
-    guard = Guard(pop)
+    guard = Guard(pop, engine=engine)
 
     def run() -> None:
         for t in range(1, n_slots + 1):
@@ -158,20 +158,20 @@ def bench_guard_per_user(n_users: int, n_slots: int) -> list[tuple[str, str]]:
     n = n_users * n_slots
     return [
         (
-            f"guard, per-user spends ({n_users:,} users x {n_slots} slots)",
+            f"guard ({engine}), per-user spends ({n_users:,} users x {n_slots} slots)",
             f"{seconds:.2f} s = {n / seconds:,.0f} spends/s",
         )
     ]
 
 
-def bench_guard_per_class(n_users: int, n_slots: int) -> list[tuple[str, str]]:
+def bench_guard_per_class(n_users: int, n_slots: int, engine: Engine) -> list[tuple[str, str]]:
     pop = Population.from_classes({c: n_users // len(CLASSES) for c in CLASSES})
-    guard = Guard(pop)
+    guard = Guard(pop, engine=engine)
     for cls in pop.classes:
         guard.define_group(cls.name, cls.members)
     amount = Budget(Fraction(1, 200))
 
-    def first_slot() -> None:  # resolves each group's members to accounts once: O(members)
+    def first_slot() -> None:  # resolves each group's members once: O(members)
         for cls in pop.classes:
             guard.spend(1, amount, group=cls.name)
 
@@ -186,14 +186,42 @@ def bench_guard_per_class(n_users: int, n_slots: int) -> list[tuple[str, str]]:
     per_user = spends * (len(pop) // len(pop.classes))
     return [
         (
-            f"guard, first class-level spend of {len(pop.classes)} groups ({len(pop):,} users)",
-            f"{setup:.2f} s (one-time: members resolved to accounts)",
+            f"guard ({engine}), first class-level spend of {len(pop.classes)} groups "
+            f"({len(pop):,} users)",
+            f"{setup:.2f} s (one-time: members resolved)",
         ),
         (
-            f"guard, class-level spends after that ({len(pop.classes)} classes x {n_slots - 1} slots)",
+            f"guard ({engine}), class-level spends after that ({len(pop.classes)} classes x "
+            f"{n_slots - 1} slots)",
             f"{seconds:.2f} s = {spends / seconds:,.0f} spends/s "
             f"({per_user / seconds / 1e6:,.0f} M per-user charges/s)",
         ),
+    ]
+
+
+def bench_guard_drawn(
+    n_users: int, n_slots: int, drawn: int, engine: Engine
+) -> list[tuple[str, str]]:
+    """Population sampling: each slot, ``drawn`` users defined by index and charged as a group."""
+    pop = Population.from_classes({c: n_users // len(CLASSES) for c in CLASSES})
+    guard = Guard(pop, engine=engine)
+    rng = np.random.default_rng(0)
+    draws = [np.sort(rng.choice(len(pop), drawn, replace=False)) for _ in range(n_slots)]
+    amount = Budget(Fraction(1, 200))
+
+    def run() -> None:
+        for t, idx in enumerate(draws, start=1):
+            guard.define_group_by_index(f"drawn-{t}", pop.users, idx)
+            guard.spend(t, amount, group=f"drawn-{t}")
+
+    seconds, _ = timed(run)
+    return [
+        (
+            f"guard ({engine}), {drawn:,} drawn users charged per slot ({len(pop):,} users, "
+            f"{n_slots} slots)",
+            f"{seconds:.2f} s = {seconds / n_slots * 1e3:.2f} ms per slot = "
+            f"{seconds / (n_slots * drawn) * 1e9:,.0f} ns per drawn user",
+        )
     ]
 
 
@@ -202,14 +230,18 @@ def main() -> None:
     parser.add_argument(
         "--quick", action="store_true", help="small sizes (seconds, for a smoke run)"
     )
+    parser.add_argument("--guard-only", action="store_true", help="only the guard's rows")
     args = parser.parse_args()
     scale = 100 if args.quick else 1
     results: list[tuple[str, str]] = []
-    results += bench_check(100_000 // scale, 100)
-    results += bench_check_dynamic(100_000 // scale, 100)
-    results += bench_check_classes(1_000_000 // scale, 1_000)
-    results += bench_guard_per_user(1_000 // scale, 100)
-    results += bench_guard_per_class(1_000_000 // scale, 1_000)
+    if not args.guard_only:
+        results += bench_check(100_000 // scale, 100)
+        results += bench_check_dynamic(100_000 // scale, 100)
+        results += bench_check_classes(1_000_000 // scale, 1_000)
+    for engine in ("vector", "accounts"):
+        results += bench_guard_per_user(1_000 // scale, 100, engine)
+        results += bench_guard_per_class(1_000_000 // scale, 1_000, engine)
+        results += bench_guard_drawn(1_000_000 // scale, 200, 10_000 // scale, engine)
     print(f"machine: {machine()}")
     print()
     print("| measurement | result |")

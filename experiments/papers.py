@@ -156,8 +156,8 @@ SWEEPS: dict[str, Sweep] = {
             PWSM_FULL,
             Size(5_000, 200, points=(0, 2, 4, 5, 7, 9)),
             note="BD and BA serve every user with the smallest budget and largest window "
-            "(0.6, 120): o changes only the class sizes, and with them how the stream's counts "
-            "are drawn (per class), so their numbers move with the data realization, not with o.",
+            "(0.6, 120): o changes only the class sizes, and the stream does not depend on "
+            "them (same seed, same data), so their numbers are the same at every o.",
         ),
         Sweep(
             "pldp-epsilon",

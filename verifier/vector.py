@@ -88,7 +88,7 @@ class _Plan:
 
     codes: I64
     present: tuple[int, ...]
-    member_present: I64 | None  # None: one class present
+    member_shifted: I64 | None  # each member's class + 1 (0: no requirement); None: one class
     full: tuple[bool, ...]
     windows: tuple[int, ...]  # window lengths of the present fixed classes
     partial_codes: I64  # members of registered classes the group does not cover whole
@@ -132,7 +132,7 @@ class VectorEngine:
         self._w_index = np.array(
             [len(self._windows)]
             + [len(self._windows) if k.w is None else at[k.w] for k in self.classes],
-            np.int64,
+            np.int16,  # small keys: the stable sort below is a radix sort
         )
         self._dtype: Any = np.int64
         self._own: npt.NDArray[Any] = np.zeros(0, np.int64)
@@ -197,11 +197,7 @@ class VectorEngine:
         present = tuple(i - 1 for i, k in enumerate(counts) if k)
         sizes = self._sizes
         full = tuple(c >= 0 and counts[c + 1] == sizes[c] for c in present)
-        member_present: I64 | None = None
-        if len(present) > 1:
-            lookup = np.zeros(len(self.classes) + 1, np.int64)
-            lookup[[c + 1 for c in present]] = np.arange(len(present))
-            member_present = lookup[shifted]
+        member_shifted = shifted if len(present) > 1 else None
         partial_classes = [c for c, f in zip(present, full, strict=True) if c >= 0 and not f]
         partial_codes, by_w, whole = _EMPTY, [], []
         if partial_classes:
@@ -215,21 +211,22 @@ class VectorEngine:
             ws = sorted({w for c in partial_classes if (w := self.classes[c].w) is not None})
             if len(ws) == 1 and all(self.classes[c].w == ws[0] for c in partial_classes):
                 by_w.append((ws[0], partial_codes))
-            elif ws:  # split by window length: one stable sort, then runs
+            elif ws:  # split by window length: one stable (radix) sort, then runs (views)
                 wi = self._w_index[partial_shifted]
-                order = np.argsort(wi, kind="stable")
-                sorted_wi = wi[order]
-                cuts = np.searchsorted(sorted_wi, np.arange(len(self._windows) + 1))
+                by_length = partial_codes[np.argsort(wi, kind="stable")]
+                counts_w = np.bincount(wi, minlength=len(self._windows) + 1).tolist()
+                lo = 0
                 for k, w in enumerate(self._windows):
-                    lo, hi = int(cuts[k]), int(cuts[k + 1])
+                    hi = lo + counts_w[k]
                     if hi > lo:
-                        by_w.append((w, partial_codes[order[lo:hi]]))
+                        by_w.append((w, by_length[lo:hi]))
+                    lo = hi
             whole = [c for c in partial_classes if self.classes[c].w is None]
         windows = sorted({w for c in present if c >= 0 and (w := self.classes[c].w) is not None})
         return _Plan(
             codes,
             present,
-            member_present,
+            member_shifted,
             full,
             tuple(windows),
             partial_codes,
@@ -257,9 +254,11 @@ class VectorEngine:
 
     def plan_user(self, user: str) -> _UserPlan:
         code = self.ledger.user_code(user)
-        if code is None:
-            return _UserPlan(user, None, self.population.class_indices([user])[0])
-        return _UserPlan(user, code, int(self._classes_of(np.array([code], np.int64))[0]))
+        if code is not None and code < len(self._cls_of):
+            known = int(self._cls_of[code])
+            if known != _UNKNOWN:
+                return _UserPlan(user, code, known)
+        return _UserPlan(user, code, self.population.class_indices([user])[0])
 
     # ------------------------------------------------------------------ checking
 
@@ -309,15 +308,14 @@ class VectorEngine:
         rooms, partial = self._rooms(slot, asked, plan.present)
         if not partial and min(rooms) >= 0:
             return None, log
-        room_arr = np.array(rooms, dtype=self._dtype)
-        member_room = room_arr[plan.member_present] if plan.member_present is not None else rooms[0]
+        member_room = self._member_rooms(plan, rooms, self._dtype)
         own = self._own[plan.codes] if partial else np.zeros(len(plan.codes), self._dtype)
         bad = np.flatnonzero(own > member_room)
         if not len(bad):
             return None, log
         self._restore(log)
         i = int(bad[0])
-        c = plan.present[0 if plan.member_present is None else int(plan.member_present[i])]
+        c = plan.present[0] if plan.member_shifted is None else int(plan.member_shifted[i]) - 1
         name = self.ledger.user_id(int(plan.codes[i]))
         if c < 0:
             return self._unregistered(slot, name, len(bad)), log
@@ -331,12 +329,24 @@ class VectorEngine:
         k = self.classes[plan.cls]
         if k.w is not None:
             self._expire(k.w, slot, log)
-        own = 0 if plan.code is None else int(self._own[plan.code])
+        own = self._own_of(plan.code)
         spent = k.common_spent(slot) + own
         if spent + asked <= k.eps:
             return None
         self._restore(log)
         return Refusal(k.window(slot, spent), plan.user, 1, k.describe)
+
+    def _member_rooms(self, plan: _Plan, rooms: list[int], dtype: Any) -> Any:
+        """Each member's room (an array in group order), or the one class's room (an int)."""
+        if plan.member_shifted is None:
+            return rooms[0]
+        by_class = np.zeros(len(self.classes) + 1, dtype)
+        by_class[[c + 1 for c in plan.present]] = rooms
+        return by_class[plan.member_shifted]
+
+    def _own_of(self, code: int | None) -> int:
+        """A user's own spend in window (0 for a user nothing was committed to yet)."""
+        return 0 if code is None or code >= len(self._own) else int(self._own[code])
 
     @staticmethod
     def _unregistered(slot: int, name: str | None, affected: int) -> Refusal:
@@ -347,13 +357,8 @@ class VectorEngine:
         if asked == 0:
             return
         if isinstance(plan, _UserPlan):
-            if plan.cls < 0:
-                return
-            code = self.ledger.user_code(plan.user)  # exists now: the charge was appended
-            assert code is not None
-            self._grow(code + 1)
-            self._cls_of[code] = plan.cls
-            plan = self._plan_codes(np.array([code], np.int64))
+            self._commit_user(slot, asked, plan)
+            return
         for c, full in zip(plan.present, plan.full, strict=True):
             if full:
                 self.classes[c].common.add(slot, asked)
@@ -363,6 +368,23 @@ class VectorEngine:
                 self._events[w].append((slot, codes, asked))
             for c in plan.partial_whole:
                 self.classes[c].partial = True
+
+    def _commit_user(self, slot: int, asked: int, plan: _UserPlan) -> None:
+        if plan.cls < 0:
+            return
+        code = plan.code if plan.code is not None else self.ledger.user_code(plan.user)
+        assert code is not None  # the charge was appended: the ledger knows the user now
+        self._grow(code + 1)
+        self._cls_of[code] = plan.cls
+        k = self.classes[plan.cls]
+        if k.size == 1:  # the user is the whole class
+            k.common.add(slot, asked)
+            return
+        self._own[code] += asked
+        if k.w is None:
+            k.partial = True
+        else:
+            self._events[k.w].append((slot, np.array([code], np.int64), asked))
 
     def headroom(self, slot: int, plan: _Plan | _UserPlan) -> int:
         """The smallest room (bound minus spent, scaled) over the members' windows at ``slot``;
@@ -375,7 +397,7 @@ class VectorEngine:
                 k = self.classes[plan.cls]
                 if k.w is not None:
                     self._expire(k.w, slot, log)
-                own = 0 if plan.code is None else int(self._own[plan.code])
+                own = self._own_of(plan.code)
                 return k.eps - k.common_spent(slot) - own
             for w in plan.windows:
                 self._expire(w, slot, log)
@@ -386,10 +408,7 @@ class VectorEngine:
             partial = any(c >= 0 and self._has_partial(c) for c in plan.present)
             if not partial:
                 return min(rooms)
-            room_arr = np.array(rooms, dtype=object)  # exact, whatever the magnitudes
-            member_room = (
-                room_arr[plan.member_present] if plan.member_present is not None else rooms[0]
-            )
+            member_room = self._member_rooms(plan, rooms, object)  # exact, any magnitude
             return int(np.min(member_room - self._own[plan.codes].astype(object)))
         finally:
             self._restore(log)
