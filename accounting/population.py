@@ -38,7 +38,7 @@ class RequirementClass:
 class Population:
     """An immutable mapping from user ids to requirements, grouped into requirement classes."""
 
-    __slots__ = ("_by_user", "_class_of", "_classes", "_order", "_order_classes")
+    __slots__ = ("_by_user", "_class_ends", "_class_of", "_classes", "_order", "_order_classes")
 
     def __init__(self, requirements: Mapping[str, Requirement]) -> None:
         by_user: dict[str, Requirement] = {}
@@ -56,6 +56,7 @@ class Population:
         self._class_of = {u: c for c in self._classes for u in c.members}
         self._order: tuple[str, ...] | None = None
         self._order_classes: npt.NDArray[np.int64] | None = None
+        self._class_ends = np.cumsum([c.count for c in self._classes], dtype=np.int64)
 
     @classmethod
     def from_classes(cls, classes: Mapping[Requirement, int], prefix: str = "u") -> Population:
@@ -88,6 +89,13 @@ class Population:
             arr.flags.writeable = False
             self._order_classes = arr
         return self._order_classes
+
+    def classes_at(self, indices: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """The class index of the users at ``indices`` of the canonical order: the same as
+        ``class_index_array()[indices]``, by binary search over the class boundaries (no
+        random access into an n-long array: cheaper for large populations)."""
+        found: npt.NDArray[np.int64] = np.searchsorted(self._class_ends, indices, side="right")
+        return found.astype(np.int64, copy=False)
 
     def requirement_of(self, user: str) -> Requirement:
         try:

@@ -18,6 +18,7 @@ from tests.test_properties import admissible
 from verifier.check import check
 from verifier.guard import Guard
 from verifier.vector import VectorEngine
+from wevent.tracing import class_groups
 
 flat_requirements: st.SearchStrategy[Requirement] = st.one_of(
     st.builds(Fixed, windows, budgets),
@@ -48,6 +49,9 @@ def test_vector_and_account_engines_agree(data: st.DataObject) -> None:
     users = [*table, "stranger"]
     fast, ref = Guard(pop), Guard(pop, engine="accounts")
     assert fast.engine == "vector" and ref.engine == "accounts"
+    if data.draw(st.booleans()):  # as runs do: every class by index first (codes = indices)
+        for g in (fast, ref):
+            class_groups(pop, g)
     slot = 1
     accepted: dict[str, dict[int, Fraction]] = defaultdict(dict)
     for n in range(data.draw(st.integers(1, 30))):
@@ -58,6 +62,8 @@ def test_vector_and_account_engines_agree(data: st.DataObject) -> None:
             members = [data.draw(st.sampled_from(users))]
         elif how == "class":
             members = list(data.draw(st.sampled_from(pop.classes)).members)
+            if data.draw(st.booleans()):
+                how = "index"  # a whole class, by index
         else:
             members = data.draw(st.lists(st.sampled_from(table), min_size=1, unique=True))
         name = f"g{n}"

@@ -38,6 +38,7 @@ from verifier.vector import Refusal, VectorEngine, vectorizable
 __all__ = ["AccountEngine", "Guard"]
 
 Engine = Literal["auto", "vector", "accounts"]
+I64 = npt.NDArray[np.int64]
 
 
 class _Account:
@@ -214,6 +215,7 @@ class Guard:
         self._code_of_index: npt.NDArray[np.int64] | None = None
         self._known_tables: dict[int, Sequence[str]] = {}
         self._by_index = 0  # users interned through the canonical index path
+        self._identity = True  # so far, each of those got its canonical index as its code
         self._evidence_checks: dict[tuple[Evidence, Fraction], CostCheck] = {}
         self._checks_by_code: dict[tuple[int, int, int], CostCheck] = {}
         self._slot = 0
@@ -262,6 +264,18 @@ class Guard:
             # By id: validated before anything is interned (a redefinition must match).
             self.ledger.define_group(name, [table[i] for i in idx.tolist()])
             return
+        if self._identity and self._by_index == len(self.population):
+            codes = idx  # every population user's code is its index (see below)
+        else:
+            codes = self._intern_by_index(table, idx)
+        # idx is in range and distinct, and index -> code is one-to-one: codes need no check
+        self.ledger.define_group_codes(name, codes, validated=True)
+        if self._vector is not None:  # its classes are known: plan the group's charges now
+            classes = self.population.classes_at(idx)
+            self._vector.prepare(self.ledger.group_code(name), codes, classes)
+
+    def _intern_by_index(self, table: Sequence[str], idx: npt.NDArray[np.int64]) -> I64:
+        """The ledger codes of the population users at ``idx``, interning new ones in bulk."""
         if self._code_of_index is None:
             self._code_of_index = np.full(len(self.population), -1, np.int64)
         codes = self._code_of_index[idx]
@@ -279,16 +293,15 @@ class Guard:
                 fresh_codes = self.ledger.intern_new_users(ids)
             else:
                 fresh_codes = self.ledger.intern_users(ids)
+            # While every user was interned here with code == index (class groups defined in
+            # order, as `class_groups` does), later groups skip the code lookup altogether.
+            self._identity = self._identity and bool(np.array_equal(fresh_codes, fresh))
             self._by_index += len(fresh)
             self._code_of_index[fresh] = fresh_codes
             codes[new] = fresh_codes
             if self._vector is not None:
-                self._vector.note_classes(fresh_codes, self.population.class_index_array()[fresh])
-        # idx is in range and distinct, and index -> code is one-to-one: codes need no check
-        self.ledger.define_group_codes(name, codes, validated=True)
-        if self._vector is not None:  # its classes are known: plan the group's charges now
-            classes = self.population.class_index_array()[idx]
-            self._vector.prepare(self.ledger.group_code(name), codes, classes)
+                self._vector.note_classes(fresh_codes, self.population.classes_at(fresh))
+        return codes
 
     def _is_canonical(self, table: Sequence[str]) -> bool:
         canonical = self.population.users
