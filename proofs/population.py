@@ -47,6 +47,7 @@ __all__ = [
     "SplitResult",
     "certify",
     "check_pool",
+    "even_counts",
     "prove_ops_split",
     "prove_pool",
     "prove_population",
@@ -315,6 +316,15 @@ def check_pool(
 _OPS_FAMILY = ("plpd+", "plpa+", "plbd-ops", "plba-ops")
 
 
+def even_counts(windows: tuple[int, ...], n: int) -> dict[int, int]:
+    """``n`` users split as evenly as possible between ``windows`` (the first window takes the
+    remainder): the populations `prove_population` checks, and from which a pool
+    counterexample is rebuilt."""
+    counts = {w: n // len(windows) for w in windows}
+    counts[windows[0]] += n - sum(counts.values())
+    return counts
+
+
 def prove_population(
     target: str,
     *,
@@ -354,8 +364,7 @@ def prove_population(
                 for n in range(2 * max(windows), 3 * max(windows) + 1):
                     if n < len(windows):
                         continue
-                    counts = {wi: n // len(windows) for wi in windows}
-                    counts[windows[0]] += n - sum(counts.values())
+                    counts = even_counts(windows, n)
                     result = prove_pool(
                         target,
                         counts,

@@ -983,9 +983,10 @@ def gate_cmd(
 ) -> None:
     """Gate an allocator for CI: prove it, or refute it with a minimal counterexample.
 
-    TARGET is a built-in budget allocator (uniform ... dpba, lbu ... plbu), an allocator
-    registered under the entry-point group wevent.allocators, or module:attribute naming an
-    Allocator (mechanisms.allocators.api) or a callable returning one.
+    TARGET is a built-in budget allocator (uniform ... dpba, lbu ... plbu), a built-in
+    population allocator (lpu ... plba-ops), an allocator registered under the entry-point
+    group wevent.allocators, or module:attribute naming an Allocator
+    (mechanisms.allocators.api) or a callable returning one.
 
     \b
     Checks, in order (each is a test case of the JUnit report):
@@ -997,6 +998,14 @@ def gate_cmd(
                    through the runtime guard, shrunk to a minimal counterexample
       end-to-end   the central data path on synthetic streams, guard in the loop, ledger
                    batch-checked
+
+    \b
+    Population allocators (users drawn from a pool, recycled after R slots):
+      conformance  determinism (same pool seed, same users; counts independent of who was
+                   drawn); Z3 terms = exact values
+      proof        the OPS split theorem (OPS allocators) and that no draw exceeds the pool
+      search       populations with user counts and decisions through the pool and the guard
+      end-to-end   wevent run's data path on synthetic streams, ledger batch-checked
 
     A counterexample is printed as a requirements CSV and a decision string; the printed
     `wevent trace TARGET -r FILE --decisions ...` replays it through the guard (write FILE

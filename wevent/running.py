@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from accounting.budget import BudgetError
 from accounting.formats import ledger_kind, write_ledger
+from accounting.ledger import Ledger
 from accounting.population import Population
 from accounting.spending import BudgetExceeded, EvidenceRejected
 from experiments import metrics
@@ -65,6 +66,7 @@ class RunSummary:
     charges: int = 0
     reports: int = 0  # per-user reports (charges expanded to their users)
     setup_note: str = ""
+    ledger: Ledger | None = None  # the guard's ledger (what it accepted), for a batch check
 
     @property
     def ok(self) -> bool:
@@ -269,6 +271,7 @@ def run_mechanism(
     except (BudgetExceeded, EvidenceRejected, InvalidAllocation, PoolExhausted) as exc:
         summary.refusal = exc
     finally:
+        summary.ledger = guard.ledger
         summary.charges = len(guard.ledger)
         summary.reports = guard.ledger.per_user_rows()
         try:

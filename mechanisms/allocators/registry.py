@@ -11,7 +11,8 @@
 
 Every failure is an `AllocatorError` (a `BudgetError`, so the command line reports it in one
 line with exit 2). The population-division allocators have population kernels, not budget
-kernels, and are refused here with a message saying so.
+kernels, and are refused here with a message saying so (`wevent.gate.population` gates them by
+name).
 """
 
 from __future__ import annotations
@@ -177,7 +178,8 @@ def resolve(target: str) -> Allocator:
     if target in POPULATION:
         raise AllocatorError(
             f"{target} allocates users, not budgets: it has a population kernel "
-            "(`wevent prove` checks those; the allocator API covers budget kernels)"
+            "(`wevent gate`, `wevent prove` and `wevent trace` take it by name; the allocator "
+            "API covers budget kernels)"
         )
     if ":" in target:
         return _validated(target, _load_attribute(target))

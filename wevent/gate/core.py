@@ -23,6 +23,7 @@ from typing import Any
 from accounting.budget import BudgetError
 from accounting.formats import write_requirements
 from mechanisms.allocators.api import Allocator
+from mechanisms.allocators.local import POPULATION
 from mechanisms.allocators.registry import BUILTIN, resolve
 from proofs.central import Scope, prove_allocator
 from wevent.gate.conformance import (
@@ -169,6 +170,10 @@ def run_gate(
     counterexample's requirements CSV."""
     opts = options or GateOptions()
     opts.check()
+    if allocator is None and target in POPULATION:  # users, not budgets: its own stages
+        from wevent.gate.population import run_population_gate
+
+        return run_population_gate(target, opts, save_requirements=save_requirements)
     start = time.perf_counter()
     optjson = asdict(opts)
     optjson["stages"] = list(opts.stages)
