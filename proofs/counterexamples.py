@@ -158,19 +158,12 @@ class Counterexample:
             flags += f" --seed {self.seed}"
         return f"wevent trace {self.mechanism} {files} --decisions {self.decision_text}{flags}"
 
-    def replay(self) -> TraceResult | PopulationTrace:
-        """Run the kernel on the decisions through the runtime guard (a population allocator:
-        its users drawn from the pool seeded with ``seed``, as `wevent trace` does)."""
-        from wevent.tracing import trace_population, trace_with_guard
+    def replay(self) -> TraceResult:
+        """Run the budget kernel on the decisions through the runtime guard."""
+        from wevent.tracing import trace_with_guard
 
         if self.draws_users:
-            return trace_population(
-                self.mechanism,
-                self.population,
-                list(self.decisions),
-                variant=self.variant,
-                seed=self.seed,
-            )
+            raise ValueError(f"{self.mechanism} draws users: use replay_population()")
         return trace_with_guard(
             self.mechanism,
             self.population,
@@ -179,15 +172,34 @@ class Counterexample:
             arithmetic=self.arithmetic,
         )
 
+    def replay_population(self) -> PopulationTrace:
+        """Run a population allocator on the decisions, its users drawn from the pool seeded
+        with ``seed`` and charged to the runtime guard, as `wevent trace` does."""
+        from wevent.tracing import trace_population
+
+        return trace_population(
+            self.mechanism,
+            self.population,
+            list(self.decisions),
+            variant=self.variant,
+            seed=self.seed,
+        )
+
     def replays(self) -> bool:
-        """The replay fails at the same slot, the same way (guard refusal or negative budget)."""
+        """The replay fails at the same slot, the same way (guard refusal, negative budget or,
+        for a population allocator, a draw the pool cannot serve)."""
+        if self.draws_users:
+            trace = self.replay_population()
+            if trace.failed_slot != self.failure.slot:
+                return False
+            if self.failure.kind == "shortage":
+                return trace.shortage is not None
+            return trace.refusal is not None
         result = self.replay()
         if result.failed_slot != self.failure.slot:
             return False
-        if self.failure.kind == "shortage":
-            return getattr(result, "shortage", None) is not None
         if self.failure.kind == "negative":
-            return getattr(result, "negative", None) is not None
+            return result.negative is not None
         return result.refusal is not None
 
     def to_json(self) -> dict[str, Any]:

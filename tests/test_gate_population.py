@@ -23,6 +23,7 @@ from mechanisms.allocators.local import POPULATION
 from wevent.cli import cli
 from wevent.gate import GateOptions, GateReport, run_gate
 from wevent.gate.population import (
+    ClassCount,
     PopulationProbe,
     population_counterexample,
     population_of,
@@ -116,7 +117,7 @@ def test_population_probe_shrinks_to_a_smaller_failing_input() -> None:
     extra class and eight publishing slots around the published OPS counterexample shrink to
     its two classes and one publication."""
     probe = PopulationProbe("plpd+", "published", 0)
-    classes = [
+    classes: list[ClassCount] = [
         (Fixed(2, Budget(1)), 2),
         (Fixed(5, Budget(1)), 8),
         (Fixed(1, Budget("0.5")), 1),
@@ -148,7 +149,7 @@ def test_shortage_counterexamples_replay_as_shortages(monkeypatch: pytest.Monkey
 
     monkeypatch.setattr("wevent.tracing.population_setup", greedy)
     probe = PopulationProbe("lpd", "published", 0)
-    classes = [(Fixed(3, Budget(1)), 12)]
+    classes: list[ClassCount] = [(Fixed(3, Budget(1)), 12)]
     assert probe((classes, [True] * 9))
     trace = probe.trace(classes, [True] * 9)
     cex = population_counterexample("lpd", "published", 0, population_of(classes), trace)

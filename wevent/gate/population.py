@@ -71,10 +71,12 @@ from wevent.running import run_mechanism
 from wevent.tracing import PopulationTrace, trace_population
 
 __all__ = [
+    "ClassCount",
     "PopulationProbe",
     "population_counterexample",
     "population_of",
     "run_population_gate",
+    "shrink_population_case",
 ]
 
 F = Fraction
