@@ -57,8 +57,9 @@ class Failure:
 
     def describe(self) -> str:
         if self.kind == "shortage":  # spent: users asked for; bound: users in the pool
+            users = "user" if self.spent == 1 else "users"
             return (
-                f"slot {self.slot}: the {self.part} draw asks for {self.spent} users but the "
+                f"slot {self.slot}: the {self.part} draw asks for {self.spent} {users} but the "
                 f"pool holds {self.bound} (the others are inside their recycle period)"
             )
         if self.kind == "negative":
@@ -133,9 +134,9 @@ class Counterexample:
     @property
     def draws_users(self) -> bool:
         """A population allocator's counterexample (replayed with `trace_population`)."""
-        from mechanisms.allocators.local import POPULATION
+        from mechanisms.allocators.registry import is_population
 
-        return self.mechanism in POPULATION
+        return is_population(self.mechanism)
 
     @property
     def population(self) -> Population:

@@ -184,3 +184,45 @@ def test_cli_gate_population_refutation_prints_a_replay(tmp_path: Path) -> None:
     command = replay.removeprefix("replay: ")
     assert "--seed 3" in command and csv.exists()
     _replay(command, tmp_path)
+
+
+def test_population_targets_resolve() -> None:
+    """Built-in names and third-party `PopulationAllocator`s resolve as population allocators;
+    budget allocators and unknown names do not (`resolve` keeps refusing population names
+    as budget allocators, naming the commands that take them)."""
+    from mechanisms.allocators.registry import (
+        POPULATION_BUILTIN,
+        AllocatorError,
+        is_population,
+        resolve,
+        resolve_population,
+    )
+
+    assert set(POPULATION_BUILTIN) == set(POPULATION)
+    assert resolve_population("lpa") is POPULATION_BUILTIN["lpa"]
+    assert resolve_population("pba") is None
+    assert resolve_population("tests.gate_targets:plain_sound") is None
+    mutant = resolve_population("tests.gate_mutants:draw_not_capped_by_pool")
+    assert mutant is not None and mutant.name == "draw_not_capped_by_pool"
+    assert is_population("plpd+") and not is_population("no.such.module:x")
+    with pytest.raises(AllocatorError, match="wevent gate"):
+        resolve("lpa")
+
+
+def test_population_allocator_without_a_sound_variant_is_unusable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import dataclasses as dc
+
+    from mechanisms.allocators import registry
+    from tests import gate_mutants
+
+    broken = dc.replace(gate_mutants.recycled_user_reused_early, variants=("fast",))
+    monkeypatch.setattr(gate_mutants, "no_sound_variant", broken, raising=False)
+    registry.resolve_population.cache_clear()
+    try:
+        result = CliRunner().invoke(cli, ["gate", "tests.gate_mutants:no_sound_variant"])
+    finally:
+        registry.resolve_population.cache_clear()
+    assert result.exit_code == 2
+    assert "variants" in result.output and "Traceback" not in result.output

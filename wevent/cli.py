@@ -804,15 +804,16 @@ def trace_cmd(
     Example (001 Example 7):
       wevent trace dpba -r table3.csv --decisions 1,0,1,0,1 --variant published
     """
-    from mechanisms.allocators.registry import resolve
+    from mechanisms.allocators.registry import is_population, resolve
     from wevent.tracing import parse_decisions, trace_population, trace_with_guard
 
-    if mechanism not in _POPULATION:
+    population_target = mechanism in _POPULATION or is_population(mechanism)
+    if not population_target:
         try:
             resolve(mechanism)
         except BudgetError as exc:
             _fail(str(exc))
-    if mechanism in _POPULATION:
+    if population_target:
         if arithmetic != "exact":
             _fail("--arithmetic float only applies to the central absorption allocators")
         try:
@@ -827,6 +828,10 @@ def trace_cmd(
             )
         except BudgetError as exc:
             _fail(str(exc))
+        except Exception as exc:  # a third-party allocator's own failure: one line
+            if mechanism in _POPULATION:
+                raise
+            _fail(f"{mechanism}: the population allocator raised {type(exc).__name__}: {exc}")
         _print_population_trace(pop_result, as_json)
         sys.exit(EXIT_OK if pop_result.ok else EXIT_VIOLATION)
     try:
