@@ -155,7 +155,7 @@ class PopulationProbe:
     seed: int
     runs: int = 0
     failed_slot: int = 0
-    last: PopulationTrace | None = None
+    refused_inputs: int = 0  # populations the allocator's setup refused (not a failure)
 
     def trace(self, classes: Sequence[ClassCount], decisions: Sequence[bool]) -> PopulationTrace:
         return guarded(
@@ -175,8 +175,13 @@ class PopulationProbe:
         self.failed_slot = 0
         if not classes or not decisions or not _big_enough(classes):
             return False
-        result = self.trace(classes, decisions)
-        self.last = result
+        try:
+            result = self.trace(classes, decisions)
+        except TargetRaised as exc:
+            if not isinstance(exc.__cause__, BudgetError):
+                raise
+            self.refused_inputs += 1  # e.g. a setup that cannot serve this population
+            return False
         self.failed_slot = result.failed_slot or 0
         return not result.ok
 
