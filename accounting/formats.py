@@ -160,9 +160,22 @@ def _window(text: str, what: str) -> int:
     return w
 
 
-def write_requirements(population: Population, path: Path | str) -> None:
+def requirement_paths(population: Population, path: Path | str) -> list[Path]:
+    """The files `write_requirements` writes for ``population``: ``path`` alone, or, for a
+    population with fixed (or whole-stream) and dynamic users, ``path`` and
+    ``<stem>.dynamic.csv``. A command that reads them back needs one ``-r`` per file."""
+    path = Path(path)
+    kinds = {isinstance(req, Dynamic) for _, req in population.items()}
+    if kinds == {True, False}:
+        return [path, path.with_name(path.stem + ".dynamic.csv")]
+    return [path]
+
+
+def write_requirements(population: Population, path: Path | str) -> list[Path]:
     """Write a population back to CSV (fixed/whole-stream and dynamic users in separate files:
-    ``path`` gets the fixed and whole-stream users, ``<stem>.dynamic.csv`` the dynamic ones)."""
+    ``path`` gets the fixed and whole-stream users, ``<stem>.dynamic.csv`` the dynamic ones;
+    a population of one kind goes to ``path`` alone). Returns the files written
+    (`requirement_paths`)."""
     path = Path(path)
     fixed_rows: list[list[str]] = []
     dyn_rows: list[list[str]] = []
@@ -196,6 +209,7 @@ def write_requirements(population: Population, path: Path | str) -> None:
             writer = csv.writer(fh, lineterminator="\n")
             writer.writerow(header)
             writer.writerows(rows)
+    return requirement_paths(population, path)
 
 
 # ============================================================================ ledgers

@@ -1,9 +1,10 @@
 """Gate time per target (run on demand: `make bench`, or `python benchmarks/bench_gate.py`).
 
 `wevent gate` with its default scope (windows <= 3, 1..2 classes, 9 slots, 200 search inputs per
-requirement kind, 2 end-to-end runs of 40 slots) on every sound built-in, the unsound published
-variants and the mutants of `tests/gate_mutants.py`; per target the verdict, the seconds of each
-stage and the total. Measurements, not tests: the table goes to the README ("Gate your allocator
+requirement kind, 2 end-to-end runs of 40 slots) on every sound built-in (budget and population
+allocators), the unsound published variants and the mutants of `tests/gate_mutants.py`; per
+target the verdict, the seconds of each stage and the total (``--population``: the population
+allocators and their mutants only). Measurements, not tests: the table goes to the README ("Gate your allocator
 in CI"). Run from the repository root (the mutants are ``tests.gate_mutants:NAME``).
 """
 
@@ -15,6 +16,7 @@ import platform
 import sys
 import time
 
+from mechanisms.allocators.local import POPULATION
 from mechanisms.allocators.registry import BUILTIN
 from wevent.gate import GateOptions, run_gate
 
@@ -40,15 +42,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few targets only")
     parser.add_argument("--examples", type=int, default=200)
+    parser.add_argument(
+        "--population", action="store_true", help="population allocators and mutants only"
+    )
     args = parser.parse_args()
     sys.path.insert(0, os.getcwd())
-    from tests.gate_mutants import MUTANTS
+    from tests.gate_mutants import MUTANTS, POPULATION_MUTANTS
 
     options = GateOptions(examples=args.examples)
-    targets: list[tuple[str, str, str]] = [(n, "sound", "exact") for n in BUILTIN]
-    targets += [("dpbd", "published", "exact"), ("dpba", "published", "exact")]
-    targets += [(n, "published", "float") for n in ("ba", "pba", "lba")]
-    targets += [(f"tests.gate_mutants:{n}", "sound", "exact") for n in MUTANTS]
+    targets: list[tuple[str, str, str]] = []
+    if not args.population:
+        targets += [(n, "sound", "exact") for n in BUILTIN]
+        targets += [("dpbd", "published", "exact"), ("dpba", "published", "exact")]
+        targets += [(n, "published", "float") for n in ("ba", "pba", "lba")]
+        targets += [(f"tests.gate_mutants:{n}", "sound", "exact") for n in MUTANTS]
+    targets += [(n, "sound", "exact") for n in POPULATION]
+    targets += [(n, "published", "exact") for n in ("plpd+", "plpa+", "plbd-ops", "plba-ops")]
+    targets += [(f"tests.gate_mutants:{n}", "sound", "exact") for n in POPULATION_MUTANTS]
     if args.quick:
         targets = targets[:2] + targets[-2:]
     print(

@@ -8,21 +8,21 @@ guard refuses a spend there, or the kernel allocates a negative budget there.
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from accounting.budget import format_exact, ratio_text
-from accounting.formats import write_requirements
+from accounting.formats import requirement_paths, write_requirements
 from accounting.population import Population
 from accounting.requirements import Dynamic, Fixed, Requirement
 
 if TYPE_CHECKING:
-    from wevent.tracing import TraceResult
+    from accounting.spending import BudgetExceeded
+    from wevent.tracing import PopulationTrace, TraceResult
 
-__all__ = ["Counterexample", "Failure", "requirements_csv"]
+__all__ = ["Counterexample", "Failure", "requirements_csv", "requirements_files"]
 
 
 @dataclass(frozen=True)
@@ -31,14 +31,37 @@ class Failure:
 
     slot: int
     user: str
-    kind: str  # "fixed", "backward", "forward" (a window) or "negative"
+    kind: str  # "fixed", "backward", "forward" (a window), "negative" or "shortage"
     first: int = 0  # window slots (windows only)
     last: int = 0
     spent: Fraction = Fraction(0)  # window sum through ``slot``, or the negative budget
     bound: Fraction = Fraction(0)
-    part: str = ""  # "dissimilarity" or "publication" (negative budgets only)
+    part: str = ""  # "dissimilarity" or "publication" (negative budgets, pool shortages)
+
+    @classmethod
+    def refused(cls, slot: int, refusal: BudgetExceeded) -> Failure:
+        """The window a guard refusal at ``slot`` names (a group charge names its member)."""
+        import re
+
+        member = re.search(r"member '([^']*)'", refusal.subject)
+        window = refusal.window
+        return cls(
+            slot,
+            member.group(1) if member else refusal.subject,
+            window.kind,
+            window.first,
+            slot if window.last is None else window.last,
+            window.spent + refusal.asked,
+            window.bound,
+        )
 
     def describe(self) -> str:
+        if self.kind == "shortage":  # spent: users asked for; bound: users in the pool
+            users = "user" if self.spent == 1 else "users"
+            return (
+                f"slot {self.slot}: the {self.part} draw asks for {self.spent} {users} but the "
+                f"pool holds {self.bound} (the others are inside their recycle period)"
+            )
         if self.kind == "negative":
             return (
                 f"slot {self.slot}: {self.user} is allocated a negative {self.part} budget "
@@ -52,7 +75,9 @@ class Failure:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"slot": self.slot, "user": self.user, "kind": self.kind}
-        if self.kind == "negative":
+        if self.kind == "shortage":
+            out.update(part=self.part, asked=int(self.spent), available=int(self.bound))
+        elif self.kind == "negative":
             out.update(part=self.part, budget=ratio_text(self.spent))
         else:
             out.update(
@@ -65,20 +90,38 @@ class Failure:
         return out
 
 
-def requirements_csv(population: Population) -> str:
-    """The population as the requirements CSV `wevent trace -r` reads."""
+def requirements_files(
+    population: Population, path: str = "counterexample.csv"
+) -> list[tuple[str, str]]:
+    """The requirement files `write_requirements` would write for ``population`` at ``path``,
+    as (file name, CSV text): one file, or two for a population mixing fixed and dynamic users
+    (``<stem>.dynamic.csv`` holds the dynamic ones)."""
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "requirements.csv"
-        write_requirements(population, path)
-        return path.read_text(encoding="utf-8")
+        written = write_requirements(population, Path(tmp) / Path(path).name)
+        names = requirement_paths(population, path)
+        return [
+            (str(name), file.read_text(encoding="utf-8"))
+            for name, file in zip(names, written, strict=True)
+        ]
+
+
+def requirements_csv(population: Population) -> str:
+    """The population as the requirements CSV `wevent trace -r` reads (of one kind of
+    requirement; a mixed population has two files, see `requirements_files`)."""
+    files = requirements_files(population)
+    if len(files) != 1:
+        raise ValueError("a population of fixed and dynamic users needs two requirement files")
+    return files[0][1]
 
 
 @dataclass(frozen=True)
 class Counterexample:
-    """A concrete population (one user per class), decisions (one per slot, up to the failing
-    slot) and the failure they lead to."""
+    """A concrete population, decisions (one per slot, up to the failing slot) and the failure
+    they lead to. Budget kernels' counterexamples hold one user per class; a population
+    allocator's (`mechanisms.allocators.local.POPULATION`) holds every user, since the user count
+    sets its sample sizes, and ``seed`` is the seed of its pool's draws (`wevent trace --seed`)."""
 
     mechanism: str
     variant: str
@@ -86,6 +129,14 @@ class Counterexample:
     requirements: tuple[tuple[str, Requirement], ...]
     decisions: tuple[bool, ...]
     failure: Failure
+    seed: int = 0
+
+    @property
+    def draws_users(self) -> bool:
+        """A population allocator's counterexample (replayed with `trace_population`)."""
+        from mechanisms.allocators.registry import is_population
+
+        return is_population(self.mechanism)
 
     @property
     def population(self) -> Population:
@@ -96,17 +147,24 @@ class Counterexample:
         return ",".join("1" if d else "0" for d in self.decisions)
 
     def command(self, path: str = "counterexample.csv") -> str:
+        """The `wevent trace` command that replays this counterexample from the requirement
+        files `write_requirements` writes at ``path`` (one ``-r`` per file)."""
+        files = " ".join(f"-r {p}" for p in requirement_paths(self.population, path))
         flags = ""
         if self.variant != "sound":
             flags += f" --variant {self.variant}"
         if self.arithmetic != "exact":
             flags += f" --arithmetic {self.arithmetic}"
-        return f"wevent trace {self.mechanism} -r {path} --decisions {self.decision_text}{flags}"
+        if self.seed:
+            flags += f" --seed {self.seed}"
+        return f"wevent trace {self.mechanism} {files} --decisions {self.decision_text}{flags}"
 
     def replay(self) -> TraceResult:
-        """Run the kernel on the decisions through the runtime guard."""
+        """Run the budget kernel on the decisions through the runtime guard."""
         from wevent.tracing import trace_with_guard
 
+        if self.draws_users:
+            raise ValueError(f"{self.mechanism} draws users: use replay_population()")
         return trace_with_guard(
             self.mechanism,
             self.population,
@@ -115,8 +173,29 @@ class Counterexample:
             arithmetic=self.arithmetic,
         )
 
+    def replay_population(self) -> PopulationTrace:
+        """Run a population allocator on the decisions, its users drawn from the pool seeded
+        with ``seed`` and charged to the runtime guard, as `wevent trace` does."""
+        from wevent.tracing import trace_population
+
+        return trace_population(
+            self.mechanism,
+            self.population,
+            list(self.decisions),
+            variant=self.variant,
+            seed=self.seed,
+        )
+
     def replays(self) -> bool:
-        """The replay fails at the same slot, the same way (guard refusal or negative budget)."""
+        """The replay fails at the same slot, the same way (guard refusal, negative budget or,
+        for a population allocator, a draw the pool cannot serve)."""
+        if self.draws_users:
+            trace = self.replay_population()
+            if trace.failed_slot != self.failure.slot:
+                return False
+            if self.failure.kind == "shortage":
+                return trace.shortage is not None
+            return trace.refusal is not None
         result = self.replay()
         if result.failed_slot != self.failure.slot:
             return False
@@ -142,23 +221,26 @@ class Counterexample:
                             "eps_fwd": format_exact(d.eps_fwd),
                         }
                     )
+        files = requirements_files(self.population)
         return {
             "result": "counterexample",
             "mechanism": self.mechanism,
             "variant": self.variant,
             "arithmetic": self.arithmetic,
+            "seed": self.seed,
             "requirements": reqs,
-            "requirements_csv": requirements_csv(self.population),
+            "requirements_csv": files[0][1],
+            "requirements_files": dict(files),
             "decisions": [1 if d else 0 for d in self.decisions],
             "violation": self.failure.to_json(),
             "replay": self.command(),
         }
 
     def describe(self) -> list[str]:
-        buf = io.StringIO()
-        buf.write(requirements_csv(self.population))
-        lines = [f"counterexample: {self.failure.describe()}", "requirements (CSV):"]
-        lines += [f"  {row}" for row in buf.getvalue().splitlines()]
+        lines = [f"counterexample: {self.failure.describe()}"]
+        for name, text in requirements_files(self.population):
+            lines.append(f"requirements ({name}):")
+            lines += [f"  {row}" for row in text.splitlines()]
         lines.append(f"decisions: {self.decision_text}")
         lines.append(f"replay: {self.command()}")
         return lines

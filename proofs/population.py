@@ -47,6 +47,7 @@ __all__ = [
     "SplitResult",
     "certify",
     "check_pool",
+    "even_counts",
     "prove_ops_split",
     "prove_pool",
     "prove_population",
@@ -185,6 +186,7 @@ def prove_pool(
     d: int = 2,
     timeout_ms: int = 120_000,
     method: str = "auto",
+    allocator: Any = None,
 ) -> PoolResult:
     """Check that no slot's draws of the population kernel of ``mechanism`` (dissimilarity, plus
     publication when it publishes) exceed the users in the pool, for every decision sequence up
@@ -199,7 +201,9 @@ def prove_pool(
     OPS, which is run once with budget 1 for every class). With ``uncapped`` the requests are
     taken before the sound variant's pool cap (the published arithmetic with the sound variant's
     absorption limit R), so a proof shows the cap never binds; otherwise the requests as the
-    variant computes them.
+    variant computes them. ``allocator`` (a third-party `PopulationAllocator`) supplies the
+    setup and the kernel instead of the built-in ``mechanism``; its requests are checked as its
+    ``variant`` computes them.
     """
     from fractions import Fraction
 
@@ -209,7 +213,19 @@ def prove_pool(
     start = time.perf_counter()
     windows = tuple(sorted(counts))
     classes = [FixedClass(w, Fraction(1)) for w in windows]
-    setup = population_setup(mechanism, classes, [counts[w] for w in windows], d, variant)
+    sizes = [counts[w] for w in windows]
+    if allocator is not None:
+        cfg = allocator.setup(classes, sizes, d, variant).config
+        factory = allocator.kernel
+        if method == "explicit" or (method == "auto" and cfg.rule == "absorption"):
+            return explore_pool(
+                mechanism, cfg, windows, horizon, variant, variant, start=start, factory=factory
+            )
+        return check_pool(
+            mechanism, cfg, windows, horizon, variant, variant, timeout_ms, start=start,
+            factory=factory,
+        )  # fmt: skip
+    setup = population_setup(mechanism, classes, sizes, d, variant)
     cfg = setup.config
     if uncapped and variant == "sound":  # the sound arithmetic, minus the cap
         cfg = PopulationConfig(
@@ -234,6 +250,7 @@ def explore_pool(
     variant: str,
     *,
     start: float | None = None,
+    factory: Callable[..., Any] | None = None,
 ) -> PoolResult:
     """The pool check by exhaustive search: the kernel runs on exact rationals for every
     decision sequence up to ``horizon``, runs with equal kernel states merged (their futures are
@@ -246,7 +263,11 @@ def explore_pool(
     from proofs.explicit import state_digest
 
     start = time.perf_counter() if start is None else start
-    kernel = PopulationKernel(mechanism, ExactAlgebra(), cfg, kernel_variant)
+    kernel = (
+        PopulationKernel(mechanism, ExactAlgebra(), cfg, kernel_variant)
+        if factory is None
+        else factory(ExactAlgebra(), cfg, kernel_variant)
+    )
     base = (mechanism, variant, cfg.n, windows, horizon)
     frontier: list[tuple[Any, tuple[bool, ...]]] = [(kernel.start(), ())]
     for t in range(1, horizon + 1):
@@ -279,14 +300,20 @@ def check_pool(
     timeout_ms: int = 120_000,
     *,
     start: float | None = None,
+    factory: Callable[..., Any] | None = None,
 ) -> PoolResult:
-    """The bounded pool check for an explicit configuration (see `prove_pool`)."""
+    """The bounded pool check for an explicit configuration (see `prove_pool`); ``factory``
+    (``factory(alg, cfg, variant)``) builds the kernel instead of `PopulationKernel`."""
     from mechanisms.allocators.population import PopulationKernel
     from proofs.algebra import Z3Algebra
 
     start = time.perf_counter() if start is None else start
     alg = Z3Algebra()
-    kernel = PopulationKernel(mechanism, alg, cfg, kernel_variant)
+    kernel = (
+        PopulationKernel(mechanism, alg, cfg, kernel_variant)
+        if factory is None
+        else factory(alg, cfg, kernel_variant)
+    )
     solver = z3.Solver()
     solver.set("timeout", timeout_ms)
     state = kernel.start()
@@ -315,6 +342,15 @@ def check_pool(
 _OPS_FAMILY = ("plpd+", "plpa+", "plbd-ops", "plba-ops")
 
 
+def even_counts(windows: tuple[int, ...], n: int) -> dict[int, int]:
+    """``n`` users split as evenly as possible between ``windows`` (the first window takes the
+    remainder): the populations `prove_population` checks, and from which a pool
+    counterexample is rebuilt."""
+    counts = {w: n // len(windows) for w in windows}
+    counts[windows[0]] += n - sum(counts.values())
+    return counts
+
+
 def prove_population(
     target: str,
     *,
@@ -324,18 +360,22 @@ def prove_population(
     horizon: int | None = None,
     timeout_ms: int = 120_000,
     progress: Callable[[str], None] | None = None,
+    allocator: Any = None,
+    method: str = "auto",
 ) -> dict[str, Any]:
     """What `wevent prove` checks for a population allocator: pool sufficiency over every window
     tuple of 1..``classes`` distinct windows <= ``w_max`` and every n = 2 max w .. 3 max w (split
     as evenly as possible), horizon ``3 max w`` by default; for the OPS allocators (and target
     ``ops``) first the split theorem for n <= 10^4, windows <= 200. The first counterexample
-    ends the run. Returns the certificate (JSON-ready)."""
+    ends the run. Returns the certificate (JSON-ready). ``allocator``: a third-party
+    `PopulationAllocator` named ``target`` (the pool theorem only; see `prove_pool`);
+    ``method`` the pool check's (`prove_pool`)."""
     import itertools
 
     start = time.perf_counter()
     out: dict[str, Any] = {"mechanism": target, "variant": variant, "theorems": []}
     status = "proved"
-    if target in (*_OPS_FAMILY, "ops"):
+    if allocator is None and target in (*_OPS_FAMILY, "ops"):
         split = prove_ops_split(variant, n_max=10_000, w_max=200, timeout_ms=timeout_ms)
         out["theorems"].append(split.to_json())
         status = split.status
@@ -354,14 +394,15 @@ def prove_population(
                 for n in range(2 * max(windows), 3 * max(windows) + 1):
                     if n < len(windows):
                         continue
-                    counts = {wi: n // len(windows) for wi in windows}
-                    counts[windows[0]] += n - sum(counts.values())
+                    counts = even_counts(windows, n)
                     result = prove_pool(
                         target,
                         counts,
                         horizon=horizon or 3 * max(windows),
                         variant=variant,
                         timeout_ms=timeout_ms,
+                        allocator=allocator,
+                        method=method,
                     )
                     cases += 1
                     if say is not None:

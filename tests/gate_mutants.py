@@ -1,5 +1,6 @@
 """Deliberately broken allocators, each in the spirit of a real bug, for the gate's mutation suite
-(`tests/test_gate_mutants.py`). Every one is an `Allocator` the gate loads as
+(`tests/test_gate_mutants.py`). Every one is an `Allocator` (budget kernels, `MUTANTS`) or a
+`PopulationAllocator` (population kernels, `POPULATION_MUTANTS`) the gate loads as
 ``tests.gate_mutants:NAME``.
 
 Most start from a built-in kernel and change one thing; the built-ins' ``published`` variant
@@ -11,6 +12,7 @@ search and the end-to-end run can refute them.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,7 +20,7 @@ from fractions import Fraction
 from typing import Any
 
 from mechanisms.allocators.algebra import Algebra, vmax, vmin
-from mechanisms.allocators.api import AllocatorSpec
+from mechanisms.allocators.api import AllocatorSpec, PopulationSpec
 from mechanisms.allocators.dynamic import DynamicKernel, DynamicState
 from mechanisms.allocators.fixed import FixedKernel, FixedState
 from mechanisms.allocators.kernel import (
@@ -28,8 +30,11 @@ from mechanisms.allocators.kernel import (
     Plan,
     fixed_classes,
 )
+from mechanisms.allocators.local import population_setup
+from mechanisms.allocators.population import PopulationConfig, PopulationKernel
+from mechanisms.ops import sample_size
 
-__all__ = ["MUTANTS", "NOT_WINDOW_BUGS"]
+__all__ = ["MUTANTS", "NOT_WINDOW_BUGS", "POPULATION_MUTANTS"]
 
 F = Fraction
 
@@ -437,3 +442,58 @@ MUTANTS: dict[str, AllocatorSpec] = {
 
 # Mutants whose defect is not a window the guard sees: the gate refutes them on conformance.
 NOT_WINDOW_BUGS = frozenset({"forgetful_state"})
+
+
+# ---------------------------------------------------------------------------- population kernels
+# Population allocators (002 Section 6; 000) draw users from a pool; these change one integer of
+# a built-in's setup (`mechanisms.allocators.local.population_setup`) the way a port might.
+
+
+def _population(
+    name: str, base: str, change: Any, kernel_variant: str | None = None
+) -> PopulationSpec:
+    """``base``'s setup with ``change(setup, classes, counts)`` applied to its configuration;
+    ``kernel_variant`` pins the kernel's variant (``published``: no pool cap)."""
+
+    def setup(classes: Sequence[ClassReq[Any]], counts: Sequence[int], d: int, variant: str) -> Any:
+        built = population_setup(base, classes, counts, d, "sound")
+        return dataclasses.replace(built, config=change(built.config, classes, counts))
+
+    def kernel(alg: Algebra[Any, Any], config: PopulationConfig, variant: str) -> Any:
+        return PopulationKernel(base, alg, config, kernel_variant or variant)
+
+    return PopulationSpec(name, f"mutant of {base}", setup, kernel)
+
+
+def _recycle_one_early(cfg: PopulationConfig, *_: Any) -> PopulationConfig:
+    """The pool hands users back after w - 1 slots: a user reports twice in one window."""
+    return dataclasses.replace(cfg, recycle=max(1, cfg.recycle - 1))
+
+
+def _recycle_by_smallest_window(
+    cfg: PopulationConfig, classes: Sequence[ClassReq[Any]], counts: Sequence[int]
+) -> PopulationConfig:
+    """PLPD with R and z from the smallest window instead of the largest (000 Algorithm 5
+    line 2 with w_min): users of a longer window report again inside it."""
+    w = min(c.w for c, k in zip(fixed_classes(classes, "mutant"), counts, strict=True) if k)
+    return dataclasses.replace(cfg, recycle=w, unit=max(1, sample_size(cfg.n, w)))
+
+
+def _capacity_all_users(cfg: PopulationConfig, *_: Any) -> PopulationConfig:
+    """Publications may take all n users per R slots (not n/2), and no draw is capped by the
+    pool: the dissimilarity draws then find it empty."""
+    return dataclasses.replace(cfg, capacity=cfg.n)
+
+
+recycled_user_reused_early = _population("recycled_user_reused_early", "lpd", _recycle_one_early)
+recycle_by_smallest_window = _population(
+    "recycle_by_smallest_window", "plpd", _recycle_by_smallest_window
+)
+draw_not_capped_by_pool = _population(
+    "draw_not_capped_by_pool", "lpd", _capacity_all_users, kernel_variant="published"
+)
+
+POPULATION_MUTANTS: dict[str, PopulationSpec] = {
+    spec.name: spec
+    for spec in (recycled_user_reused_early, recycle_by_smallest_window, draw_not_capped_by_pool)
+}

@@ -24,7 +24,13 @@ from accounting.population import Population
 from accounting.requirements import Fixed
 from mechanisms.allocators import make_kernel, run_trace
 from mechanisms.allocators.algebra import ExactAlgebra
-from mechanisms.allocators.kernel import ClassReq, Decl, DynamicClass, FixedClass
+from mechanisms.allocators.kernel import (
+    ClassReq,
+    Decl,
+    DynamicClass,
+    FixedClass,
+    scaled_classes,
+)
 from proofs.central import ALLOCATORS, Allocator, Scope, prove_allocator
 from proofs.explicit import explore
 from verifier.symbolic import fixed_windows
@@ -189,23 +195,6 @@ def _random_fixed(rng: random.Random, k: int) -> list[ClassReq[Fraction]]:
     ]
 
 
-def _scaled(classes: list[ClassReq[Fraction]], factors: list[Fraction]) -> list[ClassReq[Fraction]]:
-    out: list[ClassReq[Fraction]] = []
-    for c, f in zip(classes, factors, strict=True):
-        if isinstance(c, FixedClass):
-            out.append(FixedClass(c.w, c.eps * f))
-        else:
-            out.append(
-                DynamicClass(
-                    tuple(
-                        Decl(d.slot, d.w_back, d.eps_back * f, d.w_fwd, d.eps_fwd * f)
-                        for d in c.decls
-                    )
-                )
-            )
-    return out
-
-
 def _random_dynamic(rng: random.Random, k: int) -> list[ClassReq[Fraction]]:
     out: list[ClassReq[Fraction]] = []
     for _ in range(k):
@@ -243,7 +232,7 @@ def test_scale_invariance(mechanism: str) -> None:
         else:
             factors = [F(rng.randint(1, 9), rng.randint(1, 9))] * k
         scaled = run_trace(
-            make_kernel(mechanism, ExactAlgebra(), _scaled(classes, factors)), decisions
+            make_kernel(mechanism, ExactAlgebra(), scaled_classes(classes, factors)), decisions
         )
         for a, b in zip(base, scaled, strict=True):
             assert a.status == b.status

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
+from fractions import Fraction
 from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any
@@ -482,3 +483,75 @@ def test_end_to_end_sound_run_is_accepted_and_checked() -> None:
     stage = report.stage("end-to-end")
     assert stage.status == "passed" and stage.data["charges"] > 0
     assert report.verdict == "passed"
+
+
+# ---------------------------------------------------------------------------- fixed defects
+
+
+def test_a_mixed_counterexample_names_both_requirement_files_and_replays(tmp_path: Path) -> None:
+    """A population of fixed and dynamic users is written to two CSVs; the printed command
+    reads both, and running it refuses at the counterexample's slot."""
+    from accounting.budget import Budget
+    from accounting.formats import write_requirements
+    from accounting.requirements import Declaration
+    from proofs.counterexamples import Counterexample, Failure, requirements_files
+
+    dynamic = Dynamic(
+        (Declaration(1, 1, Budget(1), 1, Budget(1)), Declaration(2, 2, Budget("0.1"), 1, Budget(1)))
+    )
+    reqs = (("f1", Fixed(2, Budget(1))), ("u1", dynamic))
+    failure = Failure(1, "u1", "backward", 1, 2, Fraction(1, 2), Fraction(1, 10))
+    cex = Counterexample("dpba", "published", "exact", reqs, (False,), failure)
+    assert cex.replays()
+    path = tmp_path / "cex.csv"
+    written = write_requirements(cex.population, path)
+    assert written == [path, tmp_path / "cex.dynamic.csv"]
+    command = cex.command(str(path))
+    assert f"-r {path} -r {tmp_path / 'cex.dynamic.csv'}" in command
+    files = requirements_files(cex.population, str(path))
+    assert [name for name, _ in files] == [str(p) for p in written]
+    assert [text for _, text in files] == [p.read_text() for p in written]
+    assert sum(line.startswith("requirements (") for line in cex.describe()) == 2
+    args = command.split()
+    assert args[0] == "wevent"
+    result = _invoke(*args[1:])
+    assert result.exit_code == 1, result.output
+    assert "REFUSED by the guard" in result.output and "slot 1" in result.output
+    assert "f1" in result.output  # the fixed user was read too
+
+
+@given(data=st.data())
+@settings(max_examples=60, deadline=None)
+def test_drawn_requirement_classes_are_distinct_and_replay_as_drawn(data: st.DataObject) -> None:
+    """Equal requirements would merge into one class when the counterexample is replayed: the
+    search and the conformance inputs draw distinct ones, so the kernel the gate ran is the
+    kernel `wevent trace` runs."""
+    import random
+
+    from mechanisms.allocators import classes_of
+    from wevent.gate.inputs import kernel_classes, random_requirements
+
+    kind = data.draw(st.sampled_from(["fixed", "dynamic"]))
+    reqs = data.draw(requirement_lists(kind, 4, 2, 4))
+    seed = data.draw(st.integers(0, 10**6))
+    for drawn in (reqs, random_requirements(random.Random(seed), kind, 4, 2, 4)):
+        assert len(set(drawn)) == len(drawn)
+        population = one_user_per_class(drawn)
+        assert len(population.classes) == len(drawn)
+        assert classes_of(population, "x") == kernel_classes(drawn)
+
+
+def test_scaled_classes_is_the_shared_helper() -> None:
+    """The conformance check and the normalization tests scale classes with one helper."""
+    from mechanisms.allocators.kernel import Decl, scaled_classes
+    from tests import test_allocator_proofs
+    from wevent.gate import conformance
+
+    assert vars(conformance)["scaled_classes"] is scaled_classes
+    assert vars(test_allocator_proofs)["scaled_classes"] is scaled_classes
+    dyn = DynamicClass((Decl(1, 2, Fraction(1), 3, Fraction(2)),))
+    got = scaled_classes([FixedClass(2, Fraction(1, 2)), dyn], [Fraction(3), Fraction(1, 2)])
+    assert got == [
+        FixedClass(2, Fraction(3, 2)),
+        DynamicClass((Decl(1, 2, Fraction(1, 2), 3, Fraction(1)),)),
+    ]

@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from mechanisms.allocators.registry import BUILTIN
-from tests.gate_mutants import MUTANTS, NOT_WINDOW_BUGS
+from tests.gate_mutants import MUTANTS, NOT_WINDOW_BUGS, POPULATION_MUTANTS
 from wevent.cli import cli
 from wevent.gate import STAGES, GateOptions, GateReport, run_gate
 
@@ -138,3 +138,25 @@ def test_float_counterexample_is_minimal() -> None:
 def test_gate_accepts_published_variants_sound_in_exact_arithmetic(name: str) -> None:
     report = _gate(name, variant="published", stages=("conformance", "proof", "search"))
     assert report.verdict == "proved", "\n".join(report.describe())
+
+
+@pytest.mark.parametrize("name", sorted(POPULATION_MUTANTS))
+def test_gate_rejects_population_mutant_with_a_replayable_counterexample(
+    name: str, tmp_path: Path
+) -> None:
+    """Broken population allocators (a user recycled before their window ends, recycling by the
+    wrong window, draws not capped by the pool): the search through the pool and the guard
+    refutes each, and `wevent trace` replays the counterexample."""
+    report = _gate(f"tests.gate_mutants:{name}", w_max=2, examples=40)
+    assert report.verdict == "refuted", "\n".join(report.describe())
+    assert report.stage("conformance/determinism").status == "passed"
+    assert report.stage("search/population").status == "failed"
+    cex = report.counterexample
+    assert cex is not None and cex.replays() and cex.draws_users
+    assert len(cex.decisions) == cex.failure.slot
+    output = _replay_with_trace(report, tmp_path)
+    expected = "POOL SHORT" if name == "draw_not_capped_by_pool" else "REFUSED by the guard"
+    assert expected in output
+    if name == "draw_not_capped_by_pool":  # the pool proof finds the shortage too
+        assert report.stage("proof").status == "failed"
+        assert report.stage("proof").data["replays"] is True

@@ -804,15 +804,16 @@ def trace_cmd(
     Example (001 Example 7):
       wevent trace dpba -r table3.csv --decisions 1,0,1,0,1 --variant published
     """
-    from mechanisms.allocators.registry import resolve
+    from mechanisms.allocators.registry import is_population, resolve
     from wevent.tracing import parse_decisions, trace_population, trace_with_guard
 
-    if mechanism not in _POPULATION:
+    population_target = mechanism in _POPULATION or is_population(mechanism)
+    if not population_target:
         try:
             resolve(mechanism)
         except BudgetError as exc:
             _fail(str(exc))
-    if mechanism in _POPULATION:
+    if population_target:
         if arithmetic != "exact":
             _fail("--arithmetic float only applies to the central absorption allocators")
         try:
@@ -827,6 +828,10 @@ def trace_cmd(
             )
         except BudgetError as exc:
             _fail(str(exc))
+        except Exception as exc:  # a third-party allocator's own failure: one line
+            if mechanism in _POPULATION:
+                raise
+            _fail(f"{mechanism}: the population allocator raised {type(exc).__name__}: {exc}")
         _print_population_trace(pop_result, as_json)
         sys.exit(EXIT_OK if pop_result.ok else EXIT_VIOLATION)
     try:
@@ -983,9 +988,10 @@ def gate_cmd(
 ) -> None:
     """Gate an allocator for CI: prove it, or refute it with a minimal counterexample.
 
-    TARGET is a built-in budget allocator (uniform ... dpba, lbu ... plbu), an allocator
-    registered under the entry-point group wevent.allocators, or module:attribute naming an
-    Allocator (mechanisms.allocators.api) or a callable returning one.
+    TARGET is a built-in budget allocator (uniform ... dpba, lbu ... plbu), a built-in
+    population allocator (lpu ... plba-ops), an allocator registered under the entry-point
+    group wevent.allocators, or module:attribute naming an Allocator
+    (mechanisms.allocators.api) or a callable returning one.
 
     \b
     Checks, in order (each is a test case of the JUnit report):
@@ -997,6 +1003,14 @@ def gate_cmd(
                    through the runtime guard, shrunk to a minimal counterexample
       end-to-end   the central data path on synthetic streams, guard in the loop, ledger
                    batch-checked
+
+    \b
+    Population allocators (users drawn from a pool, recycled after R slots):
+      conformance  determinism (same pool seed, same users; counts independent of who was
+                   drawn); Z3 terms = exact values
+      proof        the OPS split theorem (OPS allocators) and that no draw exceeds the pool
+      search       populations with user counts and decisions through the pool and the guard
+      end-to-end   wevent run's data path on synthetic streams, ledger batch-checked
 
     A counterexample is printed as a requirements CSV and a decision string; the printed
     `wevent trace TARGET -r FILE --decisions ...` replays it through the guard (write FILE

@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from accounting.budget import BudgetError
 from accounting.formats import ledger_kind, write_ledger
+from accounting.ledger import Ledger
 from accounting.population import Population
 from accounting.spending import BudgetExceeded, EvidenceRejected
 from experiments import metrics
@@ -65,6 +66,7 @@ class RunSummary:
     charges: int = 0
     reports: int = 0  # per-user reports (charges expanded to their users)
     setup_note: str = ""
+    ledger: Ledger | None = None  # the guard's ledger (what it accepted), for a batch check
 
     @property
     def ok(self) -> bool:
@@ -193,11 +195,14 @@ def run_mechanism(
     releases_path: Path | None = None,
     progress: Callable[[int], None] | None = None,
     oracle: str | None = None,
+    population_allocator: Any = None,
 ) -> RunSummary:
     """Run ``slots`` slots; write the ledger and releases (also after a refusal).
 
     ``oracle`` (grr or oue, default grr) is the frequency oracle of the non-personalized local
-    allocators; the personalized ones report through GRR (the personalized frequency oracle)."""
+    allocators; the personalized ones report through GRR (the personalized frequency oracle).
+    ``population_allocator`` (a `PopulationAllocator`, e.g. a third-party one the gate checks)
+    supplies the setup and kernel of a population-division run named ``mechanism``."""
     for path, what in ((ledger_path, "--ledger"), (releases_path, "--releases")):
         if path is not None:
             check_output(path, what)
@@ -219,8 +224,13 @@ def run_mechanism(
     sizes = [c.count for c in population.classes]
     runner: CentralRunner | LocalBudgetRunner | PopulationRunner
     note = ""
-    if mechanism in POPULATION:
-        setup = population_setup(mechanism, classes, sizes, stream.domain, variant)
+    if mechanism in POPULATION or population_allocator is not None:
+        if population_allocator is None:
+            setup = population_setup(mechanism, classes, sizes, stream.domain, variant)
+            pop_kernel = PopulationKernel(mechanism, ExactAlgebra(), setup.config, variant)
+        else:
+            setup = population_allocator.setup(classes, sizes, stream.domain, variant)
+            pop_kernel = population_allocator.kernel(ExactAlgebra(), setup.config, variant)
         _check_complete(stream, population, slots, setup.budgets)
         cfg = setup.config
         note = (
@@ -230,7 +240,7 @@ def run_mechanism(
         users, class_of = population_arrays(population)
         runner = PopulationRunner(
             setup=setup,
-            kernel=PopulationKernel(mechanism, ExactAlgebra(), cfg, variant),
+            kernel=pop_kernel,
             spender=guard,
             users=users,
             class_of=class_of,
@@ -269,6 +279,7 @@ def run_mechanism(
     except (BudgetExceeded, EvidenceRejected, InvalidAllocation, PoolExhausted) as exc:
         summary.refusal = exc
     finally:
+        summary.ledger = guard.ledger
         summary.charges = len(guard.ledger)
         summary.reports = guard.ledger.per_user_rows()
         try:

@@ -28,7 +28,7 @@ from mechanisms.allocators.algebra import ExactAlgebra
 from mechanisms.allocators.kernel import Kernel, Plan, first_negative, published_now
 from mechanisms.allocators.local import PopulationSetup, population_setup
 from mechanisms.allocators.population import PopulationKernel
-from mechanisms.allocators.registry import kernel_for
+from mechanisms.allocators.registry import POPULATION_BUILTIN, kernel_for, resolve_population
 from mechanisms.local import Reporters, population_arrays
 from mechanisms.pool import PoolExhausted
 from verifier.guard import Guard
@@ -286,14 +286,27 @@ def trace_population(
     seed: int = 0,
     d: int = 2,
 ) -> PopulationTrace:
-    """Run the population kernel of ``mechanism``: each slot draws its users from a pool seeded
-    with ``seed`` and charges every drawn user their per-report budget to a fresh guard. A
-    publication's users are drawn only when the slot publishes."""
+    """Run the population kernel of ``mechanism`` (a built-in population allocator or a
+    third-party `PopulationAllocator`, `registry.resolve_population`): each slot draws its users
+    from a pool seeded with ``seed`` and charges every drawn user their per-report budget to a
+    fresh guard. A publication's users are drawn only when the slot publishes."""
     classes = classes_of(population, mechanism)
-    setup = population_setup(mechanism, classes, [c.count for c in population.classes], d, variant)
-    kernel: PopulationKernel[Fraction, bool] = PopulationKernel(
-        mechanism, ExactAlgebra(), setup.config, variant
-    )
+    counts = [c.count for c in population.classes]
+    alloc = resolve_population(mechanism)
+    if alloc is None:
+        raise BudgetError(f"{mechanism} is not a population allocator")
+    if alloc is POPULATION_BUILTIN.get(mechanism):  # the module's own names (tests patch them)
+        setup = population_setup(mechanism, classes, counts, d, variant)
+        kernel: PopulationKernel[Fraction, bool] = PopulationKernel(
+            mechanism, ExactAlgebra(), setup.config, variant
+        )
+    else:
+        if variant not in alloc.variants:
+            raise BudgetError(
+                f"{mechanism}: no variant {variant!r} (it has: {', '.join(alloc.variants)})"
+            )
+        setup = alloc.setup(classes, counts, d, variant)
+        kernel = alloc.kernel(ExactAlgebra(), setup.config, variant)
     users, class_of = population_arrays(population)
     reporters = Reporters(
         users, class_of, setup.budgets, setup.config.recycle, np.random.default_rng(seed)

@@ -28,6 +28,15 @@ the claims the checks rely on:
 `AllocatorSpec` is a ready-made frozen dataclass implementing the protocol. A third-party package
 registers one under the entry-point group ``wevent.allocators`` (`ALLOCATOR_GROUP`), or names it
 as ``module:attribute``; `resolve` turns either (or a built-in name) into an `Allocator`.
+
+Population-division allocators (002 Section 6; 000) spend users instead of budgets. A
+`PopulationAllocator` has a ``setup(classes, counts, d, variant)`` fixing the integers of the run
+(`PopulationSetup`: users, sample size, recycle period R, per-report budgets ``eps_i / k_i``) and a
+``kernel(alg, config, variant)`` giving the population kernel (`PopulationKernel`'s interface:
+``start``, ``plan`` returning a `Draw` of user counts, ``step``). `PopulationSpec` wraps two such
+functions; the built-ins (``lpu`` ... ``plba-ops``) are `PopulationSpec` values
+(`registry.POPULATION_BUILTIN`), and `registry.resolve_population` resolves third-party ones
+(``module:attribute`` or an entry point) for `wevent gate` and `wevent trace`.
 """
 
 from __future__ import annotations
@@ -38,6 +47,8 @@ from typing import Any, Final, Protocol, TypeVar, runtime_checkable
 
 from mechanisms.allocators.algebra import Algebra
 from mechanisms.allocators.kernel import ClassReq, Kernel
+from mechanisms.allocators.local import PopulationSetup
+from mechanisms.allocators.population import PopulationConfig, PopulationKernel
 
 __all__ = [
     "ALLOCATOR_GROUP",
@@ -46,6 +57,8 @@ __all__ = [
     "Allocator",
     "AllocatorSpec",
     "KernelFactory",
+    "PopulationAllocator",
+    "PopulationSpec",
 ]
 
 V = TypeVar("V")
@@ -103,3 +116,53 @@ class AllocatorSpec:
     ) -> Kernel[V, B, Any]:
         out: Kernel[V, B, Any] = self.factory(alg, classes, variant)
         return out
+
+
+SetupFactory = Callable[[Sequence[ClassReq[Any]], Sequence[int], int, str], PopulationSetup]
+PopulationKernelFactory = Callable[
+    [Algebra[Any, Any], PopulationConfig, str], PopulationKernel[Any, Any]
+]
+
+
+@runtime_checkable
+class PopulationAllocator(Protocol):
+    """A population-division allocator: its setup and its population kernel (module docstring)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def variants(self) -> tuple[str, ...]: ...
+
+    def setup(
+        self, classes: Sequence[ClassReq[Any]], counts: Sequence[int], d: int, variant: str
+    ) -> PopulationSetup:
+        """The run's integers for ``classes`` of ``counts`` users (domain size ``d``)."""
+        ...
+
+    def kernel(
+        self, alg: Algebra[Any, Any], config: PopulationConfig, variant: str
+    ) -> PopulationKernel[Any, Any]:
+        """The population kernel for ``config``, computing with ``alg``."""
+        ...
+
+
+@dataclass(frozen=True)
+class PopulationSpec:
+    """A `PopulationAllocator` from ``setup_factory(classes, counts, d, variant)`` and
+    ``kernel_factory(alg, config, variant)``."""
+
+    name: str
+    summary: str
+    setup_factory: SetupFactory
+    kernel_factory: PopulationKernelFactory
+    variants: tuple[str, ...] = ("sound",)
+
+    def setup(
+        self, classes: Sequence[ClassReq[Any]], counts: Sequence[int], d: int, variant: str
+    ) -> PopulationSetup:
+        return self.setup_factory(classes, counts, d, variant)
+
+    def kernel(
+        self, alg: Algebra[Any, Any], config: PopulationConfig, variant: str
+    ) -> PopulationKernel[Any, Any]:
+        return self.kernel_factory(alg, config, variant)

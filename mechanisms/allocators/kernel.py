@@ -34,6 +34,7 @@ __all__ = [
     "Plan",
     "Prefix",
     "classes_of",
+    "scaled_classes",
     "uniform_class",
 ]
 
@@ -177,6 +178,28 @@ def classes_of(population: Population, mechanism: str) -> list[ClassReq[Fraction
             )
     if not out:
         raise BudgetError(f"{mechanism}: the population has no users")
+    return out
+
+
+def scaled_classes(
+    classes: Sequence[ClassReq[Fraction]], factors: Sequence[Fraction]
+) -> list[ClassReq[Fraction]]:
+    """``classes`` with every budget of class i multiplied by ``factors[i]`` (windows and
+    declaration slots unchanged): the inputs of a scale-invariance check (`proofs.central`,
+    "Scope and normalization"; the gate's conformance stage)."""
+    out: list[ClassReq[Fraction]] = []
+    for c, f in zip(classes, factors, strict=True):
+        if isinstance(c, FixedClass):
+            out.append(FixedClass(c.w, c.eps * f))
+        else:
+            out.append(
+                DynamicClass(
+                    tuple(
+                        Decl(d.slot, d.w_back, d.eps_back * f, d.w_fwd, d.eps_fwd * f)
+                        for d in c.decls
+                    )
+                )
+            )
     return out
 
 

@@ -11,7 +11,8 @@
 
 Every failure is an `AllocatorError` (a `BudgetError`, so the command line reports it in one
 line with exit 2). The population-division allocators have population kernels, not budget
-kernels, and are refused here with a message saying so.
+kernels, and are refused here with a message saying so (`wevent.gate.population` gates them by
+name).
 """
 
 from __future__ import annotations
@@ -34,15 +35,22 @@ from mechanisms.allocators.api import (
     Allocator,
     AllocatorSpec,
     KernelFactory,
+    PopulationAllocator,
+    PopulationSpec,
 )
 from mechanisms.allocators.kernel import VARIANTS, ClassReq, DynamicClass, Kernel
+from mechanisms.allocators.local import population_setup
+from mechanisms.allocators.population import PopulationConfig, PopulationKernel
 
 __all__ = [
     "BUILTIN",
+    "POPULATION_BUILTIN",
     "AllocatorError",
     "available_entry_points",
+    "is_population",
     "kernel_for",
     "resolve",
+    "resolve_population",
 ]
 
 
@@ -88,6 +96,21 @@ BUILTIN: dict[str, AllocatorSpec] = {
     for name, req, scaling, summary in _BUILTIN_TABLE
 }
 assert set(BUILTIN) == set(CENTRAL) | set(LOCAL_BUDGET)
+
+
+def _population_builtin(name: str) -> PopulationSpec:
+    def setup(classes: Sequence[ClassReq[Any]], counts: Sequence[int], d: int, variant: str) -> Any:
+        return population_setup(name, classes, counts, d, variant)
+
+    def kernel(alg: Algebra[Any, Any], config: PopulationConfig, variant: str) -> Any:
+        return PopulationKernel(name, alg, config, variant)
+
+    return PopulationSpec(name, f"population division ({name})", setup, kernel, VARIANTS)
+
+
+POPULATION_BUILTIN: dict[str, PopulationSpec] = {
+    name: _population_builtin(name) for name in POPULATION
+}
 
 
 def available_entry_points() -> dict[str, EntryPoint]:
@@ -177,7 +200,8 @@ def resolve(target: str) -> Allocator:
     if target in POPULATION:
         raise AllocatorError(
             f"{target} allocates users, not budgets: it has a population kernel "
-            "(`wevent prove` checks those; the allocator API covers budget kernels)"
+            "(`wevent gate`, `wevent prove` and `wevent trace` take it by name; the allocator "
+            "API covers budget kernels)"
         )
     if ":" in target:
         return _validated(target, _load_attribute(target))
@@ -196,6 +220,59 @@ def resolve(target: str) -> Allocator:
         f"unknown allocator {target!r} (built-in: {', '.join(BUILTIN)}; or module:attribute, "
         f"or an entry point of the {ALLOCATOR_GROUP} group{plugins})"
     )
+
+
+def _population_object(target: str, obj: Any) -> PopulationAllocator | None:
+    """``obj`` (called first if it is a class or a factory) as a `PopulationAllocator`, or None
+    when it is not one (it may be a budget `Allocator`)."""
+    if isinstance(obj, type) or (not hasattr(obj, "kernel") and callable(obj)):
+        try:
+            obj = obj()
+        except Exception:
+            return None
+    if hasattr(obj, "requirement") or not all(
+        callable(getattr(obj, a, None)) for a in ("setup", "kernel")
+    ):
+        return None
+    if not isinstance(getattr(obj, "name", None), str) or "sound" not in getattr(
+        obj, "variants", ()
+    ):
+        raise AllocatorError(
+            f"{target}: a population allocator needs a 'name' and 'variants' including 'sound' "
+            "(see mechanisms.allocators.api.PopulationAllocator)"
+        )
+    out: PopulationAllocator = obj
+    return out
+
+
+@cache
+def resolve_population(target: str) -> PopulationAllocator | None:
+    """The population allocator ``target`` names (a built-in, ``module:attribute`` or an entry
+    point whose object has ``setup`` and ``kernel`` and no ``requirement``), or None when
+    ``target`` names something else or nothing (`resolve` then says what is wrong)."""
+    if target in POPULATION_BUILTIN:
+        return POPULATION_BUILTIN[target]
+    if target in BUILTIN:
+        return None
+    try:
+        if ":" in target:
+            return _population_object(target, _load_attribute(target))
+        eps = available_entry_points()
+        if target in eps:
+            return _population_object(target, eps[target].load())
+    except AllocatorError:
+        raise
+    except Exception:
+        return None
+    return None
+
+
+def is_population(target: str) -> bool:
+    """``target`` names a population allocator (built-in or third-party); False on errors."""
+    try:
+        return resolve_population(target) is not None
+    except BudgetError:
+        return False
 
 
 def kernel_for(

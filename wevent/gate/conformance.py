@@ -21,7 +21,14 @@ from accounting.requirements import Requirement
 from mechanisms.allocators import TraceSlot, algebra_for, run_trace
 from mechanisms.allocators.algebra import ExactAlgebra
 from mechanisms.allocators.api import Allocator
-from mechanisms.allocators.kernel import ClassReq, Decl, DynamicClass, FixedClass, published_now
+from mechanisms.allocators.kernel import (
+    ClassReq,
+    Decl,
+    DynamicClass,
+    FixedClass,
+    published_now,
+    scaled_classes,
+)
 from proofs.algebra import Z3Algebra, real
 from proofs.counterexamples import requirements_csv
 from verifier.symbolic import fraction_of
@@ -230,23 +237,6 @@ def check_determinism(
 # ---------------------------------------------------------------------------- scaling
 
 
-def _scaled(classes: Sequence[ClassReq[Fraction]], factors: Sequence[Fraction]) -> list[Any]:
-    out: list[ClassReq[Fraction]] = []
-    for c, f in zip(classes, factors, strict=True):
-        if isinstance(c, FixedClass):
-            out.append(FixedClass(c.w, c.eps * f))
-        else:
-            out.append(
-                DynamicClass(
-                    tuple(
-                        Decl(d.slot, d.w_back, d.eps_back * f, d.w_fwd, d.eps_fwd * f)
-                        for d in c.decls
-                    )
-                )
-            )
-    return out
-
-
 def check_scaling(
     target: str,
     alloc: Allocator,
@@ -277,7 +267,7 @@ def check_scaling(
             else:
                 factors = [F(rng.randint(1, 9), rng.randint(1, 9))] * len(ks)
             base, _ = _trace(alloc, alg, ks, variant, decisions)
-            scaled, _ = _trace(alloc, alg, _scaled(ks, factors), variant, decisions)
+            scaled, _ = _trace(alloc, alg, scaled_classes(ks, factors), variant, decisions)
             for a, b in zip(base, scaled, strict=True):
                 wrong = a.status != b.status or any(
                     b.dissimilarity[i] != a.dissimilarity[i] * f

@@ -100,13 +100,16 @@ def dynamic_requirements(w_max: int, horizon: int) -> st.SearchStrategy[Requirem
 def requirement_lists(
     kind: str, classes: int, w_max: int, horizon: int
 ) -> st.SearchStrategy[list[Requirement]]:
-    """1..classes requirements, all fixed or all dynamic (``kind``)."""
+    """1..classes distinct requirements, all fixed or all dynamic (``kind``). Distinct because
+    users with equal requirements form one class (`Population`): a list with a repeated
+    requirement would run as fewer classes than it shows, and its printed counterexample would
+    not be the input that failed."""
     one = (
         fixed_requirements(w_max)
         if kind == "fixed"
         else dynamic_requirements(w_max=w_max, horizon=horizon)
     )
-    return st.lists(one, min_size=1, max_size=classes)
+    return st.lists(one, min_size=1, max_size=classes, unique=True)
 
 
 def _periodic(period: int, first: int, slots: int) -> list[bool]:
@@ -137,16 +140,17 @@ def decision_lists(horizon: int) -> st.SearchStrategy[list[bool]]:
 def random_requirements(
     rng: random.Random, kind: str, classes: int, w_max: int, horizon: int
 ) -> list[Requirement]:
-    """The same space as `requirement_lists`, drawn with ``rng`` (conformance, end to end)."""
+    """The same space as `requirement_lists` (distinct requirements), drawn with ``rng``
+    (conformance, end to end). A repeated draw is left out, so a list may be shorter."""
     out: list[Requirement] = []
     for _ in range(rng.randint(1, classes)):
+        req: Requirement
         if kind == "fixed":
-            out.append(Fixed(rng.randint(1, w_max), Budget(rng.choice(BUDGETS))))
-            continue
-        count = rng.randint(1, min(3, horizon))
-        slots = sorted(rng.sample(range(1, horizon + 1), count))
-        out.append(
-            Dynamic(
+            req = Fixed(rng.randint(1, w_max), Budget(rng.choice(BUDGETS)))
+        else:
+            count = rng.randint(1, min(3, horizon))
+            slots = sorted(rng.sample(range(1, horizon + 1), count))
+            req = Dynamic(
                 tuple(
                     Declaration(
                         s,
@@ -158,7 +162,8 @@ def random_requirements(
                     for s in slots
                 )
             )
-        )
+        if req not in out:
+            out.append(req)
     return out
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from accounting.requirements import Dynamic, Fixed
-from proofs.counterexamples import Counterexample
+from proofs.counterexamples import Counterexample, requirements_files
 
 __all__ = ["EXIT_CODES", "GateReport", "StageResult", "cex_size"]
 
@@ -155,10 +155,10 @@ class GateReport:
         cex = self.counterexample
         if cex is not None:
             lines.append(f"counterexample: {cex.failure.describe()}")
-            csv = cex.to_json()["requirements_csv"]
             where = self.requirements_path or "counterexample.csv"
-            lines.append(f"requirements ({where}):")
-            lines += [f"  {row}" for row in csv.splitlines()]
+            for name, text in requirements_files(cex.population, where):
+                lines.append(f"requirements ({name}):")
+                lines += [f"  {row}" for row in text.splitlines()]
             lines.append(f"decisions: {cex.decision_text}")
             lines.append(f"replay: {self.replay_command()}")
         return lines

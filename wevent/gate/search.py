@@ -15,11 +15,10 @@ reported.
 from __future__ import annotations
 
 import random
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
@@ -44,11 +43,14 @@ from wevent.gate.report import ERROR, FAILED, PASSED, SKIPPED, StageResult
 from wevent.tracing import TraceResult, trace_kernel
 
 __all__ = [
+    "CaseProbe",
     "Probe",
     "counterexample_of",
+    "drop_classes",
     "failure_of",
     "run_search",
     "shrink_case",
+    "shrink_decisions",
     "trace_target",
 ]
 
@@ -82,17 +84,7 @@ def failure_of(result: TraceResult) -> Failure:
     assert result.failed_slot is not None
     slot = result.failed_slot
     if result.refusal is not None:
-        r = result.refusal
-        member = re.search(r"member '([^']*)'", r.subject)  # a class charge names one member
-        return Failure(
-            slot,
-            member.group(1) if member else r.subject,
-            r.window.kind,
-            r.window.first,
-            slot if r.window.last is None else r.window.last,
-            r.window.spent + r.asked,
-            r.window.bound,
-        )
+        return Failure.refused(slot, result.refusal)
     last = result.slots[-1]
     bad = first_negative([("dissimilarity", last.dissimilarity), ("publication", last.publication)])
     assert bad is not None
@@ -121,6 +113,19 @@ def counterexample_of(
         tuple(decisions[: result.failed_slot]),
         failure_of(result),
     )
+
+
+C = TypeVar("C")
+
+
+class CaseProbe(Protocol[C]):
+    """What the greedy shrinkers need: a failure test on (classes, decisions) that records the
+    failing slot of its last failing run. ``C`` is whatever describes one class (a requirement;
+    for population allocators a requirement and its user count, `wevent.gate.population`)."""
+
+    failed_slot: int
+
+    def __call__(self, case: tuple[list[C], list[bool]], /) -> bool: ...
 
 
 @dataclass
@@ -171,9 +176,7 @@ def _systematic(
     return None
 
 
-def _drop_classes(
-    probe: Probe, reqs: list[Requirement], decisions: list[bool]
-) -> list[Requirement]:
+def drop_classes(probe: CaseProbe[C], reqs: list[C], decisions: list[bool]) -> list[C]:
     """Greedy: leave out requirement classes while the input still fails."""
     out = list(reqs)
     i = 0
@@ -186,7 +189,7 @@ def _drop_classes(
     return out
 
 
-def _shrink_decisions(probe: Probe, reqs: list[Requirement], decisions: list[bool]) -> list[bool]:
+def shrink_decisions(probe: CaseProbe[C], reqs: list[C], decisions: list[bool]) -> list[bool]:
     """Greedy, to a fixed point: cut the run at its failing slot, drop single slots, turn
     publications into skips, while the input still fails (hypothesis' shrinker cannot always
     turn one publication of a periodic sequence into a skip)."""
@@ -215,8 +218,8 @@ def shrink_case(
     probe: Probe, reqs: list[Requirement], decisions: list[bool]
 ) -> tuple[list[Requirement], list[bool]]:
     """A failing input made smaller greedily: classes left out, then slots and publications."""
-    reqs = _drop_classes(probe, reqs, decisions)
-    return reqs, _shrink_decisions(probe, reqs, decisions)
+    reqs = drop_classes(probe, reqs, decisions)
+    return reqs, shrink_decisions(probe, reqs, decisions)
 
 
 def run_search(
