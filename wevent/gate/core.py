@@ -164,6 +164,16 @@ def _names_population(target: str) -> bool:
         return "population allocator" in str(exc)
 
 
+def new_report(target: str, opts: GateOptions) -> GateReport:
+    """An empty report for ``target`` that records the options it runs with."""
+    optjson = asdict(opts)
+    optjson["stages"] = list(opts.stages)
+    optjson["horizon"] = opts.slots
+    return GateReport(
+        target, opts.variant, opts.arithmetic, optjson, require_proof=opts.require_proof
+    )
+
+
 def run_gate(
     target: str,
     options: GateOptions | None = None,
@@ -182,12 +192,7 @@ def run_gate(
 
         return run_population_gate(target, opts, save_requirements=save_requirements)
     start = time.perf_counter()
-    optjson = asdict(opts)
-    optjson["stages"] = list(opts.stages)
-    optjson["horizon"] = opts.slots
-    report = GateReport(
-        target, opts.variant, opts.arithmetic, optjson, require_proof=opts.require_proof
-    )
+    report = new_report(target, opts)
     try:
         alloc = allocator if allocator is not None else resolve(target)
     except BudgetError as exc:

@@ -32,7 +32,7 @@ import itertools
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import partial
 from pathlib import Path
@@ -674,13 +674,10 @@ def run_population_gate(
     """Every stage of the gate on the population allocator ``target`` (a built-in of
     `mechanisms.allocators.local.POPULATION` or a third-party `PopulationAllocator`); ``opts``
     is a `wevent.gate.GateOptions`."""
+    from wevent.gate.core import new_report
+
     start = time.perf_counter()
-    optjson = asdict(opts)
-    optjson["stages"] = list(opts.stages)
-    optjson["horizon"] = opts.slots
-    report = GateReport(
-        target, opts.variant, opts.arithmetic, optjson, require_proof=opts.require_proof
-    )
+    report = new_report(target, opts)
     try:
         alloc = resolve_population(target)
     except BudgetError as exc:
