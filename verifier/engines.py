@@ -220,7 +220,7 @@ class DuckDBBackend:
         import pyarrow.parquet as pq
 
         parts = []
-        for f in files:
+        for i, f in enumerate(files):
             have = set(pq.read_schema(f).names)
 
             def col(name: str, have: set[str] = have) -> str:
@@ -229,7 +229,7 @@ class DuckDBBackend:
                 return f"NULLIF(CAST(\"{name}\" AS VARCHAR), '')"
 
             parts.append(
-                f"SELECT CAST(slot AS BIGINT) AS slot, {col('user')} AS usr, "
+                f"SELECT {i} AS src, CAST(slot AS BIGINT) AS slot, {col('user')} AS usr, "
                 f"{col('group')} AS grp, {col('epsilon')} AS eps FROM read_parquet({_q(str(f))})"
             )
         self.con.execute(f"CREATE OR REPLACE VIEW {view} AS " + " UNION ALL ".join(parts))
@@ -319,7 +319,7 @@ class SparkBackend:
         import pyarrow.parquet as pq
 
         frames = []
-        for f in files:
+        for i, f in enumerate(files):
             have = set(pq.read_schema(f).names)
 
             def col(name: str, have: set[str] = have) -> str:
@@ -329,6 +329,7 @@ class SparkBackend:
 
             frames.append(
                 self.spark.read.parquet(str(f)).selectExpr(
+                    f"{i} AS src",
                     "CAST(slot AS BIGINT) AS slot",
                     f"{col('user')} AS usr",
                     f"{col('group')} AS grp",
