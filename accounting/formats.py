@@ -26,7 +26,7 @@ from accounting.budget import (
     parse_window,
 )
 from accounting.evidence import Evidence, evidence_from_json, evidence_to_json
-from accounting.ledger import Ledger
+from accounting.ledger import Ledger, take_codes
 from accounting.population import Population
 from accounting.requirements import Declaration, Dynamic, Fixed, Requirement, WholeStream
 
@@ -501,10 +501,47 @@ def _parquet_ledger(path: Path) -> Ledger:
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(path)
+        schema = pq.read_schema(path)
+        strings = [
+            f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+        ]
+        pf = pq.ParquetFile(path, read_dictionary=strings)
     except (OSError, pa.ArrowInvalid) as exc:
         raise FormatError(f"{path}: not a readable Parquet file ({exc})") from None
-    return _table_ledger(table, path)
+    return _columns_ledger(_FileColumns(pf), path)
+
+
+class _FileColumns:
+    """A Parquet file's columns, read one column and one row group at a time (string columns as
+    dictionaries), so a reader never holds the whole table."""
+
+    def __init__(self, pf: Any) -> None:
+        self.pf = pf
+        self.schema = pf.schema_arrow
+        self.names = set(self.schema.names)
+        self.num_rows = int(pf.metadata.num_rows)
+
+    def type(self, name: str) -> Any:
+        return self.schema.field(name).type
+
+    def chunks(self, name: str) -> Iterator[Any]:
+        for i in range(self.pf.num_row_groups):
+            yield from self.pf.read_row_group(i, columns=[name]).column(0).chunks
+
+
+class _TableColumns:
+    """An in-memory Arrow table's columns, chunk by chunk."""
+
+    def __init__(self, table: Any) -> None:
+        self.table = table
+        self.names = set(table.column_names)
+        self.num_rows = int(table.num_rows)
+
+    def type(self, name: str) -> Any:
+        return self.table.schema.field(name).type
+
+    def chunks(self, name: str) -> Iterator[Any]:
+        yield from self.table.column(name).chunks
 
 
 def read_ledgers(paths: Iterable[Path | str]) -> Ledger:
@@ -531,7 +568,7 @@ def read_ledgers(paths: Iterable[Path | str]) -> Ledger:
         table = pa.concat_tables(tables, promote_options="permissive")
     except pa.ArrowException as exc:
         raise FormatError(f"{files[0]}: cannot combine the ledger files ({exc})") from None
-    return _table_ledger(table, Path(" + ".join(str(f) for f in files)))
+    return _columns_ledger(_TableColumns(table), Path(" + ".join(str(f) for f in files)))
 
 
 def _drop_repeated_groups(tables: list[Any], files: list[Path]) -> list[Any]:
@@ -594,69 +631,135 @@ def _parquet_columns(path: Path) -> Any:
     return pa.table(cols)
 
 
-def _decode_dictionaries(table: Any) -> Any:
-    """The table with every dictionary-encoded column replaced by its plain values (Arrow reads
-    a Parquet column back as a dictionary when the file stores an Arrow schema saying so)."""
+def _value_type(kind: Any) -> Any:
+    """The type of a column's values (a dictionary column's value type)."""
     import pyarrow as pa
 
-    for i, field in enumerate(table.schema):
-        if pa.types.is_dictionary(field.type):
-            table = table.set_column(i, field.name, table.column(i).cast(field.type.value_type))
-    return table
+    return kind.value_type if pa.types.is_dictionary(kind) else kind
 
 
-def _table_ledger(table: Any, path: Path) -> Ledger:
+def _string_codes(chunks: Iterable[Any], n: int) -> tuple[np.ndarray[Any, Any], list[str]]:
+    """Dictionary codes (int32) of a string column given chunk by chunk, null read as "", codes
+    numbered in order of first appearance. Python touches each chunk's distinct values only; a
+    column with one value is a zero-stride view (no memory per row)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    table = _decode_dictionaries(table)
-    names = set(table.column_names)
+    index: dict[str, int] = {}
+    values: list[str] = []
+    out: np.ndarray[Any, Any] | None = None
+    pos = 0
+    for chunk in chunks:
+        m = len(chunk)
+        if pa.types.is_null(chunk.type):
+            local = np.zeros(m, np.int32)
+            table: list[str] = [""]
+        else:
+            if not pa.types.is_dictionary(chunk.type):
+                chunk = chunk.dictionary_encode()
+            table = ["" if v is None else str(v) for v in chunk.dictionary.to_pylist()]
+            table.append("")  # nulls
+            indices = chunk.indices
+            if indices.null_count:
+                indices = pc.fill_null(indices, len(table) - 1)
+            local = np.asarray(indices.to_numpy(zero_copy_only=False))
+        mapping = np.array([index.get(v, -1) for v in table], np.int32)
+        if m and bool((mapping < 0).any()):
+            used = np.bincount(local, minlength=len(table)) > 0
+            new = np.flatnonzero(used & (mapping < 0))
+            if len(new):
+                first = np.full(len(table), m, np.int64)
+                np.minimum.at(first, local, np.arange(m, dtype=np.int64))
+                for j in new[np.argsort(first[new], kind="stable")].tolist():
+                    found = index.get(table[j])
+                    if found is None:
+                        found = index[table[j]] = len(values)
+                        values.append(table[j])
+                    mapping[j] = found
+        if out is None and len(values) > 1:
+            out = np.zeros(n, np.int32)  # rows before this chunk all hold code 0
+        if out is not None and m:
+            out[pos : pos + m] = mapping[local]
+        pos += m
+    if out is None:
+        return np.broadcast_to(np.int32(0), (n,)), values or [""]
+    return out, values
+
+
+def _subset(codes: np.ndarray[Any, Any], rows: np.ndarray[Any, Any] | None) -> Any:
+    """``codes[rows]`` (a boolean mask; None: every row), constant columns kept as views."""
+    if rows is None:
+        return codes
+    if len(codes) > 1 and codes.strides[0] == 0:
+        return np.broadcast_to(codes[:1], (int(np.count_nonzero(rows)),)).reshape(-1)
+    return codes[rows]
+
+
+def _columns_ledger(src: _FileColumns | _TableColumns, path: Path) -> Ledger:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = src.names
     missing = [c for c in ("slot", "epsilon") if c not in names]
     if missing or not ({"user", "group"} & names):
         raise FormatError(f"{path}: missing column(s): {', '.join(missing) or 'user'}")
     for name in ("user", "group", "epsilon", "part", "mechanism", "evidence"):
         if name in names:
-            kind = table.schema.field(name).type
+            kind = _value_type(src.type(name))
             if not (
                 pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind)
             ):
                 hint = " (write exact numbers as strings)" if name == "epsilon" else ""
                 raise FormatError(f"{path}: column {name!r} must hold strings, found {kind}{hint}")
-    if not (
-        pa.types.is_integer(table.schema.field("slot").type)
-        or pa.types.is_null(table.schema.field("slot").type)
-    ):
-        raise FormatError(
-            f"{path}: column 'slot' must hold integers, found {table.schema.field('slot').type}"
-        )
-    n = table.num_rows
+    slot_type = _value_type(src.type("slot"))
+    if not (pa.types.is_integer(slot_type) or pa.types.is_null(slot_type)):
+        raise FormatError(f"{path}: column 'slot' must hold integers, found {slot_type}")
+    n = src.num_rows
 
-    def strings(name: str, rows: Any = None) -> Any:
-        col = (
-            table.column(name).cast(pa.large_string())
-            if name in names
-            else pa.chunked_array([pa.array([""] * n, type=pa.large_string())])
-        )
-        col = pc.fill_null(col, "")
-        return col if rows is None else col.filter(rows)
+    # The slot column, and which rows are membership rows (null slot).
+    slot_all = np.zeros(n, np.int64)
+    is_member_all: np.ndarray[Any, Any] | None = None
+    pos = 0
+    for chunk in src.chunks("slot"):
+        m = len(chunk)
+        if chunk.null_count:
+            if is_member_all is None:
+                is_member_all = np.zeros(n, bool)
+            is_member_all[pos : pos + m] = np.asarray(
+                pc.is_null(chunk).to_numpy(zero_copy_only=False), bool
+            )
+            chunk = pc.fill_null(chunk.cast(pa.int64()), 0) if m > chunk.null_count else None
+        if chunk is not None and m:
+            slot_all[pos : pos + m] = chunk.cast(pa.int64()).to_numpy(zero_copy_only=False)
+        pos += m
+    charges_mask = None if is_member_all is None else ~is_member_all
+    n_charges = n if charges_mask is None else int(np.count_nonzero(charges_mask))
 
-    is_member = pc.is_null(table.column("slot")).combine_chunks()
-    member_rows = np.flatnonzero(np.asarray(is_member.to_numpy(zero_copy_only=False), bool))
-    charge_rows = np.flatnonzero(~np.asarray(is_member.to_numpy(zero_copy_only=False), bool))
+    def charge_row(k: int) -> int:
+        """The file row (1-based) of the k-th charge."""
+        if charges_mask is None:
+            return k + 1
+        return int(np.flatnonzero(charges_mask)[k]) + 1
+
+    def codes(name: str) -> tuple[np.ndarray[Any, Any], list[str]]:
+        if name not in names:
+            return np.broadcast_to(np.int32(0), (n,)), [""]
+        return _string_codes(src.chunks(name), n)
+
     groups: dict[str, tuple[str, ...]] = {}
     group_codes: list[np.ndarray[Any, Any]] = []
     group_users: list[str] = []
-    if len(member_rows):
-        mem = pa.array(np.asarray(is_member.to_numpy(zero_copy_only=False), bool))
-
-        def member_codes(name: str) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-            enc = pc.dictionary_encode(strings(name, mem)).combine_chunks()
-            values = np.array([*enc.dictionary.to_pylist(), ""], dtype=object)
-            return np.asarray(enc.indices.to_numpy(zero_copy_only=False), np.int64), values
-
-        g_codes_m, g_values = member_codes("group")
-        u_codes_m, u_values = member_codes("user")
-        e_codes_m, e_values = member_codes("epsilon")
+    user_all, user_values = codes("user")
+    group_all, group_values = codes("group")
+    eps_all, eps_values = codes("epsilon")
+    if is_member_all is not None:
+        member_rows = np.flatnonzero(is_member_all)
+        g_values = np.array(group_values, dtype=object)
+        u_values = np.array(user_values, dtype=object)
+        e_values = np.array(eps_values, dtype=object)
+        g_codes_m = np.asarray(group_all[member_rows], np.int64)
+        u_codes_m = np.asarray(user_all[member_rows], np.int64)
+        e_codes_m = np.asarray(eps_all[member_rows], np.int64)
         bad_rows = (
             (g_values[g_codes_m] == "") | (u_values[u_codes_m] == "") | (e_values[e_codes_m] != "")
         )
@@ -677,82 +780,111 @@ def _table_ledger(table: Any, path: Path) -> Ledger:
         for code in firsts[0][np.argsort(firsts[1])].tolist():  # first-appearance order
             groups[str(g_values[code])] = tuple(u_values[by_code[code]].tolist())
             group_codes.append(by_code[code])
-        group_users = [str(u) for u in u_values.tolist()]
-    keep = pa.array(~np.asarray(is_member.to_numpy(zero_copy_only=False), bool))
-    n_charges = len(charge_rows)
-    slot = np.asarray(
-        table.column("slot").filter(keep).cast(pa.int64()).to_numpy(zero_copy_only=False),
-        np.int64,
-    )
+        group_users = [str(u) for u in user_values]
+        del member_rows, g_codes_m, u_codes_m, e_codes_m, bad_rows, order, by_code
+    slot = slot_all if charges_mask is None else slot_all[charges_mask]
+    del slot_all
     if n_charges and (int(slot.min()) < 1 or int(slot.max()) > MAX_SLOT):
         bad = int(np.argmax((slot < 1) | (slot > MAX_SLOT)))
         raise FormatError(
-            f"{path}: row {int(charge_rows[bad]) + 1}: slot: slots are numbered from 1 to "
+            f"{path}: row {charge_row(bad)}: slot: slots are numbered from 1 to "
             f"2^62 - 1, got {slot[bad]}"
         )
 
-    def encode(name: str) -> tuple[np.ndarray[Any, Any], list[str]]:
-        enc = pc.dictionary_encode(strings(name, keep)).combine_chunks()
-        return (
-            np.asarray(enc.indices.to_numpy(zero_copy_only=False), np.int64),
-            [str(v) for v in enc.dictionary.to_pylist()],
+    def used(
+        all_codes: np.ndarray[Any, Any], values: list[str]
+    ) -> tuple[np.ndarray[Any, Any], list[str]]:
+        """The charge rows' codes, renumbered over the values the charges use (a value that
+        only membership rows hold is not part of the charges' table)."""
+        if not n_charges:
+            return np.zeros(0, np.int32), []
+        sub = _subset(all_codes, charges_mask)
+        if charges_mask is None:
+            return sub, values
+        present = (
+            np.bincount(sub, minlength=len(values)) > 0
+            if n_charges
+            else np.zeros(len(values), bool)
         )
+        if bool(present.all()):
+            return sub, values
+        renumber = np.cumsum(present, dtype=np.int64).astype(np.int32) - 1
+        kept = [v for v, p in zip(values, present.tolist(), strict=True) if p]
+        return take_codes(renumber, sub), kept
 
-    eps_codes, eps_strings = encode("epsilon")
+    eps_codes, eps_strings = used(eps_all, eps_values)
+    del eps_all
     try:
         amounts = [Budget(s, what="epsilon") for s in eps_strings]
     except BudgetError as exc:
         raise FormatError(f"{path}: {exc}") from None
-    u_codes, u_strings = encode("user")
-    g_codes, g_strings = encode("group")
-    has_user = np.array([s != "" for s in u_strings] or [False], bool)[u_codes]
-    has_group = np.array([s != "" for s in g_strings] or [False], bool)[g_codes]
-    if n_charges and bool(np.any(has_user == has_group)):
-        bad = int(np.argmax(has_user == has_group))
-        raise FormatError(
-            f"{path}: row {int(charge_rows[bad]) + 1}: a charge names exactly one of user or group"
-        )
+    u_codes, u_strings = used(user_all, user_values)
+    g_codes, g_strings = used(group_all, group_values)
+    del user_all, group_all
+    user_blank = np.array([s == "" for s in u_strings] or [True], bool)
+    group_named = np.array([s != "" for s in g_strings] or [False], bool)
+    has_group_any = bool(group_named.any())
+    if n_charges:
+        has_user = ~take_codes(user_blank, u_codes)
+        has_group = take_codes(group_named, g_codes) if has_group_any else None
+        bad_mask = ~has_user if has_group is None else has_user == has_group
+        if bool(np.any(bad_mask)):
+            bad = int(np.argmax(bad_mask))
+            raise FormatError(
+                f"{path}: row {charge_row(bad)}: a charge names exactly one of user or group"
+            )
+        del bad_mask
     group_names = list(groups)
     position = {g: i for i, g in enumerate(group_names)}
     for g in g_strings:
         if g and g not in position:
             raise FormatError(f"{path}: group {g!r} is charged but its members are not listed")
-    g_index = np.array([position.get(g, 0) for g in g_strings] or [0], np.int64)
     users = [s for s in u_strings if s]
     u_position = {s: i for i, s in enumerate(users)}
-    u_map = np.array([u_position.get(s, 0) for s in u_strings] or [0], np.int64)
-    subject = np.where(has_user, u_map[u_codes], -g_index[g_codes] - 1).astype(np.int64)
-    ev_codes, ev_strings = encode("evidence")
+    if has_group_any and n_charges:
+        g_index = np.array([position.get(g, 0) for g in g_strings] or [0], np.int64)
+        u_map = np.array([u_position.get(s, 0) for s in u_strings] or [0], np.int64)
+        subject = np.where(has_user, u_map[u_codes], -g_index[g_codes] - 1).astype(np.int64)
+    else:
+        # Direct charges only: every code names a user; renumber only if "" takes a code.
+        u_map = np.array([u_position.get(s, -1) for s in u_strings] or [0], np.int64)
+        subject = take_codes(u_map, u_codes).astype(np.int64, copy=False)
+    del u_codes, g_codes
+    ev_all, ev_values = codes("evidence")
+    ev_codes, ev_strings = used(ev_all, ev_values)
     evidences: list[Evidence] = []
     ev_map: list[int] = []
-    for s in ev_strings:
-        if s == "":
+    for text in ev_strings:
+        if text == "":
             ev_map.append(-1)
             continue
         try:
-            evidences.append(evidence_from_json(s))
+            evidences.append(evidence_from_json(text))
         except BudgetError as exc:
             raise FormatError(f"{path}: {exc}") from None
         ev_map.append(len(evidences) - 1)
-    ev_arr = np.array([*ev_map, -1], np.int32)[ev_codes]
-    p_codes, p_strings = encode("part")
-    m_codes, m_strings = encode("mechanism")
+    ev_arr = take_codes(np.array([*ev_map, -1], np.int32), ev_codes)
+    p_all, p_values = codes("part")
+    p_codes, p_strings = used(p_all, p_values)
+    m_all, m_values = codes("mechanism")
+    m_codes, m_strings = used(m_all, m_values)
     try:
         return Ledger.from_codes(
             slot=slot,
             user_codes=subject,
             users=users,
-            amount_codes=eps_codes.astype(np.int32),
+            amount_codes=eps_codes,
             amounts=amounts,
-            part_codes=p_codes.astype(np.int32),
+            part_codes=p_codes,
             parts=p_strings,
-            mechanism_codes=m_codes.astype(np.int32),
+            mechanism_codes=m_codes,
             mechanisms=m_strings,
             evidence_codes=ev_arr,
             evidences=evidences,
             groups=groups,
             group_codes=group_codes,
             group_users=group_users,
+            copy=False,
         )
     except BudgetError as exc:
         raise FormatError(f"{path}: {exc}") from None

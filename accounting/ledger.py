@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from itertools import repeat
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -21,11 +21,25 @@ import numpy.typing as npt
 from accounting.budget import MAX_SLOT, Budget, BudgetError, check_slot
 from accounting.evidence import Evidence
 
-__all__ = ["Charge", "Ledger", "LedgerColumns"]
+__all__ = ["Charge", "Ledger", "LedgerColumns", "take_codes"]
 
 T = TypeVar("T")
 I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
+
+
+def take_codes(table: npt.NDArray[Any], codes: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``table[codes]`` (in ``table``'s dtype) without materializing what need not be: a
+    constant column (a zero-stride broadcast view, e.g. an all-empty ``part``) stays a read-only
+    broadcast view, and an identity ``table`` returns ``codes`` itself (converted only if its
+    dtype differs)."""
+    table = np.asarray(table)
+    codes = np.asarray(codes)
+    if codes.ndim == 1 and len(codes) > 1 and codes.strides[0] == 0:
+        return np.broadcast_to(table[int(codes[0])], codes.shape)
+    if len(codes) and bool((table == np.arange(len(table))).all()) and int(codes.min()) >= 0:
+        return codes.astype(table.dtype, copy=False)
+    return np.asarray(table[codes])
 
 
 def distinct(values: npt.NDArray[np.int64]) -> bool:
@@ -137,6 +151,9 @@ class Ledger:
         self._part = array("i")
         self._mechanism = array("i")
         self._evidence = array("i")
+        # A ledger built by `from_codes` keeps its columns as read-only numpy arrays (constant
+        # columns as zero-stride views) until the first append copies them into the arrays above.
+        self._bulk: tuple[I64, I64, I32, I32, I32, I32] | None = None
         self._users: _Interner[str] = _Interner()
         self._groups: _Interner[str] = _Interner()
         self._members: list[tuple[str, ...] | None] = []  # None: materialized on demand
@@ -349,6 +366,8 @@ class Ledger:
         check_slot(slot)
         budget = amount if isinstance(amount, Budget) else Budget(amount)
         subject = self._subject_code(user, group)
+        if self._bulk is not None:
+            self._thaw()
         self._slot.append(slot)
         self._subject.append(subject)
         self._amount.append(self._amounts.code(budget))
@@ -380,6 +399,8 @@ class Ledger:
         """`append` for a caller that has validated the slot and the amount and resolved the
         subject to its code (a user code, or ``-group_code - 1``): the runtime guard's path.
         ``evidence_code``: what `evidence_code` returned for this ``evidence`` (trusted)."""
+        if self._bulk is not None:
+            self._thaw()
         if evidence is None:
             ev = -1
         elif evidence_code is not None:
@@ -423,19 +444,33 @@ class Ledger:
 
     # ------------------------------------------------------------------ reading
 
+    def _thaw(self) -> None:
+        """Copy bulk numpy columns into the appendable arrays (before the first append)."""
+        assert self._bulk is not None
+        targets = (self._slot, self._subject, self._amount, self._part, self._mechanism)
+        types = (np.int64, np.int64, np.int32, np.int32, np.int32, np.int32)
+        for target, col, kind in zip((*targets, self._evidence), self._bulk, types, strict=True):
+            target.frombytes(np.ascontiguousarray(col, dtype=kind).tobytes())
+        self._bulk = None
+
     def __len__(self) -> int:
-        return len(self._slot)
+        return len(self._slot) if self._bulk is None else len(self._bulk[0])
 
     def charge(self, row: int) -> Charge:
-        subject = self._subject[row]
-        ev = self._evidence[row]
+        if self._bulk is None:
+            slot, subject, amount = self._slot[row], self._subject[row], self._amount[row]
+            part, mechanism, ev = self._part[row], self._mechanism[row], self._evidence[row]
+        else:
+            if not -len(self) <= row < len(self):
+                raise IndexError("ledger row out of range")
+            slot, subject, amount, part, mechanism, ev = (int(c[row]) for c in self._bulk)
         return Charge(
-            slot=self._slot[row],
-            amount=self._amounts.values[self._amount[row]],
+            slot=slot,
+            amount=self._amounts.values[amount],
             user=self._users.values[subject] if subject >= 0 else None,
             group=self._groups.values[-subject - 1] if subject < 0 else None,
-            part=self._parts.values[self._part[row]],
-            mechanism=self._mechanisms.values[self._mechanism[row]],
+            part=self._parts.values[part],
+            mechanism=self._mechanisms.values[mechanism],
             evidence=None if ev < 0 else self._evidences.values[ev],
         )
 
@@ -444,8 +479,10 @@ class Ledger:
 
     def per_user_rows(self) -> int:
         """How many per-user charges the ledger stands for once group charges are expanded."""
-        sizes = [len(m) for m in self._member_codes]
-        return sum(1 if s >= 0 else sizes[-s - 1] for s in self._subject)
+        sizes = np.array([len(m) for m in self._member_codes] + [0], np.int64)
+        subject = self.columns().subject
+        grouped = subject[subject < 0]
+        return int(len(subject) - len(grouped) + sizes[-grouped - 1].sum())
 
     def expanded(self) -> Iterator[tuple[str, Charge]]:
         """Every (user, charge) pair the ledger means: group charges expanded to their members."""
@@ -458,7 +495,25 @@ class Ledger:
                     yield m, charge
 
     def columns(self) -> LedgerColumns:
-        """A columnar snapshot (numpy copies of the integer columns)."""
+        """A columnar snapshot: numpy copies of the integer columns, or, for a ledger built by
+        `from_codes` and not appended to since, its own read-only arrays (no copy)."""
+        if self._bulk is not None:
+            slot, subject, amount, part, mechanism, evidence = self._bulk
+            return LedgerColumns(
+                slot=slot,
+                subject=subject,
+                amount=amount,
+                part=part,
+                mechanism=mechanism,
+                evidence=evidence,
+                users=list(self._users.values),
+                groups=list(self._groups.values),
+                group_members=[m.copy() for m in self._member_codes],
+                amounts=list(self._amounts.values),
+                parts=list(self._parts.values),
+                mechanisms=list(self._mechanisms.values),
+                evidences=list(self._evidences.values),
+            )
 
         def i64(col: array[int]) -> I64:
             return np.frombuffer(col, dtype=np.int64).copy() if len(col) else np.zeros(0, np.int64)
@@ -502,6 +557,7 @@ class Ledger:
         groups: Mapping[str, tuple[str, ...]] | None = None,
         group_codes: list[I64] | None = None,
         group_users: list[str] | None = None,
+        copy: bool = True,
     ) -> Ledger:
         """Build a ledger from dictionary-encoded columns without a Python loop per row.
 
@@ -510,6 +566,8 @@ class Ledger:
         ``group_codes`` (with ``group_users``) may give the members of each group of ``groups``
         as codes into ``group_users`` (``groups[name][k] == group_users[group_codes[g][k]]``):
         the same checks as `define_group` then run vectorized, not once per member.
+        ``copy=False``: the ledger may keep the given arrays themselves (read-only views, until
+        the first append); the caller must not modify them afterwards (a reader's fresh columns).
         """
         n = len(slot)
         ledger = cls()
@@ -531,25 +589,76 @@ class Ledger:
             default: T,
         ) -> npt.NDArray[np.int32]:
             if codes is None or table is None:
-                return np.full(n, interner.code(default), dtype=np.int32)
-            mapping = np.array([interner.code(v) for v in table], dtype=np.int32)
-            return mapping[codes] if n else np.zeros(0, np.int32)
+                return np.broadcast_to(np.int32(interner.code(default)), (n,))
+            mapping = np.array([interner.code(v) for v in table] or [0], dtype=np.int32)
+            return take_codes(mapping, codes) if n else np.zeros(0, np.int32)
 
-        user_map = np.array([ledger._users.code(u) for u in users], dtype=np.int64)
-        subj = np.where(
-            user_codes >= 0, user_map[np.maximum(user_codes, 0)] if len(users) else 0, user_codes
-        )
-        ledger._slot.frombytes(np.ascontiguousarray(slot, dtype=np.int64).tobytes())
-        ledger._subject.frombytes(np.ascontiguousarray(subj, dtype=np.int64).tobytes())
-        ledger._amount.frombytes(remap(amount_codes, amounts, ledger._amounts, Budget(0)).tobytes())
-        ledger._part.frombytes(remap(part_codes, parts, ledger._parts, "").tobytes())
-        ledger._mechanism.frombytes(
-            remap(mechanism_codes, mechanisms, ledger._mechanisms, "").tobytes()
-        )
+        user_map = np.array([ledger._users.code(u) for u in users] or [0], dtype=np.int64)
+        user_codes = np.asarray(user_codes)
+        if not n:
+            subj = np.zeros(0, np.int64)
+        elif int(user_codes.min()) >= 0:
+            subj = take_codes(user_map, user_codes)
+        else:
+            subj = np.where(user_codes >= 0, user_map[np.maximum(user_codes, 0)], user_codes)
         if evidence_codes is None or evidences is None:
-            ev = np.full(n, -1, dtype=np.int32)
+            ev: npt.NDArray[np.int32] = np.broadcast_to(np.int32(-1), (n,))
         else:
             ev_map = np.array([ledger._evidences.code(e) for e in evidences] + [-1], np.int32)
-            ev = ev_map[evidence_codes] if n else np.zeros(0, np.int32)  # -1 picks the sentinel
-        ledger._evidence.frombytes(ev.astype(np.int32).tobytes())
+            # -1 picks the sentinel
+            ev = take_codes(ev_map, evidence_codes) if n else np.zeros(0, np.int32)
+        bulk = (
+            np.ascontiguousarray(slot, dtype=np.int64),
+            np.asarray(subj, dtype=np.int64),
+            remap(amount_codes, amounts, ledger._amounts, Budget(0)),
+            remap(part_codes, parts, ledger._parts, ""),
+            remap(mechanism_codes, mechanisms, ledger._mechanisms, ""),
+            np.asarray(ev, dtype=np.int32),
+        )
+        if copy:
+            bulk = _owned(bulk)
+        ledger._bulk = _read_only(bulk)
         return ledger
+
+
+_Col = TypeVar("_Col", I64, I32)
+
+
+def _owned_one(col: _Col) -> _Col:
+    return col if (len(col) > 1 and col.strides[0] == 0) else col.copy()
+
+
+def _read_only_one(col: _Col) -> _Col:
+    view = col.view()
+    view.flags.writeable = False
+    return view
+
+
+def _owned(
+    cols: tuple[I64, I64, I32, I32, I32, I32],
+) -> tuple[I64, I64, I32, I32, I32, I32]:
+    """Copies of the columns (constant broadcast views stay views: they own no data)."""
+    s, u, a, p, m, e = cols
+    return (
+        _owned_one(s),
+        _owned_one(u),
+        _owned_one(a),
+        _owned_one(p),
+        _owned_one(m),
+        _owned_one(e),
+    )
+
+
+def _read_only(
+    cols: tuple[I64, I64, I32, I32, I32, I32],
+) -> tuple[I64, I64, I32, I32, I32, I32]:
+    """Read-only views of the columns (the caller's arrays stay writeable)."""
+    s, u, a, p, m, e = cols
+    return (
+        _read_only_one(s),
+        _read_only_one(u),
+        _read_only_one(a),
+        _read_only_one(p),
+        _read_only_one(m),
+        _read_only_one(e),
+    )

@@ -165,7 +165,13 @@ def _child(engine: str, ledger: str, requirements: str, memory_limit: str) -> No
 
     population = read_requirements([Path(requirements)])
     start = time.perf_counter()
-    result = run_audit([Path(ledger)], population, engine=engine, memory_limit=memory_limit)
+
+    def step(name: str) -> None:  # the step reached, for a run stopped by the timeout
+        print(f"step {time.perf_counter() - start:.0f} s: {name}", file=sys.stderr, flush=True)
+
+    result = run_audit(
+        [Path(ledger)], population, engine=engine, memory_limit=memory_limit, progress=step
+    )
     seconds = time.perf_counter() - start
     v = result.verdict
     print(
@@ -274,8 +280,12 @@ def main() -> None:
             stdout, stderr = child.communicate(timeout=args.timeout)
         except subprocess.TimeoutExpired:
             os.killpg(child.pid, signal.SIGKILL)
-            child.communicate()
-            print(f"| {engine} | {what} | stopped after {args.timeout:.0f} s |", flush=True)
+            _, err = child.communicate()
+            steps = [x for x in err.splitlines() if x.startswith("step ")]
+            reached = f" (last {steps[-1]})" if steps else ""
+            print(
+                f"| {engine} | {what} | stopped after {args.timeout:.0f} s{reached} |", flush=True
+            )
             continue
         proc = subprocess.CompletedProcess(cmd, child.returncode, stdout, stderr)
         lines = [x for x in proc.stdout.splitlines() if x.startswith("{")]

@@ -52,6 +52,20 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     for engine in ("numpy", "duckdb"):
         code, _, err = _audit(str(bad), *REQ_ARGS, "--engine", engine)
         assert code == 2 and err.startswith("wevent: error:") and err.count("\n") == 1, err
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    repeated = tmp_path / "repeated.parquet"  # group g lists alice twice
+    table = {
+        "slot": pa.array([None, None, 1], pa.int64()),
+        "user": ["alice", "alice", ""],
+        "group": ["g", "g", "g"],
+        "epsilon": ["", "", "0.1"],
+    }
+    pq.write_table(pa.table(table), repeated)
+    for engine in ("numpy", "duckdb"):
+        code, _, err = _audit(str(repeated), *REQ_ARGS, "--engine", engine)
+        assert code == 2 and err.count("\n") == 1 and "lists a member twice" in err, err
     code, _, err = _audit(str(bad), "-r", str(tmp_path / "none.csv"))
     assert code == 2 and "no such file" in err
 

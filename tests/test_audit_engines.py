@@ -109,6 +109,44 @@ def test_sql_engines_reject_bad_input_in_one_line(tmp_path: Path) -> None:
         make_engine("duckdb").audit([bad], population)
 
 
+def _repeated_membership(tmp: Path) -> Path:
+    """A Parquet ledger whose group ``g`` lists user ``a`` in two membership rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp / "repeated.parquet"
+    table = {
+        "slot": pa.array([None, None, None, 1, 2], pa.int64()),
+        "user": ["a", "b", "a", "", "a"],
+        "group": ["g", "g", "g", "g", ""],
+        "epsilon": ["", "", "", "1/4", "1/4"],
+    }
+    pq.write_table(pa.table(table), path)
+    return path
+
+
+@pytest.mark.parametrize("engine", ["numpy", "duckdb", "spark"])
+def test_a_repeated_membership_row_is_malformed_for_every_engine(
+    tmp_path: Path, engine: str
+) -> None:
+    """All engines reject a (group, user) membership listed twice in one file as bad input,
+    in one line naming the group; the same group defined again in a later file is one group."""
+    population = Population({"a": Fixed(2, Budget(1)), "b": Fixed(2, Budget(1))})
+    path = _repeated_membership(tmp_path)
+    with pytest.raises(FormatError, match="group 'g' lists a member twice") as err:
+        make_engine(engine).audit([path], population)
+    assert "\n" not in str(err.value)
+    once = Ledger()
+    once.define_group("g", ["a", "b"])
+    once.append(1, "1/4", group="g")
+    again = Ledger()
+    again.define_group("g", ["a", "b"])
+    again.append(2, "1/4", user="a")
+    files = [_write(tmp_path, once, "1.parquet"), _write(tmp_path, again, "2.parquet")]
+    verdict, _ = make_engine(engine).audit(files, population)
+    assert verdict.ok and verdict.per_user_charges == 3
+
+
 def test_sql_engines_refuse_sums_beyond_38_digits(tmp_path: Path) -> None:
     ledger = Ledger()
     ledger.append(1, "1/99999999999999999989", user="a")

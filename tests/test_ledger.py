@@ -174,3 +174,39 @@ def test_evidence_codes_find_equal_evidence_without_interning() -> None:
         ledger.append_validated(3, Budget("0.1"), 0, "", "", ev, evidence_code=1)
     assert len(ledger) == 2
     assert [c.evidence for c in ledger] == [ev, ev]
+
+
+def test_bulk_ledger_shares_its_columns_read_only_then_thaws_on_append() -> None:
+    """``copy=False`` keeps the given arrays (read-only views, constant columns as zero-stride
+    views); the first append copies them, and the rows read back are the same either way."""
+    slot = np.array([1, 2, 3], np.int64)
+    codes = np.array([0, 1, 0], np.int64)
+    kept = Ledger.from_codes(
+        slot=slot,
+        user_codes=codes,
+        users=["a", "b"],
+        amount_codes=np.zeros(3, np.int32),
+        amounts=[Budget("1/3")],
+        copy=False,
+    )
+    copied = Ledger.from_codes(
+        slot=slot.copy(),
+        user_codes=codes.copy(),
+        users=["a", "b"],
+        amount_codes=np.zeros(3, np.int32),
+        amounts=[Budget("1/3")],
+    )
+    cols = kept.columns()
+    assert np.shares_memory(cols.slot, slot)
+    assert not np.shares_memory(copied.columns().slot, slot)
+    assert not cols.slot.flags.writeable and not cols.subject.flags.writeable
+    assert cols.part.strides == (0,) and cols.evidence.tolist() == [-1, -1, -1]
+    assert list(kept) == list(copied) and kept.per_user_rows() == 3
+    with pytest.raises(IndexError):
+        kept.charge(3)
+    kept.append(4, "1/2", user="c")
+    assert len(kept) == 4
+    assert [c.slot for c in kept] == [1, 2, 3, 4]
+    assert [c.user for c in kept] == ["a", "b", "a", "c"]
+    assert kept.columns().slot.flags.writeable  # a snapshot copy again
+    assert slot.tolist() == [1, 2, 3]  # the caller's array is untouched

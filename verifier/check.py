@@ -39,6 +39,7 @@ __all__ = [
 
 Arr = npt.NDArray[Any]
 _INT64_SAFE = 2**62
+_CHUNK = 1 << 23  # rows per step where a pass over every charge would build large temporaries
 # The kinds of requirement, as small integers (array- and SQL-friendly); `verifier.sql` uses
 # the same codes.
 KIND_FIXED, KIND_WHOLE, KIND_DYNAMIC, KIND_NONE = 0, 1, 2, 3
@@ -369,14 +370,18 @@ class _Screen:
             return
         pos = np.full(reps.n, -1, dtype=np.int64)
         pos[chosen] = np.arange(len(chosen))
-        row_pos = pos[self.rep_idx]
         table = np.zeros(len(chosen) * width, dtype=np.int64)
-        if bool((row_pos >= 0).all()):
-            np.add.at(table, row_pos * width + self.slots, self.vals)
-        else:
-            mask = row_pos >= 0
-            np.add.at(table, row_pos[mask] * width + self.slots[mask], self.vals[mask])
-        prefix = np.cumsum(table.reshape(len(chosen), width), axis=1)  # [:, t]: slots <= t
+        for a in range(0, len(self.rep_idx), _CHUNK):  # bounded temporaries
+            row_pos = pos[self.rep_idx[a : a + _CHUNK]]
+            slots, vals = self.slots[a : a + _CHUNK], self.vals[a : a + _CHUNK]
+            if bool((row_pos >= 0).all()):
+                np.add.at(table, row_pos * width + slots, vals)
+            else:
+                mask = row_pos >= 0
+                np.add.at(table, row_pos[mask] * width + slots[mask], vals[mask])
+        prefix = table.reshape(len(chosen), width)
+        np.cumsum(prefix, axis=1, out=prefix)  # in place; [:, t]: slots <= t
+        del table
         cls_of = reps.rep_class[chosen]
         for c in _distinct(cls_of).tolist():
             idx = np.flatnonzero(cls_of == c)

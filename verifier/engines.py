@@ -85,6 +85,9 @@ class NumpyEngine:
         return verdict, numpy_details(ledger, population, verdict)
 
 
+_CHUNK = 1 << 23  # rows per step of the report-data pass
+
+
 def numpy_details(ledger: Ledger, population: Population, verdict: Verdict) -> SqlDetails:
     """Per-class totals of per-user charges per slot, and the spends of the tightest users
     (vectorized; exact integer numerators over the amounts' common denominator)."""
@@ -97,21 +100,42 @@ def numpy_details(ledger: Ledger, population: Population, verdict: Verdict) -> S
     numerators = [int(a * lcd) for a in cols.amounts]
     sizes = [len(m) for m in cols.group_members]
     safe = max([*numerators, 1]) * max([*sizes, 1]) * (len(cols.slot) + 1) < 2**62
-    num = np.array(numerators or [0], dtype=np.int64 if safe else object)[cols.amount]
-    slots, rank = np.unique(cols.slot, return_inverse=True)
+    table_num = np.array(numerators or [0], dtype=np.int64 if safe else object)
+    n = len(cols.slot)
+    lo = int(cols.slot.min()) if n else 1
+    span = int(cols.slot.max()) - lo + 1 if n else 1
+    if span <= 4 * n + 2**22:  # slot numbers are dense enough: a column per slot number
+        slots: Any = np.arange(lo, lo + span, dtype=np.int64)
+
+        def rank(chunk: Any) -> Any:
+            return chunk - lo
+    else:  # far-apart slot numbers: a column per distinct slot
+        slots = np.unique(cols.slot)
+
+        def rank(chunk: Any) -> Any:
+            return np.searchsorted(slots, chunk)
+
     width = len(slots)
-    totals = np.zeros((n_classes + 1) * width, dtype=num.dtype)
-    direct = cols.subject >= 0
-    np.add.at(totals, user_class[cols.subject[direct]] * width + rank[direct], num[direct])
-    if cols.group_members:
-        per_group = np.stack(
-            [np.bincount(user_class[m], minlength=n_classes + 1) for m in cols.group_members]
-        )
-        g = -cols.subject[~direct] - 1
+    totals = np.zeros((n_classes + 1) * width, dtype=table_num.dtype)
+    per_group = (
+        np.stack([np.bincount(user_class[m], minlength=n_classes + 1) for m in cols.group_members])
+        if cols.group_members
+        else np.zeros((0, n_classes + 1), np.int64)
+    )
+    for a in range(0, n, _CHUNK):  # bounded temporaries on large ledgers
+        subject, slot = cols.subject[a : a + _CHUNK], cols.slot[a : a + _CHUNK]
+        num = table_num[cols.amount[a : a + _CHUNK]]
+        direct = subject >= 0
+        if bool(direct.all()):
+            np.add.at(totals, user_class[subject] * width + rank(slot), num)
+            continue
+        np.add.at(totals, user_class[subject[direct]] * width + rank(slot[direct]), num[direct])
+        g = -subject[~direct] - 1
+        g_rank, g_num = rank(slot[~direct]), num[~direct]
         for c in range(n_classes + 1):
             weight = per_group[g, c]
             if weight.any():
-                np.add.at(totals, c * width + rank[~direct], num[~direct] * weight)
+                np.add.at(totals, c * width + g_rank, g_num * weight)
     timeline: dict[str, tuple[tuple[int, Fraction], ...]] = {}
     table = totals.reshape(n_classes + 1, width)
     for c in range(n_classes + 1):
@@ -126,8 +150,8 @@ def numpy_details(ledger: Ledger, population: Population, verdict: Verdict) -> S
         code = position[u]
         mine = [-k - 1 for k, m in enumerate(cols.group_members) if bool((m == code).any())]
         rows = np.flatnonzero((cols.subject == code) | np.isin(cols.subject, mine))
-        per_slot = np.zeros(width, dtype=num.dtype)
-        np.add.at(per_slot, rank[rows], num[rows])
+        per_slot = np.zeros(width, dtype=table_num.dtype)
+        np.add.at(per_slot, rank(cols.slot[rows]), table_num[cols.amount[rows]])
         spends[u] = tuple(
             (int(slots[k]), Fraction(int(per_slot[k]), lcd))
             for k in np.flatnonzero(per_slot).tolist()
@@ -196,7 +220,7 @@ class DuckDBBackend:
         import pyarrow.parquet as pq
 
         parts = []
-        for f in files:
+        for i, f in enumerate(files):
             have = set(pq.read_schema(f).names)
 
             def col(name: str, have: set[str] = have) -> str:
@@ -205,7 +229,7 @@ class DuckDBBackend:
                 return f"NULLIF(CAST(\"{name}\" AS VARCHAR), '')"
 
             parts.append(
-                f"SELECT CAST(slot AS BIGINT) AS slot, {col('user')} AS usr, "
+                f"SELECT {i} AS src, CAST(slot AS BIGINT) AS slot, {col('user')} AS usr, "
                 f"{col('group')} AS grp, {col('epsilon')} AS eps FROM read_parquet({_q(str(f))})"
             )
         self.con.execute(f"CREATE OR REPLACE VIEW {view} AS " + " UNION ALL ".join(parts))
@@ -295,7 +319,7 @@ class SparkBackend:
         import pyarrow.parquet as pq
 
         frames = []
-        for f in files:
+        for i, f in enumerate(files):
             have = set(pq.read_schema(f).names)
 
             def col(name: str, have: set[str] = have) -> str:
@@ -305,6 +329,7 @@ class SparkBackend:
 
             frames.append(
                 self.spark.read.parquet(str(f)).selectExpr(
+                    f"{i} AS src",
                     "CAST(slot AS BIGINT) AS slot",
                     f"{col('user')} AS usr",
                     f"{col('group')} AS grp",

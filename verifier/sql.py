@@ -79,8 +79,9 @@ class SqlBackend(Protocol):
     name: str
 
     def load(self, view: str, files: Sequence[Path]) -> None:
-        """Create ``view(slot BIGINT, usr STRING, grp STRING, eps STRING)`` over the files'
-        rows (membership rows have a null slot; empty strings may stand for null)."""
+        """Create ``view(src INT, slot BIGINT, usr STRING, grp STRING, eps STRING)`` over the
+        files' rows (``src``: the file's position in ``files``; membership rows have a null
+        slot; empty strings may stand for null)."""
 
     def table(self, name: str, columns: dict[str, list[Any]], exact: Sequence[str]) -> None:
         """Create a small table from Python columns; ``exact`` columns hold integer strings
@@ -151,10 +152,20 @@ def sql_audit(
         """SELECT usr, DENSE_RANK() OVER (ORDER BY usr) AS uid
            FROM (SELECT DISTINCT usr FROM raw WHERE usr IS NOT NULL) t""",
     )
+    # Membership rows as integer pairs counted per file: a pair listed twice in one file is a
+    # malformed ledger (rejected in `_validate`, as the numpy reader does); the same group
+    # defined again in a later file (each text file lists the groups it charges) is one group.
+    b.materialize(
+        "member_rows",
+        """SELECT r.src, g.gid, u.uid, COUNT(*) AS n FROM raw r
+           JOIN gids g ON r.grp = g.grp JOIN uids u ON r.usr = u.usr WHERE r.slot IS NULL
+           GROUP BY r.src, g.gid, u.uid""",
+    )
     b.materialize(
         "members",
-        """SELECT DISTINCT g.gid, u.uid FROM raw r
-           JOIN gids g ON r.grp = g.grp JOIN uids u ON r.usr = u.usr WHERE r.slot IS NULL""",
+        "SELECT gid, uid FROM member_rows"
+        if len(files) == 1
+        else "SELECT DISTINCT gid, uid FROM member_rows",
     )
     _validate(b, files)
     say("amounts")
@@ -515,6 +526,13 @@ def _validate(b: SqlBackend, files: Sequence[Path]) -> None:
         )
     if lo is not None and (int(lo) < 1 or int(hi) > 2**62 - 1):
         raise FormatError(f"{where}: slot: slots are numbered from 1 to 2^62 - 1")
+    repeated = b.rows(
+        """SELECT MIN(g.grp) FROM member_rows m JOIN gids g ON m.gid = g.gid WHERE m.n > 1"""
+    )[0][0]
+    if repeated is not None:
+        raise FormatError(
+            f"{where}: group {repeated!r} lists a member twice (a repeated membership row)"
+        )
     missing = b.rows(
         """SELECT MIN(c.grp) FROM (SELECT DISTINCT grp FROM charges WHERE grp IS NOT NULL) c
            LEFT JOIN gids m ON c.grp = m.grp WHERE m.grp IS NULL"""
