@@ -145,6 +145,14 @@ def test_a_repeated_membership_row_is_malformed_for_every_engine(
     files = [_write(tmp_path, once, "1.parquet"), _write(tmp_path, again, "2.parquet")]
     verdict, _ = make_engine(engine).audit(files, population)
     assert verdict.ok and verdict.per_user_charges == 3
+    # ... but defined again with other members, it is a malformed ledger for every engine
+    other = Ledger()
+    other.define_group("g", ["a"])
+    other.append(2, "1/4", group="g")
+    files[1] = _write(tmp_path, other, "3.parquet")
+    with pytest.raises(FormatError, match=r"group 'g' .*other members") as err:
+        make_engine(engine).audit(files, population)
+    assert "\n" not in str(err.value)
 
 
 def test_sql_engines_refuse_sums_beyond_38_digits(tmp_path: Path) -> None:

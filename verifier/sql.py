@@ -533,6 +533,21 @@ def _validate(b: SqlBackend, files: Sequence[Path]) -> None:
         raise FormatError(
             f"{where}: group {repeated!r} lists a member twice (a repeated membership row)"
         )
+    if len(files) > 1:
+        # A group listed again in a later file must list the same members (as the numpy reader
+        # requires): every file's member count of a group equals the count of their union.
+        redefined = b.rows(
+            """SELECT MIN(g.grp) FROM
+                 (SELECT src, gid, COUNT(*) AS k FROM member_rows GROUP BY src, gid) f
+               JOIN (SELECT gid, COUNT(*) AS k FROM members GROUP BY gid) u ON f.gid = u.gid
+               JOIN gids g ON g.gid = f.gid
+               WHERE f.k <> u.k"""
+        )[0]
+        if redefined[0] is not None:
+            raise FormatError(
+                f"{where}: group {redefined[0]!r} is defined in more than one file with "
+                "other members"
+            )
     missing = b.rows(
         """SELECT MIN(c.grp) FROM (SELECT DISTINCT grp FROM charges WHERE grp IS NOT NULL) c
            LEFT JOIN gids m ON c.grp = m.grp WHERE m.grp IS NULL"""
