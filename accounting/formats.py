@@ -462,10 +462,8 @@ def _parquet_table(ledger: Ledger) -> Any:
         none = len(values)
         codes = np.concatenate([member_codes, charge_codes]).astype(np.int64)
         codes = np.where(codes < 0, none, codes)
-        # Written dictionary-encoded, as Parquet stores it anyway: decoding first would build
-        # every row's string (the group column of the 10^6-user PLPA+ ledger alone: 9.8 GB for
-        # 99.65 M membership rows). large_string: a dictionary past 2 GiB still builds.
-        return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), dictionary)
+        # large_string: 64-bit offsets, for ledgers whose strings pass 2 GiB (10^7+ members)
+        return pa.DictionaryArray.from_arrays(pa.array(codes), dictionary).cast(pa.large_string())
 
     blank_members = np.full(n_members, -1, np.int64)
     evidence = [json.dumps(evidence_to_json(e)) for e in cols.evidences]
