@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -167,6 +167,22 @@ class FrequencyOracle:
     p: Fraction  # exact rational values of the floats the sampler uses
     q: Fraction
 
+    @classmethod
+    def for_budget(cls, d: int, eps: Budget) -> Self:
+        """The oracle for budget ``eps`` (memoized: oracles are immutable and certifying their
+        probabilities costs exact exp bounds, so repeated slots reuse the same oracle and
+        evidence objects)."""
+        key = (cls, d, eps)
+        found = _ORACLES.get(key)
+        if found is None:
+            found = _ORACLES[key] = cls._for_budget(d, eps)
+        assert isinstance(found, cls)
+        return found
+
+    @classmethod
+    def _for_budget(cls, d: int, eps: Budget) -> Self:
+        raise NotImplementedError
+
     @property
     def evidence(self) -> Any:
         raise NotImplementedError
@@ -240,17 +256,6 @@ class GRR(FrequencyOracle):
     p_float: float = 0.0
 
     @classmethod
-    def for_budget(cls, d: int, eps: Budget) -> GRR:
-        """The oracle for budget ``eps`` (memoized: oracles are immutable and certifying p costs
-        exact exp bounds, so repeated slots reuse the same oracle and evidence objects)."""
-        key = (cls, d, eps)
-        found = _ORACLES.get(key)
-        if found is None:
-            found = _ORACLES[key] = cls._for_budget(d, eps)
-        assert isinstance(found, GRR)
-        return found
-
-    @classmethod
     def _for_budget(cls, d: int, eps: Budget) -> GRR:
         budget = _oracle_budget(d, eps, "GRR")
         # p = 1 / (1 + (d-1) e^-eps): a certified lower bound, rounded down to the 2^-53 grid of
@@ -284,16 +289,6 @@ class OUE(FrequencyOracle):
     """Optimized unary encoding: p = 1/2 for the user's own bit, q = 1/(e^eps + 1) for others."""
 
     q_float: float = 0.0
-
-    @classmethod
-    def for_budget(cls, d: int, eps: Budget) -> OUE:
-        """The oracle for budget ``eps`` (memoized, as `GRR.for_budget`)."""
-        key = (cls, d, eps)
-        found = _ORACLES.get(key)
-        if found is None:
-            found = _ORACLES[key] = cls._for_budget(d, eps)
-        assert isinstance(found, OUE)
-        return found
 
     @classmethod
     def _for_budget(cls, d: int, eps: Budget) -> OUE:
