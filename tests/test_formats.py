@@ -357,3 +357,58 @@ def test_parquet_read_column_by_column_matches_the_row_reader(
     assert list(back) == list(expected)
     assert dict(back.groups) == dict(expected.groups)
     assert back.users == expected.users
+
+
+def test_parquet_ledger_is_written_dictionary_encoded(tmp_path: Path) -> None:
+    """String columns are written as dictionaries (a 10^8-row group column decoded first needed
+    one 9.8 GB allocation); such a file still combines with a text file in one ledger."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ledger = Ledger()
+    ledger.define_group("g", ["a", "b"])
+    ledger.append(1, "1/3", group="g")
+    ledger.append(2, "1/4", user="c", part="p")
+    path = tmp_path / "l.parquet"
+    write_ledger(ledger, path)
+    schema = pq.read_schema(path)
+    for name in ("user", "group", "epsilon", "part", "mechanism", "evidence"):
+        assert pa.types.is_dictionary(schema.field(name).type), name
+    text = tmp_path / "more.jsonl"
+    later = Ledger()
+    later.define_group("g", ["a", "b"])
+    later.append(3, "1/5", group="g")
+    write_ledger(later, text)
+    for files in ([path, text], [text, path]):
+        both = read_ledgers(files)
+        assert sorted(c.slot for c in both) == [1, 2, 3]
+        assert dict(both.groups) == dict(ledger.groups)
+
+
+@pytest.mark.parametrize("error", [MemoryError("no room"), OSError(28, "No space left on device")])
+def test_a_failed_ledger_write_leaves_no_file_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: Exception
+) -> None:
+    """A write that fails (out of memory, disk full) removes its temporary file, keeps the
+    previous file under the final name untouched, and is an OSError naming the path."""
+    import accounting.formats as formats
+
+    path = tmp_path / "l.parquet"
+    old = Ledger()
+    old.append(1, "1/2", user="a")
+    write_ledger(old, path)
+
+    def fail(*_args: object) -> None:
+        (tmp_path / "l.parquet.tmp").write_bytes(b"partial")
+        raise error
+
+    monkeypatch.setattr(formats, "_parquet_table", fail)
+    new = Ledger()
+    new.append(1, "1/3", user="b")
+    with pytest.raises(OSError) as info:
+        write_ledger(new, path)
+    if isinstance(error, MemoryError):
+        assert "not enough memory to write the ledger" in str(info.value)
+        assert str(path) in str(info.value)
+    assert not list(tmp_path.glob("*.tmp"))
+    assert list(read_ledger(path)) == list(old)

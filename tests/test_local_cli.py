@@ -245,3 +245,26 @@ def test_prove_ops_counterexample_replays_through_wevent_trace(tmp_path: Path) -
     refusal = json.loads(out)["refusal"]
     assert refusal["slot"] == replay["violation"]["slot"]
     assert refusal["window"] == replay["violation"]["window"]
+
+
+def test_a_ledger_too_large_to_write_is_one_line_and_keeps_the_releases(
+    req: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Out of memory while writing the ledger after the last slot: a one-line error (exit 2,
+    no traceback), and the releases are still written."""
+    import accounting.formats as formats
+
+    def fail(*_args: object) -> None:
+        raise MemoryError("malloc of size 9800000000 failed")
+
+    monkeypatch.setattr(formats, "_parquet_table", fail)
+    ledger, releases = tmp_path / "run.parquet", tmp_path / "rel.csv"
+    code, out = run(
+        "run", "plpa+", "-r", req, "--stream", "sin", "--slots", "6", "--d", "2",
+        "--ledger", str(ledger), "--releases", str(releases),
+    )  # fmt: skip
+    assert code == 2
+    assert "cannot write the run's output" in out and "not enough memory" in out
+    assert str(ledger) in out and "Traceback" not in out
+    assert not ledger.exists() and not list(tmp_path.glob("*.tmp"))
+    assert len(releases.read_text().splitlines()) == 1 + 6 * 2

@@ -39,7 +39,7 @@ from mechanisms.exsub_stream import (
 )
 from mechanisms.streams import CsvStream
 from verifier.guard import Guard
-from wevent.running import check_output
+from wevent.running import check_output, write_outputs
 
 __all__ = ["ExSubRunSummary", "load_streams", "run_exsub"]
 
@@ -187,13 +187,13 @@ def run_exsub(
     if clients:
         err = estimate - truth
         summary.mse, summary.mae = float(np.mean(err**2)), float(np.mean(np.abs(err)))
-    try:
-        if ledger_path is not None:
-            write_ledger(guard.ledger, ledger_path)
-        if releases_path is not None:
-            _write_releases(estimate * len(clients), x[: len(clients)].sum(axis=0), releases_path)
-    except OSError as exc:
-        raise BudgetError(f"cannot write the run's output: {exc}") from exc
+    write_outputs(
+        (ledger_path, lambda p: write_ledger(guard.ledger, p)),
+        (
+            releases_path,
+            lambda p: _write_releases(estimate * len(clients), x[: len(clients)].sum(axis=0), p),
+        ),
+    )
     return summary
 
 

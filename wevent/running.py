@@ -163,6 +163,21 @@ def check_output(path: Path, what: str) -> None:
         raise BudgetError(f"{what}: {path}: releases are written as CSV (use a .csv name)")
 
 
+def write_outputs(*writes: tuple[Path | None, Callable[[Path], None]]) -> None:
+    """Write every output whose path is given, each even if an earlier one failed (a ledger
+    too large for memory must not cost the releases too); failures are one `BudgetError`."""
+    failures = []
+    for path, write in writes:
+        if path is None:
+            continue
+        try:
+            write(path)
+        except OSError as exc:
+            failures.append(str(exc))
+    if failures:
+        raise BudgetError("cannot write the run's output: " + "; ".join(failures))
+
+
 def _check_complete(
     stream: Stream, population: Population, slots: int, budgets: Sequence[Fraction]
 ) -> None:
@@ -282,11 +297,8 @@ def run_mechanism(
         summary.ledger = guard.ledger
         summary.charges = len(guard.ledger)
         summary.reports = guard.ledger.per_user_rows()
-        try:
-            if ledger_path is not None:
-                write_ledger(guard.ledger, ledger_path)
-            if releases_path is not None:
-                write_releases(summary.records, releases_path)
-        except OSError as exc:
-            raise BudgetError(f"cannot write the run's output: {exc}") from exc
+        write_outputs(
+            (ledger_path, lambda p: write_ledger(guard.ledger, p)),
+            (releases_path, lambda p: write_releases(summary.records, p)),
+        )
     return summary
