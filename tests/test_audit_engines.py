@@ -15,7 +15,7 @@ from accounting.budget import Budget
 from accounting.formats import FormatError, read_ledger, read_requirements, write_ledger
 from accounting.ledger import Ledger
 from accounting.population import Population
-from accounting.requirements import Fixed
+from accounting.requirements import Fixed, WholeStream
 from tests.strategies import ledgers, populations
 from verifier.check import check
 from verifier.engines import DuckDBBackend, SqlEngine, make_engine, spark_session
@@ -164,6 +164,33 @@ def test_sql_engines_refuse_sums_beyond_38_digits(tmp_path: Path) -> None:
     with pytest.raises(EngineError, match="use --engine numpy"):
         make_engine("duckdb").audit([path], population)
     assert make_engine("numpy").audit([path], population)[0].ok
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "spark"])
+def test_sql_engines_sum_as_decimals_past_63_bits(tmp_path: Path, engine: str) -> None:
+    """Sums are BIGINT when every possible sum fits in 63 bits, DECIMAL(38,0) otherwise: here
+    the common denominator is 2^62 - 1, so a bound of 1 alone is past 2^63 / (charges + 1)."""
+    big = 2**62 - 1  # divisible by 3
+    ledger = Ledger()
+    ledger.define_group("g", ["b", "c"])
+    for slot in range(1, 7):
+        ledger.append(slot, f"2/{big}", user="a")
+    ledger.append(1, "1/3", group="g")
+    ledger.append(2, "1/3", group="g")
+    ledger.append(5, "1/3", group="g")
+    population = Population(
+        {
+            "a": Fixed(3, Budget(f"5/{big}")),  # every window of 3 spends 6/big: violated
+            "b": Fixed(2, Budget(1)),
+            "c": WholeStream(Budget("2/3")),  # spends 1: violated
+        }
+    )
+    path = _write(tmp_path, ledger)
+    reference = check(ledger, population)
+    assert {v.users for v in reference.violations} == {("a",), ("c",)}
+    verdict, details = make_engine(engine).audit([path], population)
+    _same(reference, verdict)
+    assert details == make_engine("numpy").audit([path], population)[1]
 
 
 @pytest.fixture(scope="session")

@@ -280,7 +280,7 @@ def spark_session() -> Any:
             .appName("wevent-audit")
             .config("spark.driver.memory", "3g")
             .config("spark.sql.ansi.enabled", "true")
-            .config("spark.sql.shuffle.partitions", "2")
+            .config("spark.sql.shuffle.partitions", "16")
             .config("spark.default.parallelism", "2")
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
