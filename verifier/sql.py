@@ -8,8 +8,9 @@ requirement are parsed in Python to `fractions.Fraction` and brought to one comm
 L (their least common multiple). Every amount becomes the integer numerator ``a * L``, every
 bound ``eps * L``. These integers are shipped to the engine as a small lookup table
 (``BIGINT`` when every possible sum fits in 63 bits, else ``DECIMAL(38,0)``: scale 0, i.e. a
-128-bit integer, in both DuckDB and Spark) and joined to the charges; all window sums are then sums of integers, and every comparison ``sum > bound`` is an
-integer comparison, exactly the comparison of the rationals ``sum/L > bound/L``. No float is ever
+128-bit integer, in both DuckDB and Spark) and joined to the charges; all window sums are then
+sums of integers, and every comparison ``sum > bound`` is an integer comparison, exactly the
+comparison of the rationals ``sum/L > bound/L``. No float is ever
 involved. Before running we prove that no sum can leave the type: every sum is at most
 (number of charges) x (largest numerator), and we refuse (`EngineError`, pointing to the numpy
 engine, which falls back to Python integers) unless that is below 10^37 (and we use BIGINT only
@@ -19,11 +20,12 @@ Spark with ``spark.sql.ansi.enabled``), a second net.
 What runs in SQL (the O(charges) work, out of core on DuckDB): validation of the rows, users'
 *representatives* (users with no direct charge, the same requirement class and the same set of
 groups have identical spends; the same partition `verifier.check` uses, formed by joins and plain
-aggregates that spill, see `_representatives`), the charges expanded
-to representatives and summed per (representative, slot), every representative's largest fixed
-window sum and whole-stream total (one running total over "enter at slot, leave at slot + w"
-events; a window's largest sum is attained at a window ending at a spend), and the screen: a fixed or whole-stream representative whose largest sum is within its
-bound is compliant and its utilization is that sum over the bound.
+aggregates that spill, see `_representatives`), the charges expanded to representatives and
+summed per (representative, slot), every representative's largest fixed window sum and
+whole-stream total (one running total over "enter at slot, leave at slot + w" events; a window's
+largest sum is attained at a window ending at a spend), and the screen: a fixed or whole-stream
+representative whose largest sum is within its bound is compliant and its utilization is that
+sum over the bound.
 
 What runs in Python (small): the representatives that fail the screen, plus every dynamic and
 unregistered representative with a positive spend, are fetched as their per-slot sums and checked
