@@ -70,6 +70,23 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert code == 2 and "no such file" in err
 
 
+def test_out_of_memory_is_one_line_pointing_to_duckdb(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The numpy engine holds the ledger in memory; running out is exit 2 and one line that
+    names the out-of-core engine, not a traceback."""
+    from verifier.engines import NumpyEngine
+
+    def audit(*_args: object, **_kwargs: object) -> None:
+        raise MemoryError("Unable to allocate 752. MiB for an array")
+
+    monkeypatch.setattr(NumpyEngine, "audit", audit)
+    code, _, err = _audit(str(example_path("compliant.jsonl")), *REQ_ARGS)
+    assert code == 2 and err.count("\n") == 1, err
+    assert "numpy engine ran out of memory: Unable to allocate 752. MiB" in err
+    assert "--engine duckdb audits out of core" in err
+
+
 def test_tampered_chain_fails_the_audit_even_when_windows_hold(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
     _chained(path, "compliant.jsonl")

@@ -200,6 +200,7 @@ class DuckDBBackend:
     """DuckDB, embedded: memory capped by ``memory_limit``, spilling to ``temp_dir``."""
 
     name = "duckdb"
+    sliding_frames = True
 
     def __init__(self, temp_dir: Path, memory_limit: str = "4GB", threads: int = 2) -> None:
         import duckdb
@@ -305,6 +306,7 @@ class SparkBackend:
     """Spark SQL over the same Parquet files (local mode in tests and benchmarks)."""
 
     name = "spark"
+    sliding_frames = False
 
     def __init__(self, _temp_dir: Path) -> None:
         self.spark = spark_session()

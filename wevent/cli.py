@@ -254,6 +254,9 @@ def audit_cmd(
         )
     except (BudgetError, EngineError) as exc:
         _fail(str(exc))
+    except MemoryError as exc:  # the numpy engine holds the ledger in memory
+        hint = " (--engine duckdb audits out of core)" if engine == "numpy" else ""
+        _fail(f"{engine} engine ran out of memory: {exc or 'MemoryError'}{hint}")
     except Exception as exc:  # engine failures (e.g. a Spark or DuckDB error): one line
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         _fail(f"{engine} engine failed: {first}")
