@@ -70,12 +70,16 @@ class _RunningTotalBackend(DuckDBBackend):
 def test_running_total_windows_agree_with_numpy(
     tmp_path_factory: pytest.TempPathFactory, case: Any
 ) -> None:
+    _backend_agrees(tmp_path_factory.mktemp("running"), case, _RunningTotalBackend)
+
+
+def _backend_agrees(tmp: Path, case: Any, backend: type[DuckDBBackend]) -> None:
+    """DuckDB with ``backend``'s dialect gives the batch checker's verdict and the numpy
+    engine's report details."""
     population, ledger, horizon = case
-    path = _write(tmp_path_factory.mktemp("running"), ledger)
+    path = _write(tmp, ledger)
     reference = check(ledger, population, horizon=horizon)
-    verdict, details = SqlEngine("duckdb", _RunningTotalBackend).audit(
-        [path], population, horizon=horizon
-    )
+    verdict, details = SqlEngine("duckdb", backend).audit([path], population, horizon=horizon)
     _same(reference, verdict)
     assert details == make_engine("numpy").audit([path], population, horizon=horizon)[1]
 
@@ -319,12 +323,7 @@ class _CollidingBackend(DuckDBBackend):
 def test_hash_collisions_never_merge_different_users(
     tmp_path_factory: pytest.TempPathFactory, case: Any
 ) -> None:
-    population, ledger, horizon = case
-    path = _write(tmp_path_factory.mktemp("collide"), ledger)
-    reference = check(ledger, population, horizon=horizon)
-    engine = SqlEngine("duckdb", _CollidingBackend)
-    verdict, _ = engine.audit([path], population, horizon=horizon)
-    _same(reference, verdict)
+    _backend_agrees(tmp_path_factory.mktemp("collide"), case, _CollidingBackend)
 
 
 def test_parquet_with_dictionary_columns_audits_alike(tmp_path: Path) -> None:
