@@ -46,6 +46,7 @@ __all__ = [
     "BUILTIN",
     "POPULATION_BUILTIN",
     "AllocatorError",
+    "PopulationAllocatorError",
     "available_entry_points",
     "is_population",
     "kernel_for",
@@ -56,6 +57,11 @@ __all__ = [
 
 class AllocatorError(BudgetError):
     """A target that does not name a usable allocator."""
+
+
+class PopulationAllocatorError(AllocatorError):
+    """A target that is meant as a population allocator but is malformed (the population gate
+    reports it)."""
 
 
 def _builtin_factory(name: str) -> KernelFactory:
@@ -237,7 +243,7 @@ def _population_object(target: str, obj: Any) -> PopulationAllocator | None:
     if not isinstance(getattr(obj, "name", None), str) or "sound" not in getattr(
         obj, "variants", ()
     ):
-        raise AllocatorError(
+        raise PopulationAllocatorError(
             f"{target}: a population allocator needs a 'name' and 'variants' including 'sound' "
             "(see mechanisms.allocators.api.PopulationAllocator)"
         )

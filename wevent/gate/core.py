@@ -23,7 +23,12 @@ from typing import Any
 from accounting.budget import BudgetError
 from accounting.formats import write_requirements
 from mechanisms.allocators.api import Allocator
-from mechanisms.allocators.registry import BUILTIN, resolve, resolve_population
+from mechanisms.allocators.registry import (
+    BUILTIN,
+    PopulationAllocatorError,
+    resolve,
+    resolve_population,
+)
 from proofs.central import Scope, prove_allocator
 from wevent.gate.conformance import (
     check_determinism,
@@ -160,8 +165,10 @@ def _names_population(target: str) -> bool:
     """``target`` is a population allocator, or one with a defect the population gate reports."""
     try:
         return resolve_population(target) is not None
-    except BudgetError as exc:
-        return "population allocator" in str(exc)
+    except PopulationAllocatorError:
+        return True
+    except BudgetError:
+        return False
 
 
 def new_report(target: str, opts: GateOptions) -> GateReport:

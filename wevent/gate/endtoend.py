@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from accounting.ledger import Ledger
 from accounting.population import Population
 from accounting.requirements import Requirement
 from accounting.spending import BudgetExceeded, EvidenceRejected
@@ -34,6 +35,23 @@ from wevent.gate.search import Probe, counterexample_of, shrink_case, trace_targ
 from wevent.tracing import class_groups
 
 __all__ = ["run_end_to_end"]
+
+
+def checker_disagreement(
+    name: str, ledger: Ledger, population: Population, run: int, start: float
+) -> StageResult | None:
+    """The stage's failure if the batch checker finds violations in a ledger the guard
+    accepted during run ``run`` (0-based), else None."""
+    verdict = check(ledger, population)
+    if verdict.ok:
+        return None
+    return StageResult(
+        name,
+        FAILED,
+        time.perf_counter() - start,
+        f"run {run + 1}: the batch checker finds {len(verdict.violations)} violation(s) in a "
+        "ledger the guard accepted",
+    )
 
 
 def _replay(
@@ -130,15 +148,9 @@ def run_end_to_end(
                     counterexample=cex,
                     data={"runs": run + 1},
                 )
-            verdict = check(guard.ledger, population)
-            if not verdict.ok:  # pragma: no cover - the guard and the checker agree (tested)
-                return StageResult(
-                    name,
-                    FAILED,
-                    time.perf_counter() - start,
-                    f"run {run + 1}: the batch checker finds {len(verdict.violations)} "
-                    "violation(s) in a ledger the guard accepted",
-                )
+            disagreement = checker_disagreement(name, guard.ledger, population, run, start)
+            if disagreement is not None:  # pragma: no cover - they agree (tested)
+                return disagreement
             published += sum(r.status == "published" for r in records)
             charges += len(guard.ledger)
     except TargetRaised as exc:

@@ -56,8 +56,8 @@ from mechanisms.streams import SYNTHETIC_KINDS, SyntheticStream
 from proofs.algebra import Z3Algebra
 from proofs.counterexamples import Counterexample, Failure
 from proofs.population import even_counts, prove_population
-from verifier.check import check
 from wevent.gate.conformance import TargetRaised, guarded
+from wevent.gate.endtoend import checker_disagreement
 from wevent.gate.inputs import (
     SYSTEMATIC_BUDGETS,
     decision_lists,
@@ -636,15 +636,9 @@ def _end_to_end(target: str, alloc: PopulationAllocator, builtin: bool, opts: An
                 detail + " (`wevent trace` with the pool seed does not replay it)",
             )
         assert summary.ledger is not None
-        verdict = check(summary.ledger, population)
-        if not verdict.ok:  # pragma: no cover - the guard and the checker agree (tested)
-            return Stage(
-                name,
-                FAILED,
-                time.perf_counter() - start,
-                f"run {run + 1}: the batch checker finds {len(verdict.violations)} violation(s) "
-                "in a ledger the guard accepted",
-            )
+        disagreement = checker_disagreement(name, summary.ledger, population, run, start)
+        if disagreement is not None:  # pragma: no cover - they agree (tested)
+            return disagreement
         published += summary.count("published")
         charges += summary.charges
     return Stage(
