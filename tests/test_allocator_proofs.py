@@ -1,7 +1,7 @@
 """Window theorems of the central allocators (`proofs.central`): proofs, refutations, replays.
 
-* Every sound kernel is proved: fixed kernels for w <= 6, 1..2 classes, horizon 18 (bounded) and
-  for every horizon by k-induction; dynamic kernels bounded for w <= 2 with declarations at
+* Every sound kernel is proved: fixed kernels for w <= 5 (w <= 6 with `make slow`), 1..2 classes,
+  horizon 3 w (bounded) and for every horizon by k-induction; dynamic kernels bounded for w <= 2 with declarations at
   slots 1 and 2 (for every horizon: tests/test_dynamic_proofs.py).
 * Every known-unsound combination is refuted, and the counterexample replays through the kernel
   and the runtime guard to the same failure at the same slot.
@@ -39,13 +39,19 @@ FIXED = ("uniform", "sample", "bd", "ba", "pbd", "pba")
 F = Fraction
 
 
+# Windows <= 5 in the default suite; the issue's w <= 6 (horizon 18) is `make slow` (issue 19).
+@pytest.mark.heavy
+@pytest.mark.parametrize("w_max", [5, pytest.param(6, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("mechanism", FIXED)
-def test_sound_fixed_kernels_proved_bounded(mechanism: str) -> None:
-    proof = prove_allocator(mechanism, scope=Scope(classes=2, w_max=6))
+def test_sound_fixed_kernels_proved_bounded(mechanism: str, w_max: int) -> None:
+    proof = prove_allocator(mechanism, scope=Scope(classes=2, w_max=w_max))
     assert proof.status == "proved", proof.reason
-    assert proof.scope["horizon"] == 18 and proof.scope["w"] == "1..6"
-    # 1 + 2 classes: 6 + 21 window shapes (global scaling: one case per smallest class)
-    assert proof.cases == (6 + 21 * (2 if ALLOCATORS[mechanism].scaling == "global" else 1))
+    assert proof.scope["horizon"] == 3 * w_max and proof.scope["w"] == f"1..{w_max}"
+    # 1 + 2 classes: w_max + C(w_max + 1, 2) window shapes (global scaling: one case per
+    # smallest class)
+    pairs = w_max * (w_max + 1) // 2
+    scaling = 2 if ALLOCATORS[mechanism].scaling == "global" else 1
+    assert proof.cases == w_max + pairs * scaling
 
 
 @pytest.mark.parametrize("mechanism", FIXED)

@@ -25,15 +25,20 @@ from proofs.dynamic import (
 )
 
 
+# The default suite proves windows <= 3 (81 shapes; dpba about 25 s on one core); windows <= 4
+# (256 shapes, dpba 80-110 s) is `make slow`, and <= 6 is in the certificates (issue 19: the
+# fresh-clone `make test` stays under 10 minutes on 2 cores).
+@pytest.mark.heavy
+@pytest.mark.parametrize("w_max", [3, pytest.param(4, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("mechanism", ["dpbd", "dpba"])
-def test_sound_dynamic_kernels_proved_for_every_horizon(mechanism: str) -> None:
-    proof = prove_allocator(mechanism, scope=Scope(classes=2, w_max=4), unbounded=True)
+def test_sound_dynamic_kernels_proved_for_every_horizon(mechanism: str, w_max: int) -> None:
+    proof = prove_allocator(mechanism, scope=Scope(classes=2, w_max=w_max), unbounded=True)
     assert proof.status == "proved", proof.reason
     assert proof.method == "induction" and proof.scope["horizon"] == "unbounded"
-    assert "256 one-class shapes" in proof.notes[0]
+    assert f"{w_max**4} one-class shapes" in proof.notes[0]
     assert "non-interference" in proof.notes[1]
-    # 256 shapes, each with T* = 2 + 2 max w obligations per budget case (dpba: 3)
-    per_case = sum(stationary_slot(s, (1, 2)) for s in all_shapes(4, 2))
+    # every shape, each with T* = 2 + 2 max w obligations per budget case (dpba: 3)
+    per_case = sum(stationary_slot(s, (1, 2)) for s in all_shapes(w_max, 2))
     assert proof.cases == per_case * len(budget_cases(mechanism, 2))
 
 
@@ -169,6 +174,7 @@ def test_unbounded_dynamic_needs_exact_arithmetic() -> None:
         prove_allocator("dpbd", arithmetic="float", unbounded=True)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("mechanism", ["dpbd", "dpba"])
 def test_one_declaration_schedules_proved_to_windows_six(mechanism: str) -> None:
     """The issue's w <= 6 scope in the test suite, for schedules of one declaration (every

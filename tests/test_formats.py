@@ -157,6 +157,7 @@ def test_parquet_bad_slot(tmp_path: Path) -> None:
         read_ledger(path)
 
 
+@pytest.mark.heavy
 def test_reading_reports_progress(tmp_path: Path) -> None:
     ledger = Ledger()
     for t in range(1, 120_001):

@@ -41,6 +41,7 @@ def refusal(
     return None
 
 
+@pytest.mark.heavy
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())
 def test_vector_and_account_engines_agree(data: st.DataObject) -> None:

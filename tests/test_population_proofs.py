@@ -55,15 +55,21 @@ def test_population_kernels_never_exhaust_the_pool(mechanism: str, variant: str)
     assert result.to_json()["result"] == "proved"
 
 
+# Windows <= 4 in the default suite (about 2 s each); the issue's w <= 6 (20-25 s each for the
+# absorbing kernels) is `make slow` (issue 19: the fresh-clone `make test` under 10 minutes).
+@pytest.mark.heavy
+@pytest.mark.parametrize("w_max", [4, pytest.param(6, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("mechanism", POPULATION)
-def test_sound_population_kernels_proved_for_windows_up_to_6(mechanism: str) -> None:
-    """The issue's scope: every tuple of 1..2 distinct windows <= 6, n = 2 max w .. 3 max w
-    users, horizon 3 max w (with OPS first proving its split for n <= 10^4)."""
-    result = prove_population(mechanism, variant="sound", w_max=6, classes=2)
+def test_sound_population_kernels_proved_for_windows_up_to(mechanism: str, w_max: int) -> None:
+    """Every tuple of 1..2 distinct windows <= w_max, n = 2 max w .. 3 max w users, horizon
+    3 max w (with OPS first proving its split for n <= 10^4)."""
+    result = prove_population(mechanism, variant="sound", w_max=w_max, classes=2)
     assert result["result"] == "proved", result
     pool = result["theorems"][-1]
-    assert pool["theorem"] == "pool-never-short" and pool["cases"] == 112
-    assert pool["scope"]["w"] == [1, 6] and pool["scope"]["classes"] == [1, 2]
+    # tuples whose largest window is m: m of them, each for m + 1 pool sizes
+    assert pool["theorem"] == "pool-never-short"
+    assert pool["cases"] == sum(m * (m + 1) for m in range(1, w_max + 1))
+    assert pool["scope"]["w"] == [1, w_max] and pool["scope"]["classes"] == [1, 2]
 
 
 @pytest.mark.parametrize("mechanism", ["lpu", "lpd", "lpa", "plpd", "plpa", "plpd+", "plpa+"])

@@ -269,8 +269,17 @@ _SPARK: Any = None
 
 
 def spark_session() -> Any:
-    """One local Spark session per process (2 cores, 3 GB driver, ANSI SQL: decimal overflow is
-    an error, never a null)."""
+    """One local Spark session per process (2 cores, ANSI SQL: decimal overflow is an error,
+    never a null).
+
+    Memory plan: a 3 GB driver heap, and 2 MiB memory pages. Spark's default page is sized from
+    the heap (execution memory / cores / 16, rounded up to a power of two: 64 MiB here), and the
+    hash table of every broadcast join takes at least one page on the driver, where the built
+    relation stays until a garbage collection lets the context cleaner drop the broadcast. An
+    audit broadcasts a few dozen small tables, so a 9-row ledger held 1.0-1.7 GB of the heap
+    after one audit and the next audit in the same process could run out of it (measured in
+    issue #19; with 2 MiB pages: 130-160 MB). Larger records than a page still get a page of
+    their own."""
     global _SPARK
     if _SPARK is None:
         from pyspark.sql import SparkSession
@@ -280,6 +289,8 @@ def spark_session() -> Any:
             SparkSession.builder.master("local[2]")
             .appName("wevent-audit")
             .config("spark.driver.memory", "3g")
+            .config("spark.buffer.pageSize", "2m")
+            .config("spark.sql.ui.retainedExecutions", "50")
             .config("spark.sql.ansi.enabled", "true")
             .config("spark.sql.shuffle.partitions", "16")
             .config("spark.default.parallelism", "2")
@@ -303,19 +314,30 @@ def _stop_spark(scratch: Path) -> None:
 
 
 class SparkBackend:
-    """Spark SQL over the same Parquet files (local mode in tests and benchmarks)."""
+    """Spark SQL over the same Parquet files (local mode in tests and benchmarks).
+
+    A materialized table is a local checkpoint, computed when it is created: its plan is cut
+    there, so each later query plans and runs only its own step. Lazily cached tables (the
+    former method) left every query holding the whole chain of earlier steps; the screen query
+    alone then ran 48 jobs and 155 stages (1,202 tasks), 30-44 s for a 9-row ledger, and a
+    whole audit of it took 60-90 s (about 10 s with checkpoints, issue #19). `close` drops the
+    checkpointed data and the views, so an audit leaves nothing behind in the session."""
 
     name = "spark"
     sliding_frames = False
 
     def __init__(self, _temp_dir: Path) -> None:
         self.spark = spark_session()
-        self._cached: list[Any] = []
+        self._stored: list[Any] = []  # the JVM RDDs holding materialized tables
+        self._views: set[str] = set()
 
     def close(self) -> None:
-        for df in self._cached:
-            df.unpersist()
-        self._cached.clear()
+        for name in self._views:
+            self.spark.catalog.dropTempView(name)
+        self._views.clear()
+        for rdd in self._stored:
+            rdd.unpersist(True)
+        self._stored.clear()
 
     def load(self, view: str, files: Sequence[Path]) -> None:
         import pyarrow.parquet as pq
@@ -341,7 +363,7 @@ class SparkBackend:
         df = frames[0]
         for other in frames[1:]:
             df = df.unionAll(other)
-        df.createOrReplaceTempView(view)
+        self._name(df, view)
 
     def table(self, name: str, columns: dict[str, list[Any]], exact: Sequence[str]) -> None:
         import pyarrow as pa
@@ -356,16 +378,23 @@ class SparkBackend:
         cast = [f"CAST({k} AS DECIMAL(38,0)) AS {k}" if k in exact else k for k in columns]
         self._keep(df.selectExpr(*cast), name)
 
-    def _keep(self, df: Any, name: str) -> None:
-        df = df.cache()
-        self._cached.append(df)
+    def _name(self, df: Any, name: str) -> None:
         df.createOrReplaceTempView(name)
+        self._views.add(name)
+
+    def _keep(self, df: Any, name: str) -> None:
+        from pyspark import StorageLevel
+
+        # Serialized in memory, spilling to disk (spark.local.dir) when memory is short.
+        df = df.localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+        self._stored.append(df._jdf.queryExecution().logical().rdd())
+        self._name(df, name)
 
     def materialize(self, name: str, select: str) -> None:
         self._keep(self.spark.sql(select), name)
 
     def view(self, name: str, select: str) -> None:
-        self.spark.sql(select).createOrReplaceTempView(name)
+        self._name(self.spark.sql(select), name)
 
     def rows(self, select: str) -> list[tuple[Any, ...]]:
         return [tuple(r) for r in self.spark.sql(select).collect()]
