@@ -935,6 +935,33 @@ def _print_population_trace(result: Any, as_json: bool) -> None:
     show_default=True,
     help="Inputs the adversarial search tries per requirement kind (fixed, dynamic).",
 )
+@click.option(
+    "--search-runs",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Runs of the wide search per requirement kind, past the proof's scope (a count: the "
+    "same seed, the same verdict) [default: 600; 100 for dynamic allocators, 150 populations].",
+)
+@click.option(
+    "--search-w-max",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Largest window the wide search draws.",
+)
+@click.option(
+    "--search-classes",
+    type=click.IntRange(min=1),
+    default=6,
+    show_default=True,
+    help="Most requirement classes in a population the wide search draws.",
+)
+@click.option(
+    "--search-horizon",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Longest run of the wide search, in slots [default: max(256, 4 * --search-w-max)].",
+)
 @_variant_options
 @click.option(
     "--seed",
@@ -980,6 +1007,10 @@ def gate_cmd(
     classes: int,
     horizon: int | None,
     examples: int,
+    search_runs: int | None,
+    search_w_max: int,
+    search_classes: int,
+    search_horizon: int | None,
     variant: str,
     arithmetic: str,
     seed: int,
@@ -1041,6 +1072,10 @@ def gate_cmd(
         seed=seed,
         timeout=timeout,
         require_proof=require_proof,
+        search_runs=-1 if search_runs is None else search_runs,
+        search_w_max=search_w_max,
+        search_classes=search_classes,
+        search_horizon=search_horizon or 0,
     )
     for path in (junit_out, json_out, save_requirements):
         if path is not None and str(path) != "-":

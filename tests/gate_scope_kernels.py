@@ -1,0 +1,97 @@
+"""Broken allocators whose bug shows only past the proof's default scope (w <= 3, 2 classes, 9
+slots): the wide search (`wevent.gate.search.WideScope`) must refute them, the old scope did
+not (`tests/test_gate_search.py`). Each starts from a built-in kernel (the ``published``
+variant, which has no safety clip, as a third party's would not) and changes one thing.
+Loaded by the gate as ``tests.gate_scope_kernels:NAME``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+from mechanisms.allocators.algebra import Algebra
+from mechanisms.allocators.api import AllocatorSpec
+from mechanisms.allocators.dynamic import DynamicKernel
+from mechanisms.allocators.fixed import FixedKernel, FixedState
+from mechanisms.allocators.kernel import ClassReq, DynamicClass, FixedClass, Plan
+
+__all__ = ["SCOPE_KERNELS"]
+
+F = Fraction
+
+
+class _ShareShortAtFive(FixedKernel[Any, Any]):
+    """PBD splitting the dissimilarity half of a window of 5 or more slots by w - 1 (a table of
+    shares computed for w <= 4 and extrapolated wrongly)."""
+
+    def _share(self, c: FixedClass[Any]) -> Any:
+        w = c.w - 1 if c.w >= 5 else c.w
+        return self.alg.scale(c.eps, F(1, 2 * w))
+
+
+class _ThirdClassDoubled(FixedKernel[Any, Any]):
+    """PBD that, with three or more classes, spends the last class's dissimilarity share twice
+    (an index mix-up in a per-class loop that only a third class exposes)."""
+
+    def plan(self, state: FixedState[Any], t: int) -> Plan[Any, Any]:
+        plan = super().plan(state, t)
+        dis = list(plan.dissimilarity)
+        if len(dis) >= 3:
+            dis[-1] = self.alg.scale(dis[-1], F(2))
+        return Plan(plan.nullified, plan.forced, tuple(dis), plan.publication)
+
+
+class _LateDoubleShare(FixedKernel[Any, Any]):
+    """PBD whose dissimilarity share doubles after slot 4 max(w, 3) (a warm-up phase that ends
+    with the wrong rate): every window of a run shorter than a dozen slots holds."""
+
+    def plan(self, state: FixedState[Any], t: int) -> Plan[Any, Any]:
+        plan = super().plan(state, t)
+        dis = tuple(
+            self.alg.scale(d, F(2)) if t > 4 * max(c.w, 3) else d
+            for d, c in zip(plan.dissimilarity, self.served, strict=True)
+        )
+        return Plan(plan.nullified, plan.forced, dis, plan.publication)
+
+
+def _fixed(cls: type[FixedKernel[Any, Any]]) -> Any:
+    def factory(alg: Algebra[Any, Any], classes: Sequence[ClassReq[Any]], _: str) -> Any:
+        return cls("pbd", alg, classes, "published")
+
+    return factory
+
+
+LATE_CHANGE = 10
+
+
+def _late_change_ignored(alg: Algebra[Any, Any], classes: Sequence[ClassReq[Any]], _: str) -> Any:
+    """DPBD that reads declarations only from a buffer of the first 10 slots: a requirement
+    change after slot 10 is never picked up (the old 9-slot search never declares one)."""
+    early: list[ClassReq[Any]] = [
+        DynamicClass(tuple(d for d in c.decls if d.slot <= LATE_CHANGE) or c.decls[:1])
+        if isinstance(c, DynamicClass)
+        else c
+        for c in classes
+    ]
+    kernel = DynamicKernel("dpbd", alg, early, "sound")
+    kernel.classes = tuple(classes)
+    return kernel
+
+
+def _spec(name: str, factory: Any, requirement: str = "fixed") -> AllocatorSpec:
+    return AllocatorSpec(name, requirement, "per-class", f"scope-only bug: {name}", factory)
+
+
+share_short_at_five = _spec("share_short_at_five", _fixed(_ShareShortAtFive))
+third_class_doubled = _spec("third_class_doubled", _fixed(_ThirdClassDoubled))
+late_double_share = _spec("late_double_share", _fixed(_LateDoubleShare))
+late_change_ignored = _spec("late_change_ignored", _late_change_ignored, "dynamic")
+
+# name -> (allocator, what the minimal counterexample needs: a window >= 5, three classes,
+# a failing slot past 12, a declaration past slot 10)
+SCOPE_KERNELS: dict[str, AllocatorSpec] = {
+    spec.name: spec
+    for spec in (share_short_at_five, third_class_doubled, late_double_share, late_change_ignored)
+}
