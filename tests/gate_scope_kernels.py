@@ -7,17 +7,21 @@ Loaded by the gate as ``tests.gate_scope_kernels:NAME``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
+from accounting.budget import BudgetError
 from mechanisms.allocators.algebra import Algebra
-from mechanisms.allocators.api import AllocatorSpec
+from mechanisms.allocators.api import AllocatorSpec, PopulationSpec
 from mechanisms.allocators.dynamic import DynamicKernel
 from mechanisms.allocators.fixed import FixedKernel, FixedState
-from mechanisms.allocators.kernel import ClassReq, DynamicClass, FixedClass, Plan
+from mechanisms.allocators.kernel import ClassReq, DynamicClass, FixedClass, Plan, fixed_classes
+from mechanisms.allocators.local import population_setup
+from mechanisms.allocators.population import PopulationConfig, PopulationKernel
 
-__all__ = ["SCOPE_KERNELS"]
+__all__ = ["SCOPE_KERNELS", "needs_many_users", "recycle_short_from_five"]
 
 F = Fraction
 
@@ -95,3 +99,49 @@ SCOPE_KERNELS: dict[str, AllocatorSpec] = {
     spec.name: spec
     for spec in (share_short_at_five, third_class_doubled, late_double_share, late_change_ignored)
 }
+
+
+# ---------------------------------------------------------------------------- population kernels
+
+
+def _lpa_setup(
+    change: Any,
+) -> Any:
+    def setup(classes: Sequence[ClassReq[Any]], counts: Sequence[int], d: int, variant: str) -> Any:
+        built = population_setup("lpa", classes, counts, d, "sound")
+        return change(built, fixed_classes(classes, "lpa"), counts)
+
+    return setup
+
+
+def _lpa_kernel(alg: Algebra[Any, Any], config: PopulationConfig, variant: str) -> Any:
+    return PopulationKernel("lpa", alg, config, variant)
+
+
+def _recycle_short_from_five(built: Any, classes: Sequence[FixedClass[Any]], _: Any) -> Any:
+    """LPA whose recycle period is w - 2 once the largest window is 5 or more (a lookup table
+    of periods for w <= 4): a user comes back inside their own window and spends eps twice."""
+    w = max(c.w for c in classes)
+    if w < 5:
+        return built
+    return dataclasses.replace(built, config=dataclasses.replace(built.config, recycle=w - 2))
+
+
+def _needs_many_users(built: Any, classes: Sequence[FixedClass[Any]], counts: Any) -> Any:
+    """Sound LPA that refuses populations of fewer than 20 users per slot of the largest window
+    (its frequency oracle needs them): the gate must skip those inputs, not call it unusable."""
+    w = max(c.w for c in classes)
+    if sum(counts) < 20 * w:
+        raise BudgetError(f"needs at least {20 * w} users for a window of {w}")
+    return built
+
+
+recycle_short_from_five = PopulationSpec(
+    "recycle_short_from_five",
+    "scope-only bug: recycle period w - 2 for w >= 5",
+    _lpa_setup(_recycle_short_from_five),
+    _lpa_kernel,
+)
+needs_many_users = PopulationSpec(
+    "needs_many_users", "sound LPA needing 20 w users", _lpa_setup(_needs_many_users), _lpa_kernel
+)

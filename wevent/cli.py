@@ -940,7 +940,7 @@ def _print_population_trace(result: Any, as_json: bool) -> None:
     type=click.IntRange(min=0),
     default=None,
     help="Runs of the wide search per requirement kind, past the proof's scope (a count: the "
-    "same seed, the same verdict) [default: 600; 100 for dynamic allocators, 150 populations].",
+    "same seed, the same verdict) [default: 600; 100 for dynamic allocators, 400 population ones].",
 )
 @click.option(
     "--search-w-max",

@@ -60,7 +60,7 @@ DYNAMIC_FLOAT_GRID = (Fraction(1, 2), Fraction(1))
 
 # Default runs of the wide search per requirement kind, by the allocator's requirement: these keep
 # the default gate of every built-in under 60 s on one core (benchmarks/bench_gate_search.py).
-DEFAULT_SEARCH_RUNS = {"fixed": 600, "dynamic": 100, "population": 150}
+DEFAULT_SEARCH_RUNS = {"fixed": 600, "dynamic": 100, "population": 400}
 
 
 @dataclass(frozen=True)

@@ -358,7 +358,7 @@ def pattern(
     out = _periodic(period, first, slots)
     if kind == "after-k-skips":
         burst = rng.randint(0, 2 * w)
-        out = [True] * burst + out[burst:]
+        out = ([True] * burst + out[burst:])[:slots]
     return out
 
 
