@@ -23,6 +23,7 @@ from mechanisms.allocators.kernel import ClassReq, Decl, DynamicClass, FixedClas
 __all__ = [
     "AWKWARD_BUDGETS",
     "BUDGETS",
+    "CHANGE_LADDER",
     "PATTERNS",
     "SYSTEMATIC_BUDGETS",
     "WINDOW_LADDER",
@@ -37,6 +38,7 @@ __all__ = [
     "random_decisions",
     "random_requirements",
     "requirement_lists",
+    "structured_changes",
     "structured_one_class",
     "wide_budget",
     "wide_dynamic",
@@ -380,4 +382,34 @@ def structured_one_class(
         for decisions in runs:
             out.append(([Fixed(w, Budget(budgets[i % len(budgets)]))], decisions))
             i += 1
+    return out
+
+
+CHANGE_LADDER: tuple[int, ...] = (2, 3, 4, 5, 8, 16)
+
+
+def structured_changes(w_max: int, horizon: int) -> list[tuple[list[Requirement], list[bool]]]:
+    """The structured pass for dynamic requirements: one class declaring (w, 1) both ways at
+    slot 1 and changing at slot c = 3w + 1 (past any warm-up of the old scope's 9 slots for
+    w >= 3) to a tighter ((w + 1, 1/3) backward, (w, 1/3) forward) or a looser ((w - 1 or 1,
+    2) both ways) requirement, alternately; for every offset o = -w..w the run publishes every
+    w-th slot from c + o (so a publication falls at c + o), over c + 3w slots. Windows of
+    `CHANGE_LADDER` up to ``w_max``, smallest first."""
+    out: list[tuple[list[Requirement], list[bool]]] = []
+    one, third, two = Budget(1), Budget(F(1, 3)), Budget(2)
+    for w in (w for w in CHANGE_LADDER if w <= w_max):
+        change = 3 * w + 1
+        slots = min(horizon, change + 3 * w)
+        if change >= slots:
+            continue
+        for i, offset in enumerate(range(-w, w + 1)):
+            later = (
+                Declaration(change, w + 1, third, w, third)
+                if i % 2 == 0
+                else Declaration(change, max(w - 1, 1), two, max(w - 1, 1), two)
+            )
+            req = Dynamic((Declaration(1, w, one, w, one), later))
+            first = change + offset
+            decisions = [t >= first and (t - first) % w == 0 for t in range(1, slots + 1)]
+            out.append(([req], decisions))
     return out

@@ -19,6 +19,7 @@ import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Protocol, TypeVar
 
 from hypothesis import HealthCheck, Phase, find, settings
@@ -42,6 +43,7 @@ from wevent.gate.inputs import (
     pattern,
     periodic_patterns,
     requirement_lists,
+    structured_changes,
     structured_one_class,
     wide_dynamic,
     wide_fixed,
@@ -265,15 +267,27 @@ def shrink_decisions(probe: CaseProbe[C], reqs: list[C], decisions: list[bool]) 
     return out
 
 
+# Budgets a shrunk counterexample prefers, simplest first (distinct classes cannot all have 1).
+SIMPLE_BUDGETS: tuple[Fraction, ...] = (
+    Fraction(1),
+    Fraction(2),
+    Fraction(1, 2),
+    Fraction(3),
+    Fraction(1, 3),
+)
+
+
 def simpler_requirements(req: Requirement) -> Iterator[Requirement]:
     """Simpler requirements than ``req``, simplest first: a fixed one's smaller windows (all,
-    ascending), then budget 1; a dynamic one without one of its declarations, then with smaller
-    windows (ascending ladder)."""
+    ascending), then a simpler budget (`SIMPLE_BUDGETS`); a dynamic one without one of its
+    declarations, then with smaller windows (ascending ladder)."""
     if isinstance(req, Fixed):
         for w in range(1, req.w):
             yield Fixed(w, req.eps)
-        if req.eps != 1:
-            yield Fixed(req.w, Budget(1))
+        eps = Fraction(req.eps)
+        rank = SIMPLE_BUDGETS.index(eps) if eps in SIMPLE_BUDGETS else len(SIMPLE_BUDGETS)
+        for simple in SIMPLE_BUDGETS[:rank]:  # simpler budgets only: the shrinking terminates
+            yield Fixed(req.w, Budget(simple))
         return
     if not isinstance(req, Dynamic):
         return
@@ -331,7 +345,7 @@ def shrink_case(
     probe: Probe, reqs: list[Requirement], decisions: list[bool]
 ) -> tuple[list[Requirement], list[bool]]:
     """A failing input made smaller greedily: the run cut at its failing slot, classes left
-    out, windows made smaller (then budgets 1), then slots and publications."""
+    out, windows made smaller (then budgets simpler), then slots and publications."""
     if probe((reqs, decisions)) and probe.failed_slot:
         decisions = decisions[: probe.failed_slot]
     reqs = drop_classes(probe, reqs, decisions)
@@ -367,15 +381,17 @@ Case = tuple[list[Requirement], list[bool]]
 
 
 def wide_cases(kind: str, wide: WideScope, seed: str) -> Iterator[Case]:
-    """The wide search's inputs, a fixed sequence for a seed: for fixed requirements the
-    structured one-class pass (`inputs.structured_one_class`) interleaved with random
-    populations (`inputs.wide_fixed`) under the structured patterns of `inputs.PATTERNS` in
-    turn; for dynamic ones random populations changing their requirement at a slot
-    (`inputs.wide_dynamic`), the periodic patterns publishing at every offset -w..w of it."""
+    """The wide search's inputs, a fixed sequence for a seed: a structured pass (fixed: every
+    period of every ladder window, `inputs.structured_one_class`; dynamic: a requirement change
+    with a publication at every offset around it, `inputs.structured_changes`) interleaved with
+    random populations (`inputs.wide_fixed`, `inputs.wide_dynamic`) under the structured
+    patterns of `inputs.PATTERNS` in turn (for dynamic ones aligned with a change slot)."""
     rng = random.Random(seed)
     horizon = wide.slots
     structured: Iterator[Case] = iter(
-        structured_one_class(wide.w_max, horizon, AWKWARD_BUDGETS) if kind == "fixed" else ()
+        structured_one_class(wide.w_max, horizon, AWKWARD_BUDGETS)
+        if kind == "fixed"
+        else structured_changes(wide.w_max, horizon)
     )
     i = 0
     while True:
