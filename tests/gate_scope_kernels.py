@@ -21,7 +21,12 @@ from mechanisms.allocators.kernel import ClassReq, DynamicClass, FixedClass, Pla
 from mechanisms.allocators.local import population_setup
 from mechanisms.allocators.population import PopulationConfig, PopulationKernel
 
-__all__ = ["SCOPE_KERNELS", "needs_many_users", "recycle_short_from_five"]
+__all__ = [
+    "SCOPE_KERNELS",
+    "at_most_four_classes",
+    "needs_many_users",
+    "recycle_short_from_five",
+]
 
 F = Fraction
 
@@ -84,6 +89,16 @@ def _late_change_ignored(alg: Algebra[Any, Any], classes: Sequence[ClassReq[Any]
     return kernel
 
 
+def _at_most_four_classes(
+    alg: Algebra[Any, Any], classes: Sequence[ClassReq[Any]], variant: str
+) -> Any:
+    """Sound PBD that serves at most four requirement classes (refuses more, as a third-party
+    kernel may): the wide search must skip those inputs, not call the kernel unusable."""
+    if len(classes) > 4:
+        raise BudgetError("serves at most 4 requirement classes")
+    return FixedKernel("pbd", alg, classes, variant)
+
+
 def _spec(name: str, factory: Any, requirement: str = "fixed") -> AllocatorSpec:
     return AllocatorSpec(name, requirement, "per-class", f"scope-only bug: {name}", factory)
 
@@ -92,6 +107,7 @@ share_short_at_five = _spec("share_short_at_five", _fixed(_ShareShortAtFive))
 third_class_doubled = _spec("third_class_doubled", _fixed(_ThirdClassDoubled))
 late_double_share = _spec("late_double_share", _fixed(_LateDoubleShare))
 late_change_ignored = _spec("late_change_ignored", _late_change_ignored, "dynamic")
+at_most_four_classes = _spec("at_most_four_classes", _at_most_four_classes)
 
 # name -> (allocator, what the minimal counterexample needs: a window >= 5, three classes,
 # a failing slot past 12, a declaration past slot 10)

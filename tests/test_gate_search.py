@@ -245,6 +245,16 @@ def test_pass_reports_the_searched_scope() -> None:
     assert scope["w_max"] == 5 and scope["classes"] == 3 and scope["horizon"] == 256
 
 
+def test_inputs_a_kernel_refuses_are_skipped_and_counted() -> None:
+    """A sound kernel serving at most 4 classes: the wide search's 5- and 6-class populations
+    are skipped (counted in the scope), not a verdict of "unusable"."""
+    report = _gate("tests.gate_scope_kernels:at_most_four_classes", WIDE, stages=SEARCH_ONLY)
+    stage = _search(report, "fixed")
+    assert stage.status == "passed", "\n".join(report.describe())
+    assert stage.data["scope"]["skipped"] > 0 and stage.data["scope"]["classes"] == 4
+    assert "skipped" in stage.detail and report.exit_code == 0
+
+
 def test_default_run_budget_depends_on_the_requirement() -> None:
     opts = GateOptions()
     assert opts.wide("fixed").runs == 600 and opts.wide("dynamic").runs == 100

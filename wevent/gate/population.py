@@ -189,10 +189,6 @@ class PopulationProbe:
         self.failed_slot = 0
         if not classes or not decisions or not _big_enough(classes):
             return False
-        self.seen.add([req for req, _ in classes], len(decisions))
-        ratio = sum(k for _, k in classes) // max(largest_window(req) for req, _ in classes)
-        lo, hi = self.pool
-        self.pool = (min(lo, ratio) if lo else ratio, max(hi, ratio))
         try:
             result = self.trace(classes, decisions)
         except TargetRaised as exc:
@@ -200,6 +196,10 @@ class PopulationProbe:
                 raise
             self.refused_inputs += 1  # e.g. a setup that cannot serve this population
             return False
+        self.seen.add([req for req, _ in classes], len(decisions))
+        ratio = sum(k for _, k in classes) // max(largest_window(req) for req, _ in classes)
+        lo, hi = self.pool
+        self.pool = (min(lo, ratio) if lo else ratio, max(hi, ratio))
         self.failed_slot = result.failed_slot or 0
         return not result.ok
 

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
-from accounting.budget import Budget
+from accounting.budget import Budget, BudgetError
 from accounting.population import Population
 from accounting.requirements import Declaration, Dynamic, Fixed, Requirement
 from mechanisms.allocators import algebra_for, classes_of
@@ -181,12 +181,12 @@ class Probe:
     runs: int = 0
     failed_slot: int = 0  # of the last failing run (0 when the target raised)
     seen: Seen = field(default_factory=Seen)
+    refused_inputs: int = 0  # populations the kernel factory refused (BudgetError): skipped
 
     def __call__(self, case: tuple[list[Requirement], list[bool]]) -> bool:
         reqs, decisions = case
         self.runs += 1
         self.failed_slot = 0
-        self.seen.add(reqs, len(decisions))
         try:
             result = trace_target(
                 self.target,
@@ -196,8 +196,13 @@ class Probe:
                 self.variant,
                 self.arithmetic,
             )
-        except TargetRaised:
+        except TargetRaised as exc:
+            if str(exc).startswith("kernel() raised") and isinstance(exc.__cause__, BudgetError):
+                self.refused_inputs += 1  # e.g. "serves at most 4 classes": not a defect
+                return False
+            self.seen.add(reqs, len(decisions))
             return True
+        self.seen.add(reqs, len(decisions))
         self.failed_slot = result.failed_slot or 0
         return not result.ok
 
@@ -415,13 +420,16 @@ def wide_cases(kind: str, wide: WideScope, seed: str) -> Iterator[Case]:
 
 
 def _scope(kind: str, probe: Probe) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "runs": probe.runs,
         "w_max": probe.seen.w_max,
         "classes": probe.seen.classes,
         "horizon": probe.seen.horizon,
         "kind": kind,
     }
+    if probe.refused_inputs:
+        out["skipped"] = probe.refused_inputs
+    return out
 
 
 def run_search(
@@ -483,7 +491,12 @@ def run_search(
                 if wide is not None and wide.runs > 0
                 else ""
             )
-            + "): no refusal, no negative budget",
+            + "): no refusal, no negative budget"
+            + (
+                f"; {probe.refused_inputs} populations skipped (the kernel refused them)"
+                if probe.refused_inputs
+                else ""
+            ),
             data={"scope": scope, "runs": probe.runs},
         )
     scope = _scope(kind, probe)
