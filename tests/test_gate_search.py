@@ -212,6 +212,26 @@ def test_shrinking_drops_classes_and_large_windows() -> None:
     assert probe((small, dec))
 
 
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10_000))
+def test_shrinking_keeps_the_failure_and_never_grows(seed: int) -> None:
+    """Property: a failing wide input of a scope-only kernel shrinks to one that still fails,
+    with no more classes, no longer run, and no larger window than it started with."""
+    target = "tests.gate_scope_kernels:late_double_share"
+    probe = Probe(target, resolve(target), "sound", "exact")
+    rng = random.Random(seed)
+    reqs: list[Any] = list(
+        {Fixed(rng.randint(1, 20), Budget(rng.choice(AWKWARD_BUDGETS))) for _ in range(3)}
+    )
+    decisions = pattern(rng.choice(PATTERNS), rng, 120, 4)
+    if not probe((reqs, decisions)):
+        return
+    small, dec = shrink_case(probe, reqs, decisions)
+    assert probe((small, dec)) and len(dec) == probe.failed_slot
+    assert len(small) <= len(reqs) and len(dec) <= len(decisions)
+    assert max(map(largest_window, small)) <= max(map(largest_window, reqs))
+
+
 def test_sound_builtins_pass_a_small_wide_search() -> None:
     for name in ("ba", "pbd", "uniform"):
         stage = run_search(
