@@ -61,6 +61,7 @@ from wevent.gate.endtoend import checker_disagreement
 from wevent.gate.inputs import (
     PATTERNS,
     SYSTEMATIC_BUDGETS,
+    WINDOW_LADDER,
     decision_lists,
     fixed_requirements,
     pattern,
@@ -234,14 +235,17 @@ def _simpler_classes(c: ClassCount) -> Iterator[ClassCount]:
 def shrink_population_case(
     probe: PopulationProbe, classes: list[ClassCount], decisions: list[bool]
 ) -> tuple[list[ClassCount], list[bool]]:
-    """A failing input made smaller greedily: classes left out, users removed, then slots cut
-    and publications turned into skips (`wevent.gate.search`'s shrinkers)."""
+    """A failing input made smaller greedily: classes left out, windows made smaller, users
+    removed, then slots cut and publications turned into skips (`wevent.gate.search`'s
+    shrinkers). Users are removed against the whole run (fewer users draw otherwise and may
+    fail later than the cut run's last slot; a failure on a prefix is a failure of the run)."""
+    full = list(decisions)
     if probe((classes, decisions)) and probe.failed_slot:
         decisions = decisions[: probe.failed_slot]
     classes = drop_classes(probe, classes, decisions)
     classes, decisions = shrink_requirements(probe, classes, decisions, _simpler_classes)
-    classes = _shrink_counts(probe, classes, decisions)
-    return classes, shrink_decisions(probe, classes, decisions)
+    classes = _shrink_counts(probe, classes, full)
+    return classes, shrink_decisions(probe, classes, full)
 
 
 def _systematic(
@@ -291,18 +295,42 @@ def _pool_size(rng: random.Random, w: int) -> int:
     return rng.randint(10, 100)
 
 
+def _structured_population(w_max: int, horizon: int) -> list[tuple[list[ClassCount], list[bool]]]:
+    """One class per window of `inputs.WINDOW_LADDER` up to ``w_max`` (and ``w_max``), with
+    n = 2w, 3w and 10w users, every slot publishing or every slot skipping, over min(horizon,
+    5w + 1) slots (at least 16): the smallest populations first, so a failure there shrinks
+    little."""
+    ladder = [w for w in WINDOW_LADDER if w <= w_max]
+    if w_max not in ladder:
+        ladder.append(w_max)
+    out: list[tuple[list[ClassCount], list[bool]]] = []
+    for w in ladder:
+        slots = min(horizon, max(5 * w + 1, 16))
+        for n in (2 * w, 3 * w, 10 * w):
+            for publish in (True, False):
+                out.append(([(Fixed(w, Budget(1)), n)], [publish] * slots))
+    return out
+
+
 def wide_population_cases(
     wide: WideScope, seed: str
 ) -> Iterator[tuple[list[ClassCount], list[bool]]]:
-    """The wide search's population inputs, a fixed sequence for a seed: 1..``wide.classes``
+    """The wide search's population inputs, a fixed sequence for a seed: the structured
+    one-class pass (`_structured_population`) interleaved with 1..``wide.classes``
     distinct fixed classes (windows up to ``wide.w_max``, awkward budgets: `inputs.wide_fixed`),
     n = 2 w .. 100 w users for the largest window w split between them, under the structured
     patterns of `inputs.PATTERNS` in turn."""
     rng = random.Random(seed)
     horizon = wide.slots
+    structured = iter(_structured_population(wide.w_max, horizon))
     i = 0
     while True:
         i += 1
+        if i % 2 == 0:
+            item = next(structured, None)
+            if item is not None:
+                yield item
+                continue
         reqs = wide_fixed(rng, wide.classes, wide.w_max)
         top = max(largest_window(r) for r in reqs)
         n = max(len(reqs), _pool_size(rng, top) * top)

@@ -488,6 +488,7 @@ def run_search(
             + (
                 "; structured patterns: all publish/skip, every period, k skips, bursts, "
                 "late starts"
+                + ("; requirement changes, a publication at every offset" * (kind == "dynamic"))
                 if wide is not None and wide.runs > 0
                 else ""
             )
