@@ -336,6 +336,7 @@ def test_population_wide_search_refutes_a_window_bug_past_the_proof_scope() -> N
     cex = new.counterexample
     assert cex is not None and cex.replays()
     assert {r.w for _, r in cex.requirements} == {5}  # type: ignore[union-attr]
+    assert len(cex.requirements) == 10  # n = 2w: users removed down to the smallest pool
 
 
 def test_population_allocator_needing_many_users_is_not_unusable() -> None:
