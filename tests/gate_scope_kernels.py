@@ -13,7 +13,7 @@ from fractions import Fraction
 from typing import Any
 
 from accounting.budget import BudgetError
-from mechanisms.allocators.algebra import Algebra
+from mechanisms.allocators.algebra import Algebra, vmin
 from mechanisms.allocators.api import AllocatorSpec, PopulationSpec
 from mechanisms.allocators.dynamic import DynamicKernel
 from mechanisms.allocators.fixed import FixedKernel, FixedState
@@ -65,6 +65,33 @@ class _LateDoubleShare(FixedKernel[Any, Any]):
         return Plan(plan.nullified, plan.forced, dis, plan.publication)
 
 
+class _HistoryOfEight(FixedKernel[Any, Any]):
+    """PBD whose publication history is a ring buffer of 8 slots: the remaining publication
+    budget subtracts only the last min(w - 1, 8) publications, so windows of 10 or more slots
+    overspend (after about a dozen slots)."""
+
+    def _distribution(self, state: FixedState[Any], t: int) -> Plan[Any, Any]:
+        alg = self.alg
+        dis, pub = [], []
+        for c, hist in zip(self.served, state.pub, strict=True):
+            dis.append(self._share(c))
+            back = min(c.w - 1, 8)
+            remaining = alg.sub(alg.scale(c.eps, F(1, 2)), hist.total(t - back, t - 1))
+            pub.append(alg.scale(remaining, F(1, 2)))
+        return Plan(alg.truth(False), alg.truth(False), tuple(dis), tuple(pub))
+
+
+def _first_two_classes(alg: Algebra[Any, Any], classes: Sequence[ClassReq[Any]], _: str) -> Any:
+    """BD serving everyone with the largest window and smallest budget of the *first two*
+    classes only (001 Section 6.2 takes them over all classes): a third class with a smaller
+    budget overspends."""
+    kernel = FixedKernel("bd", alg, classes, "published")
+    first = fixed_classes(classes, "bd")[:2]
+    one = FixedClass(max(c.w for c in first), vmin(alg, *(c.eps for c in first)))
+    kernel.served = tuple(one for _ in kernel.classes)
+    return kernel
+
+
 def _fixed(cls: type[FixedKernel[Any, Any]]) -> Any:
     def factory(alg: Algebra[Any, Any], classes: Sequence[ClassReq[Any]], _: str) -> Any:
         return cls("pbd", alg, classes, "published")
@@ -99,21 +126,32 @@ def _at_most_four_classes(
     return FixedKernel("pbd", alg, classes, variant)
 
 
-def _spec(name: str, factory: Any, requirement: str = "fixed") -> AllocatorSpec:
-    return AllocatorSpec(name, requirement, "per-class", f"scope-only bug: {name}", factory)
+def _spec(
+    name: str, factory: Any, requirement: str = "fixed", scaling: str = "per-class"
+) -> AllocatorSpec:
+    return AllocatorSpec(name, requirement, scaling, f"scope-only bug: {name}", factory)
 
 
 share_short_at_five = _spec("share_short_at_five", _fixed(_ShareShortAtFive))
 third_class_doubled = _spec("third_class_doubled", _fixed(_ThirdClassDoubled))
 late_double_share = _spec("late_double_share", _fixed(_LateDoubleShare))
 late_change_ignored = _spec("late_change_ignored", _late_change_ignored, "dynamic")
+history_of_eight = _spec("history_of_eight", _fixed(_HistoryOfEight))
+first_two_classes = _spec("first_two_classes", _first_two_classes, scaling="global")
 at_most_four_classes = _spec("at_most_four_classes", _at_most_four_classes)
 
-# name -> (allocator, what the minimal counterexample needs: a window >= 5, three classes,
-# a failing slot past 12, a declaration past slot 10)
+# Every scope-only bug: a window >= 5, three classes, a failing slot past 12, a declaration
+# past slot 10, a window >= 10, a third class with a smaller budget.
 SCOPE_KERNELS: dict[str, AllocatorSpec] = {
     spec.name: spec
-    for spec in (share_short_at_five, third_class_doubled, late_double_share, late_change_ignored)
+    for spec in (
+        share_short_at_five,
+        third_class_doubled,
+        late_double_share,
+        late_change_ignored,
+        history_of_eight,
+        first_two_classes,
+    )
 }
 
 

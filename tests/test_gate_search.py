@@ -181,6 +181,10 @@ def test_scope_only_bugs_pass_the_old_search_and_fail_the_wide_one(name: str) ->
     elif name == "third_class_doubled":
         assert len(reqs) == 3 and all(r.w == 1 for r in reqs)  # type: ignore[union-attr]
         assert len(cex.decisions) == 1
+    elif name == "history_of_eight":
+        assert len(reqs) == 1 and largest_window(reqs[0]) == 10
+    elif name == "first_two_classes":
+        assert len(reqs) == 3
     elif name == "late_double_share":
         assert reqs == [Fixed(1, Budget(1))] and cex.failure.slot == 13
         assert sum(cex.decisions) == 1  # one publication, the failing one
