@@ -330,6 +330,38 @@ def test_population_proof_refutes_an_overspent_drawn_user() -> None:
     assert cex is not None and cex.replays() and cex.failure.kind == "fixed"
 
 
+def test_prove_population_refutes_user_windows_with_a_replay() -> None:
+    from proofs.population import prove_population
+    from tests.gate_mutants import recycled_user_reused_early
+
+    target = "tests.gate_mutants:recycled_user_reused_early"
+    result = prove_population(target, w_max=3, allocator=recycled_user_reused_early)
+    assert result["result"] == "counterexample"
+    last = result["theorems"][-1]
+    assert last["theorem"] == "user-windows" and last["replay"]["violation"]
+    assert last["counterexample"]["reports"] == 2
+
+
+def test_user_window_counterexample_that_never_replays_is_not_a_refutation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Negative control: a setup the theorem flags but no run exploits (the pool is made to
+    hold users out longer than the setup's R says) is left unknown, never refuted."""
+    from mechanisms.local import Reporters
+
+    real = Reporters.__init__
+
+    def patient(self: Any, users: Any, class_of: Any, budgets: Any, recycle: int, rng: Any) -> None:
+        real(self, users, class_of, budgets, recycle + 10, rng)
+
+    monkeypatch.setattr(Reporters, "__init__", patient)  # the class `wevent.tracing` uses
+    report = _gate("tests.gate_mutants:recycled_user_reused_early", OLD, w_max=3, stages=("proof",))
+    proof = report.stage("proof")
+    assert proof.status == "unknown", proof.detail
+    assert "not refuted" in proof.detail and report.counterexample is None
+    assert report.verdict != "refuted"
+
+
 def test_population_wide_search_refutes_a_window_bug_past_the_proof_scope() -> None:
     target = "tests.gate_scope_kernels:recycle_short_from_five"
     old = _gate(target, OLD)

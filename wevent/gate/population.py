@@ -721,14 +721,16 @@ def _prove(
     )
     if result["result"] == "proved":
         return Stage("proof", PROVED, seconds, what, data=data)
+    last_theorem = theorems[-1] if theorems else {}
+    if last_theorem.get("theorem") == "user-windows" and last_theorem.get("counterexample"):
+        # replayed on the gate's own pool seeds (the proof replays from seed 0)
+        return _window_refutation(target, opts, last_theorem["counterexample"], seconds, data)
     if result["result"] != "counterexample":
         reasons = [th["reason"] for th in theorems if th.get("reason")]
         why = reasons[0] if reasons else f"Z3 undecided: {what}"
         return Stage("proof", UNKNOWN, seconds, why, data=data)
     cex: Counterexample | None = None
     last = theorems[-1]
-    if last["theorem"] == "user-windows":
-        return _window_refutation(target, opts, last["counterexample"], seconds, data)
     if last["theorem"] == "ops-split":
         detail = "the OPS split does not cover every report a window can hold: " + ", ".join(
             f"{k}={v}" for k, v in last["counterexample"].items()
