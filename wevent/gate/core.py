@@ -5,7 +5,9 @@
    terms and its scaling claim held; with ``arithmetic="float"`` the exhaustive explicit-state
    search on `FloatCountAlgebra` instead (budgets from a grid, one class);
 3. search: hypothesis over fixed (and, for dynamic allocators, dynamic) populations and decision
-   sequences, through the guard, shrunk to a minimal counterexample;
+   sequences at the proof's scope, then the wide search far past it (`search.WideScope`: windows
+   up to 64, 6 classes, 256+ slots, structured patterns; a count of runs), through the guard,
+   shrunk to a minimal counterexample;
 4. end to end: the central data path on synthetic streams with the guard in the loop.
 
 Every stage runs (a CI report shows them all) unless the target is unusable: it does not load,

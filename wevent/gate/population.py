@@ -12,13 +12,21 @@ mirror the budget-kernel gate (`wevent.gate.core`):
    draws the same users); on Z3 terms it computes what it computes on exact rationals (the
    pool proof runs it on Z3 terms);
 2. proof: `proofs.population.prove_population` - for the OPS allocators the split theorem
-   (n <= 10^4, windows <= 200), then that no draw exceeds the pool, for every tuple of 1..K
-   distinct windows <= W, n = 2 max w .. 3 max w users and every decision sequence;
+   (n <= 10^4, windows <= 200), then that no draw exceeds the pool and that every drawn user's
+   windows hold (`proofs.population.check_user_windows`: ceil(w_i / R) reports per window, each
+   spending the setup's per-report budget), for every tuple of 1..K distinct windows <= W,
+   n = 2 max w .. 3 max w users and every decision sequence; a user-window violation is refuted
+   only when a run through the pool and the guard replays it;
 3. search: populations (1..K distinct classes with their user counts) and decision sequences
    through `wevent.tracing.trace_population` (pool + runtime guard): first every one-class
    periodic rhythm and every two-class split of n users publishing at every slot (the shape of
    the published OPS counterexample, `proofs.population.replay_split_counterexample`), then
-   hypothesis; the first failure is shrunk (classes, users, slots, publications);
+   hypothesis, then the wide search (`wide_population_cases`: up to 6 classes, windows up to
+   64, 2w .. 100w users); the first failure is shrunk (classes, windows, users, slots,
+   publications);
+
+Populations an allocator's setup refuses (BudgetError: it needs more users) are skipped and
+counted in every stage, never an "unusable" verdict.
 4. end to end: `wevent.running.run_mechanism` on synthetic streams with the guard in the loop,
    its ledger then batch-checked.
 
