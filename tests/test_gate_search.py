@@ -203,6 +203,15 @@ def test_scope_only_bugs_proved_by_the_old_gate_are_refuted_by_the_default(name:
     assert new.verdict == "refuted" and new.exit_code == 1
 
 
+def test_same_seed_same_verdict_and_counterexample() -> None:
+    target = "tests.gate_scope_kernels:first_two_classes"
+    runs = [_gate(target, WIDE, stages=("search",), seed=seed) for seed in (5, 5, 6)]
+    (a, b, c) = (r.stage("search/fixed") for r in runs)
+    assert a.data["runs"] == b.data["runs"] and a.detail == b.detail
+    assert runs[0].counterexample == runs[1].counterexample
+    assert c.status == "failed"  # another seed finds it too (by other runs)
+
+
 def test_shrinking_drops_classes_and_large_windows() -> None:
     """A failing wide input (6 classes, large windows, a long run) shrinks to one class of the
     smallest failing window and a short run."""
