@@ -933,7 +933,8 @@ def _print_population_trace(result: Any, as_json: bool) -> None:
     type=click.IntRange(min=1),
     default=200,
     show_default=True,
-    help="Inputs the adversarial search tries per requirement kind (fixed, dynamic).",
+    help="Inputs the adversarial search tries per requirement kind (fixed, dynamic) at the "
+    "proof's scope, before the wide search.",
 )
 @click.option(
     "--search-runs",
@@ -1034,7 +1035,8 @@ def gate_cmd(
       proof        Z3 window theorem over the scope (bounded) when the kernel runs on Z3
                    terms; --arithmetic float: exhaustive search on float counts instead
       search       hypothesis: fixed (and dynamic) populations and publish/skip sequences
-                   through the runtime guard, shrunk to a minimal counterexample
+                   through the runtime guard, then far wider (--search-*: w <= 64, 6
+                   classes, 256 slots), shrunk to a minimal counterexample
       end-to-end   the central data path on synthetic streams, guard in the loop, ledger
                    batch-checked
 
@@ -1042,7 +1044,8 @@ def gate_cmd(
     Population allocators (users drawn from a pool, recycled after R slots):
       conformance  determinism (same pool seed, same users; counts independent of who was
                    drawn); Z3 terms = exact values
-      proof        the OPS split theorem (OPS allocators) and that no draw exceeds the pool
+      proof        the OPS split theorem (OPS allocators), that no draw exceeds the pool
+                   and that every drawn user's windows hold
       search       populations with user counts and decisions through the pool and the guard
       end-to-end   wevent run's data path on synthetic streams, ledger batch-checked
 
