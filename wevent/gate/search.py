@@ -285,7 +285,7 @@ SIMPLE_BUDGETS: tuple[Fraction, ...] = (
 def simpler_requirements(req: Requirement) -> Iterator[Requirement]:
     """Simpler requirements than ``req``, simplest first: a fixed one's smaller windows (all,
     ascending), then a simpler budget (`SIMPLE_BUDGETS`); a dynamic one without one of its
-    declarations, then with smaller windows (ascending ladder)."""
+    declarations, then with smaller windows (ascending ladder), then with budgets 1."""
     if isinstance(req, Fixed):
         for w in range(1, req.w):
             yield Fixed(w, req.eps)
@@ -313,6 +313,12 @@ def simpler_requirements(req: Requirement) -> Iterator[Requirement]:
                         d.eps_fwd,
                     )
                     yield Dynamic((*decls[:i], changed, *decls[i + 1 :]))
+    one = Budget(1)
+    for i, d in enumerate(decls):  # budgets 1 (terminal: the shrinking ends)
+        for back, fwd in ((one, d.eps_fwd), (d.eps_back, one)):
+            if (back, fwd) != (d.eps_back, d.eps_fwd):
+                changed = Declaration(d.slot, d.w_back, back, d.w_fwd, fwd)
+                yield Dynamic((*decls[:i], changed, *decls[i + 1 :]))
 
 
 def shrink_requirements(
