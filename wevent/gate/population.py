@@ -177,6 +177,7 @@ class PopulationProbe:
     runs: int = 0
     failed_slot: int = 0
     refused_inputs: int = 0  # populations the allocator's setup refused (not a failure)
+    refused_last: bool = False  # the last call's population was refused
     seen: Seen = field(default_factory=Seen)
     pool: tuple[int, int] = (0, 0)  # the fewest and most users per largest window drawn
 
@@ -196,6 +197,7 @@ class PopulationProbe:
         classes, decisions = case
         self.runs += 1
         self.failed_slot = 0
+        self.refused_last = False
         if not classes or not decisions or not _big_enough(classes):
             return False
         try:
@@ -204,6 +206,7 @@ class PopulationProbe:
             if not isinstance(exc.__cause__, BudgetError):
                 raise
             self.refused_inputs += 1  # e.g. a setup that cannot serve this population
+            self.refused_last = True
             return False
         self.seen.add([req for req, _ in classes], len(decisions))
         ratio = sum(k for _, k in classes) // max(largest_window(req) for req, _ in classes)
@@ -374,9 +377,13 @@ def _search(
         pass
     wide: WideScope = opts.wide("population")
     cases = wide_population_cases(wide, f"{opts.seed}:search/population:wide")
-    for case in itertools.islice(cases, wide.runs):
-        if probe(case):
-            return case, "the wide search"
+    for classes, decisions in itertools.islice(cases, wide.runs):
+        for factor in (1, 10, 100):  # an allocator needing more users: the same input, larger
+            scaled = [(req, k * factor) for req, k in classes]
+            if probe((scaled, decisions)):
+                return (scaled, decisions), "the wide search"
+            if not probe.refused_last:
+                break
     return None, ""
 
 
@@ -448,7 +455,7 @@ def _run_search(target: str, opts: Any) -> Stage:
                 "slots; one-class rhythms, two-class splits and structured patterns): every "
                 "drawn user's windows hold, no shortage"
                 + (
-                    f"; {skipped} populations skipped (the allocator's setup refused them)"
+                    f"; {skipped} populations skipped: the allocator's setup refused them (the wide search retries an input with 10 and 100 times the users)"
                     if skipped
                     else ""
                 ),
