@@ -455,7 +455,8 @@ def _run_search(target: str, opts: Any) -> Stage:
                 "slots; one-class rhythms, two-class splits and structured patterns): every "
                 "drawn user's windows hold, no shortage"
                 + (
-                    f"; {skipped} populations skipped: the allocator's setup refused them (the wide search retries an input with 10 and 100 times the users)"
+                    f"; {skipped} populations skipped: the allocator's setup refused them "
+                    "(the wide search retries an input with 10 and 100 times the users)"
                     if skipped
                     else ""
                 ),
