@@ -30,7 +30,9 @@ from wevent.gate.population import (
     shrink_population_case,
 )
 
-OPTIONS = GateOptions(w_max=2, classes=2, examples=30, e2e_runs=1, conformance_inputs=4)
+OPTIONS = GateOptions(
+    w_max=2, classes=2, examples=30, e2e_runs=1, conformance_inputs=4, search_runs=20
+)
 OPS_FAMILY = ["plpd+", "plpa+", "plbd-ops", "plba-ops"]
 
 
@@ -64,7 +66,7 @@ def test_gate_accepts_every_sound_population_builtin(name: str) -> None:
     proof = report.stage("proof").data["proof"]
     theorems = [th["theorem"] for th in proof["theorems"]]
     ops = name in OPS_FAMILY
-    assert theorems == (["ops-split"] if ops else []) + ["pool-never-short"]
+    assert theorems == (["ops-split"] if ops else []) + ["pool-never-short", "user-windows"]
     assert report.stage("search/population").data["runs"] > 30
 
 
@@ -161,7 +163,19 @@ def test_shortage_counterexamples_replay_as_shortages(monkeypatch: pytest.Monkey
 def test_cli_gate_population_json_and_float_refused(tmp_path: Path) -> None:
     out = tmp_path / "gate.json"
     result = CliRunner().invoke(
-        cli, ["gate", "lpu", "--w-max", "2", "--examples", "20", "--json", str(out)]
+        cli,
+        [
+            "gate",
+            "lpu",
+            "--w-max",
+            "2",
+            "--examples",
+            "20",
+            "--search-runs",
+            "20",
+            "--json",
+            str(out),
+        ],
     )
     assert result.exit_code == 0, result.output
     assert "PROVED" in result.output
@@ -177,7 +191,7 @@ def test_cli_gate_population_refutation_prints_a_replay(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         cli,
         ["gate", "plpa+", "--variant", "published", "--w-max", "2", "--examples", "20",
-         "--seed", "3", "--save-requirements", str(csv)],
+         "--search-runs", "20", "--seed", "3", "--save-requirements", str(csv)],
     )  # fmt: skip
     assert result.exit_code == 1, result.output
     replay = next(line for line in result.output.splitlines() if line.startswith("replay: "))

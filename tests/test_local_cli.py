@@ -117,7 +117,11 @@ def test_prove_population_allocator_and_ops_split() -> None:
     assert code == 0, out
     doc = json.loads(out)
     assert doc["result"] == "proved"
-    assert [t["theorem"] for t in doc["theorems"]] == ["ops-split", "pool-never-short"]
+    assert [t["theorem"] for t in doc["theorems"]] == [
+        "ops-split",
+        "pool-never-short",
+        "user-windows",
+    ]
     code, out = run("prove", "ops", "--variant", "published")
     assert code == 1
     assert "n=10, candidate window 2 (z=2, R=2), user window 5: 3 reports fit" in out

@@ -65,11 +65,14 @@ def test_sound_population_kernels_proved_for_windows_up_to(mechanism: str, w_max
     3 max w (with OPS first proving its split for n <= 10^4)."""
     result = prove_population(mechanism, variant="sound", w_max=w_max, classes=2)
     assert result["result"] == "proved", result
-    pool = result["theorems"][-1]
+    pool, windows = result["theorems"][-2:]
     # tuples whose largest window is m: m of them, each for m + 1 pool sizes
     assert pool["theorem"] == "pool-never-short"
     assert pool["cases"] == sum(m * (m + 1) for m in range(1, w_max + 1))
     assert pool["scope"]["w"] == [1, w_max] and pool["scope"]["classes"] == [1, 2]
+    # every drawn user's windows, for each case and budget assignment
+    assert windows["theorem"] == "user-windows" and windows["result"] == "proved"
+    assert windows["cases"] == 3 * pool["cases"]
 
 
 @pytest.mark.parametrize("mechanism", ["lpu", "lpd", "lpa", "plpd", "plpa", "plpd+", "plpa+"])

@@ -933,7 +933,35 @@ def _print_population_trace(result: Any, as_json: bool) -> None:
     type=click.IntRange(min=1),
     default=200,
     show_default=True,
-    help="Inputs the adversarial search tries per requirement kind (fixed, dynamic).",
+    help="Inputs the adversarial search tries per requirement kind (fixed, dynamic) at the "
+    "proof's scope, before the wide search.",
+)
+@click.option(
+    "--search-runs",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Runs of the wide search per requirement kind, past the proof's scope (a count: the "
+    "same seed, the same verdict) [default: 600; 100 for dynamic allocators, 400 population ones].",
+)
+@click.option(
+    "--search-w-max",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Largest window the wide search draws.",
+)
+@click.option(
+    "--search-classes",
+    type=click.IntRange(min=1),
+    default=6,
+    show_default=True,
+    help="Most requirement classes in a population the wide search draws.",
+)
+@click.option(
+    "--search-horizon",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Longest run of the wide search, in slots [default: max(256, 4 * --search-w-max)].",
 )
 @_variant_options
 @click.option(
@@ -980,6 +1008,10 @@ def gate_cmd(
     classes: int,
     horizon: int | None,
     examples: int,
+    search_runs: int | None,
+    search_w_max: int,
+    search_classes: int,
+    search_horizon: int | None,
     variant: str,
     arithmetic: str,
     seed: int,
@@ -1003,7 +1035,8 @@ def gate_cmd(
       proof        Z3 window theorem over the scope (bounded) when the kernel runs on Z3
                    terms; --arithmetic float: exhaustive search on float counts instead
       search       hypothesis: fixed (and dynamic) populations and publish/skip sequences
-                   through the runtime guard, shrunk to a minimal counterexample
+                   through the runtime guard, then far wider (--search-*: w <= 64, 6
+                   classes, 256 slots), shrunk to a minimal counterexample
       end-to-end   the central data path on synthetic streams, guard in the loop, ledger
                    batch-checked
 
@@ -1011,7 +1044,8 @@ def gate_cmd(
     Population allocators (users drawn from a pool, recycled after R slots):
       conformance  determinism (same pool seed, same users; counts independent of who was
                    drawn); Z3 terms = exact values
-      proof        the OPS split theorem (OPS allocators) and that no draw exceeds the pool
+      proof        the OPS split theorem (OPS allocators), that no draw exceeds the pool
+                   and that every drawn user's windows hold
       search       populations with user counts and decisions through the pool and the guard
       end-to-end   wevent run's data path on synthetic streams, ledger batch-checked
 
@@ -1041,6 +1075,10 @@ def gate_cmd(
         seed=seed,
         timeout=timeout,
         require_proof=require_proof,
+        search_runs=-1 if search_runs is None else search_runs,
+        search_w_max=search_w_max,
+        search_classes=search_classes,
+        search_horizon=search_horizon or 0,
     )
     for path in (junit_out, json_out, save_requirements):
         if path is not None and str(path) != "-":

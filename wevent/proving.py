@@ -170,7 +170,14 @@ def render_population(result: dict[str, Any]) -> list[str]:
                 )
         else:
             scope = th.get("scope", {})
-            lines.append(f"  pool-never-short: {th['result']} - scope {scope}")
+            lines.append(f"  {name}: {th['result']} - scope {scope}")
+            if name == "user-windows" and th.get("counterexample"):
+                bad = th["counterexample"]
+                lines.append(
+                    f"    class {bad['class'] + 1} (w={bad.get('w')}, eps={bad.get('epsilon')}) "
+                    f"spends {bad.get('per_report')} per report, back after R="
+                    f"{bad.get('recycle')} slots: {bad.get('reports')} reports in a window"
+                )
             if th.get("decisions"):
                 lines.append(
                     f"    decisions {','.join(str(d) for d in th['decisions'])} run the pool "

@@ -5,7 +5,9 @@
    terms and its scaling claim held; with ``arithmetic="float"`` the exhaustive explicit-state
    search on `FloatCountAlgebra` instead (budgets from a grid, one class);
 3. search: hypothesis over fixed (and, for dynamic allocators, dynamic) populations and decision
-   sequences, through the guard, shrunk to a minimal counterexample;
+   sequences at the proof's scope, then the wide search far past it (`search.WideScope`: windows
+   up to 64, 6 classes, 256+ slots, structured patterns; a count of runs), through the guard,
+   shrunk to a minimal counterexample;
 4. end to end: the central data path on synthetic streams with the guard in the loop.
 
 Every stage runs (a CI report shows them all) unless the target is unusable: it does not load,
@@ -46,7 +48,7 @@ from wevent.gate.report import (
     GateReport,
     StageResult,
 )
-from wevent.gate.search import run_search
+from wevent.gate.search import WideScope, run_search
 
 __all__ = ["STAGES", "GateOptions", "run_gate"]
 
@@ -56,6 +58,11 @@ STAGES = ("conformance", "proof", "search", "end-to-end")
 # is capped (the search and the end-to-end run still use the full --w-max and --classes).
 DYNAMIC_PROOF_W_MAX = 2
 DYNAMIC_FLOAT_GRID = (Fraction(1, 2), Fraction(1))
+
+
+# Default runs of the wide search per requirement kind, by the allocator's requirement: these keep
+# the default gate of every built-in under 60 s on one core (benchmarks/bench_gate_search.py).
+DEFAULT_SEARCH_RUNS = {"fixed": 600, "dynamic": 100, "population": 400}
 
 
 @dataclass(frozen=True)
@@ -75,14 +82,36 @@ class GateOptions:
     conformance_inputs: int = 20
     require_proof: bool = False
     stages: tuple[str, ...] = STAGES
+    # The adversarial search's own scope, far past the proof's (`search.WideScope`): runs per
+    # requirement kind (a count, not a clock: the same seed gives the same verdict; -1: 600, or
+    # 100 for a dynamic-requirement allocator, whose kernels cost ~8x per slot), the largest
+    # window, the most classes, the longest run (0: max(256, 4 * search_w_max)).
+    search_runs: int = -1
+    search_w_max: int = 64
+    search_classes: int = 6
+    search_horizon: int = 0
 
     @property
     def slots(self) -> int:
         return self.horizon or 3 * self.w_max
 
+    def wide(self, requirement: str = "fixed") -> WideScope:
+        """The wide search's scope (`search.WideScope`) for an allocator serving
+        ``requirement`` ("fixed", "dynamic" or "population")."""
+        runs = self.search_runs
+        if runs < 0:
+            runs = DEFAULT_SEARCH_RUNS.get(requirement, DEFAULT_SEARCH_RUNS["fixed"])
+        return WideScope(runs, self.search_w_max, self.search_classes, self.search_horizon)
+
     def check(self) -> None:
         if self.w_max < 1 or self.classes < 1 or self.horizon < 0 or self.examples < 1:
             raise BudgetError("--w-max, --classes and --examples must be at least 1")
+        if self.search_runs < -1 or self.search_w_max < 1 or self.search_classes < 1:
+            raise BudgetError(
+                "--search-runs must be at least 0, --search-w-max and --search-classes at least 1"
+            )
+        if self.search_horizon < 0:
+            raise BudgetError("--search-horizon must be at least 1")
         if self.arithmetic not in ("exact", "float"):
             raise BudgetError(f"unknown arithmetic {self.arithmetic!r} (exact or float)")
         unknown = set(self.stages) - set(STAGES)
@@ -264,6 +293,7 @@ def run_gate(
                 w_max=opts.w_max,
                 horizon=opts.slots,
                 seed=opts.seed,
+                wide=opts.wide(alloc.requirement),
             )
             if not add(found):
                 return finish()
