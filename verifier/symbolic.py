@@ -76,16 +76,26 @@ class Z3ScopeAlgebra(Z3Algebra):
     def __init__(
         self, params: Sequence[Any] = (), assumptions: Sequence[Any] = (), *, fold: bool = True
     ) -> None:
-        self._param_ids = {p.get_id() for p in params}
+        # Both caches are keyed by Z3 AST ids and HOLD the terms they key: Z3 gives the id of a
+        # freed term to the next new one, so an id alone could name a different term later
+        # (a fold of one select returned for another: the proof would reason about values the
+        # kernel never computes). A held term keeps its id; structurally equal terms share it.
+        self._params: dict[int, Any] = {p.get_id(): p for p in params}
         self._assumptions = list(assumptions)
         self._fold = fold
-        self._folds: dict[tuple[int, int, int], Any] = {}
+        self._folds: dict[tuple[int, int, int], tuple[tuple[Any, Any, Any], Any]] = {}
         self.fold_queries = 0
 
     # parameter tracking: constants and terms built only from parameters and constants
+    def _is_param(self, term: Any) -> bool:
+        return term.get_id() in self._params
+
+    def _add_param(self, term: Any) -> None:
+        self._params[term.get_id()] = term
+
     def _mark(self, term: Any, *args: Any) -> Any:
-        if all(a.get_id() in self._param_ids for a in args):
-            self._param_ids.add(term.get_id())
+        if all(self._is_param(a) for a in args):
+            self._add_param(term)
         return term
 
     def _valid(self, claim: Any) -> bool:
@@ -98,7 +108,7 @@ class Z3ScopeAlgebra(Z3Algebra):
 
     def const(self, q: Fraction | int) -> Any:
         term = real(q)
-        self._param_ids.add(term.get_id())
+        self._add_param(term)
         return term
 
     def add(self, a: Any, b: Any) -> Any:
@@ -117,8 +127,8 @@ class Z3ScopeAlgebra(Z3Algebra):
         return self._mark(a <= b, a, b)
 
     def select(self, cond: Any, then: Any, other: Any) -> Any:
-        ids = (cond.get_id(), then.get_id(), other.get_id())
-        if self._fold and all(i in self._param_ids for i in ids):
+        if self._fold and all(self._is_param(x) for x in (cond, then, other)):
+            ids = (cond.get_id(), then.get_id(), other.get_id())
             if ids not in self._folds:
                 if self._valid(z3.Implies(cond, then == other)) or self._valid(z3.Not(cond)):
                     out = other
@@ -126,8 +136,8 @@ class Z3ScopeAlgebra(Z3Algebra):
                     out = then
                 else:
                     out = self._mark(z3.If(cond, then, other), cond, then, other)
-                self._folds[ids] = out
-            return self._folds[ids]
+                self._folds[ids] = ((cond, then, other), out)
+            return self._folds[ids][1]
         return z3.If(cond, then, other)
 
     def ratio(self, a: Any, b: Any) -> Any:
