@@ -75,7 +75,7 @@ from mechanisms.allocators.kernel import (
     published_now,
 )
 from mechanisms.allocators.registry import BUILTIN
-from proofs.counterexamples import Counterexample, Failure
+from proofs.counterexamples import Counterexample, Failure, replayed
 from proofs.dynamic import all_shapes, noninterference, prove_shapes, sample_pairs
 from proofs.explicit import explore
 from verifier.symbolic import (
@@ -197,10 +197,24 @@ class _Case:
     free: list[Any]
 
 
-def _window_shapes(k: int, w_max: int) -> Iterator[tuple[int, ...]]:
-    """Non-increasing window tuples (classes are interchangeable), smallest windows first."""
+def interchangeable(alloc: AllocatorLike) -> bool:
+    """Whether a proof may take the requirement classes as interchangeable (check one window
+    tuple per multiset, sorted largest first): only for the built-in kernels, each of which
+    treats its classes alike (tests/test_prover_soundness.py runs every one on permuted classes
+    against the unpermuted run). Any other kernel is proved for every ordered tuple: one that
+    reads, say, class 0's count only can fail for windows (1, 3) and hold for (3, 1)."""
+    return any(alloc is spec for spec in BUILTIN.values())
+
+
+def _window_shapes(k: int, w_max: int, ordered: bool = False) -> Iterator[tuple[int, ...]]:
+    """Window tuples, smallest windows first: non-increasing ones when the classes are
+    interchangeable, else every ordered tuple."""
     for combo in itertools.combinations_with_replacement(range(1, w_max + 1), k):
-        yield tuple(sorted(combo, reverse=True))
+        shape = tuple(sorted(combo, reverse=True))
+        if not ordered:
+            yield shape
+            continue
+        yield from sorted(set(itertools.permutations(shape)), reverse=True)
 
 
 def _fixed_cases(
@@ -276,7 +290,9 @@ def _fixed_unrolling(
 # ---------------------------------------------------------------------------- counterexamples
 
 
-def _simpler(u: Unrolling, slot: int, case: _Case, timeout_ms: int) -> Any:
+def _simpler(
+    u: Unrolling, slot: int, case: _Case, timeout_ms: int, apart: Sequence[Any] = ()
+) -> Any:
     """A model failing at ``slot`` with the simplest budgets found: all free budget offsets 0,
     else multiples of 1/10 up to 10, else of 1/100, else any."""
     tries: list[list[Any]] = []
@@ -292,7 +308,7 @@ def _simpler(u: Unrolling, slot: int, case: _Case, timeout_ms: int) -> Any:
     for extra in tries:
         s = z3.Solver()
         s.set("timeout", timeout_ms)
-        s.add(*u.assumptions, *extra, u.violation(slot))
+        s.add(*u.assumptions, *apart, *extra, u.violation(slot))
         if s.check() == z3.sat:
             return s.model()
     raise RuntimeError("the failing slot has no model any more")  # pragma: no cover
@@ -325,6 +341,7 @@ def _failure(u: Unrolling, model: Any, slot: int, users: Sequence[str]) -> Failu
 
 
 def _counterexample(
+    alloc: AllocatorLike,
     mechanism: str,
     variant: str,
     arithmetic: str,
@@ -332,16 +349,18 @@ def _counterexample(
     outcome: Outcome,
     case: _Case,
     requirements: Callable[[Any], list[Requirement]],
+    apart: Sequence[Any],
     timeout_ms: int,
 ) -> Counterexample:
     assert outcome.slot is not None
-    model = _simpler(u, outcome.slot, case, timeout_ms)
+    model = _simpler(u, outcome.slot, case, timeout_ms, apart)
     reqs = requirements(model)
     users = [f"u{i + 1}" for i in range(len(reqs))]
     decisions = tuple(
         z3.is_true(model.eval(d, model_completion=True)) for d in u.decisions[: outcome.slot]
     )
     failure = _failure(u, model, outcome.slot, users)
+    reqs, failure = _apart(alloc, reqs, failure, users)
     return Counterexample(
         mechanism,
         variant,
@@ -394,15 +413,70 @@ def _scope_json(
 Progress = Callable[[str], None]
 
 
-def _bounded_cases(
-    alloc: AllocatorLike, variant: str, arithmetic: str, scope: Scope
-) -> Iterator[tuple[Callable[[], Unrolling], _Case, Callable[[Any], list[Requirement]]]]:
-    """Every (unrolling builder, parameter case, requirements-from-model) of the scope, in the
-    order a counterexample search wants them: fewer classes, smaller windows, simpler budgets."""
+Cases = Iterator[
+    tuple[Callable[[], Unrolling], _Case, Callable[[Any], list[Requirement]], list[Any]]
+]
+
+
+def _distinct(alloc: AllocatorLike, shapes: Sequence[Any], budgets: Sequence[Any]) -> list[Any]:
+    """Assumptions keeping classes of equal windows apart by their budgets: the runtime merges
+    users of equal requirements into one class, so a population of two equal classes never
+    reaches a kernel. Under a per-class scaling claim the budgets are normalized to constants
+    instead, and a counterexample's equal classes are told apart by scaling (`_apart`)."""
+    if alloc.scaling == "per-class":
+        return []
+    out = []
+    for i, j in itertools.combinations(range(len(shapes)), 2):
+        if shapes[i] == shapes[j]:
+            a, b = _flat([budgets[i]]), _flat([budgets[j]])
+            out.append(z3.Or(*[x != y for x, y in zip(a, b, strict=True)]))
+    return out
+
+
+def _apart(
+    alloc: AllocatorLike, reqs: list[Requirement], failure: Failure, users: Sequence[str]
+) -> tuple[list[Requirement], Failure]:
+    """Equal requirements of a per-class-normalized counterexample told apart: the later of two
+    equal classes gets its budgets multiplied by 2, 3, ... (the per-class scaling claim, checked
+    by the gate's conformance stage, says that multiplies its allocations alike and changes no
+    decision), and a failure of that class scales with it. The replay then checks the claim."""
+    if alloc.scaling != "per-class":
+        return reqs, failure
+    out: list[Requirement] = []
+    for i, req in enumerate(reqs):
+        factor = 1
+        while _scaled(req, factor) in out:
+            factor += 1
+        out.append(_scaled(req, factor))
+        if factor > 1 and failure.user == users[i]:
+            failure = replace(failure, spent=failure.spent * factor, bound=failure.bound * factor)
+    return out, failure
+
+
+def _scaled(req: Requirement, factor: int) -> Requirement:
+    if factor == 1:
+        return req
+    if isinstance(req, Fixed):
+        return Fixed(req.w, Budget(req.eps * factor))
+    assert isinstance(req, Dynamic)
+    return Dynamic(
+        tuple(
+            Declaration(
+                d.slot, d.w_back, Budget(d.eps_back * factor), d.w_fwd, Budget(d.eps_fwd * factor)
+            )
+            for d in req.declarations
+        )
+    )
+
+
+def _bounded_cases(alloc: AllocatorLike, variant: str, arithmetic: str, scope: Scope) -> Cases:
+    """Every (unrolling builder, parameter case, requirements-from-model, assumptions keeping
+    equal classes apart) of the scope, in the order a counterexample search wants them: fewer
+    classes, smaller windows, simpler budgets."""
     if alloc.requirement == "fixed":
         for k in range(1, scope.classes + 1):
             cases = _fixed_cases(alloc, arithmetic, k, scope.grid)
-            for ws in _window_shapes(k, scope.w_max):
+            for ws in _window_shapes(k, scope.w_max, not interchangeable(alloc)):
                 for case in cases:
 
                     def build(ws: tuple[int, ...] = ws, case: _Case = case) -> Unrolling:
@@ -416,7 +490,7 @@ def _bounded_cases(
                             for w, e in zip(ws, case.budgets, strict=True)
                         ]
 
-                    yield build, case, reqs
+                    yield build, case, reqs, _distinct(alloc, ws, case.budgets)
     else:
         yield from _dynamic_cases(alloc, variant, arithmetic, scope)
 
@@ -464,12 +538,12 @@ def prove_allocator(
     )
     cases = 0
     unknown = ""
-    for build, case, reqs in _bounded_cases(alloc, variant, arithmetic, scope):
+    for build, case, reqs, apart in _bounded_cases(alloc, variant, arithmetic, scope):
         cases += 1
         u = build()
-        outcome = prove_bounded(u, timeout_ms=scope.timeout_ms)
+        outcome = prove_bounded(u, timeout_ms=scope.timeout_ms, extra=apart)
         if outcome.status == "counterexample":
-            outcome = first_failure(u, timeout_ms=scope.timeout_ms)
+            outcome = first_failure(u, timeout_ms=scope.timeout_ms, extra=apart)
         if progress is not None:
             progress(f"case {cases}: {outcome.status} ({outcome.seconds:.2f} s)")
         if outcome.status == "unknown":
@@ -477,8 +551,18 @@ def prove_allocator(
             continue
         if outcome.status == "counterexample":
             cex = _counterexample(
-                mechanism, variant, arithmetic, u, outcome, case, reqs, scope.timeout_ms
+                alloc,
+                mechanism,
+                variant,
+                arithmetic,
+                u,
+                outcome,
+                case,
+                reqs,
+                apart,
+                scope.timeout_ms,
             )
+            cex = replayed(cex, f"the bounded proof of {mechanism} ({case.label})", alloc)
             return result("counterexample", time.perf_counter() - start, cases, cex)
     return result(
         "unknown" if unknown else "proved",
@@ -491,9 +575,7 @@ def prove_allocator(
 # ---------------------------------------------------------------------------- dynamic
 
 
-def _dynamic_cases(
-    alloc: AllocatorLike, variant: str, arithmetic: str, scope: Scope
-) -> Iterator[tuple[Callable[[], Unrolling], _Case, Callable[[Any], list[Requirement]]]]:
+def _dynamic_cases(alloc: AllocatorLike, variant: str, arithmetic: str, scope: Scope) -> Cases:
     """Schedules with declarations at ``scope.decl_slots``, every window pair per declaration;
     for k classes, unordered tuples of schedules (classes are interchangeable)."""
     n = len(scope.decl_slots)
@@ -502,7 +584,7 @@ def _dynamic_cases(
     ]
     schedules = list(itertools.product(per_decl, repeat=n))
     for k in range(1, scope.classes + 1):
-        for combo in itertools.combinations_with_replacement(range(len(schedules)), k):
+        for combo in _class_tuples(len(schedules), k, not interchangeable(alloc)):
             shapes = [schedules[i] for i in combo]
             for case in _dynamic_budget_cases(alloc, k, n, scope.ratios):
 
@@ -535,7 +617,16 @@ def _dynamic_cases(
                         out.append(Dynamic(tuple(decls)))
                     return out
 
-                yield build, case, reqs
+                yield build, case, reqs, _distinct(alloc, shapes, case.budgets)
+
+
+def _class_tuples(n: int, k: int, ordered: bool) -> Iterator[tuple[int, ...]]:
+    """k-tuples of indices below ``n``: multisets when the classes are interchangeable, else
+    every ordered tuple (each multiset followed by its other orders)."""
+    for combo in itertools.combinations_with_replacement(range(n), k):
+        yield combo
+        if ordered:
+            yield from sorted(set(itertools.permutations(combo)) - {combo})
 
 
 def _dynamic_budget_cases(
@@ -842,8 +933,10 @@ def _concrete_cases(
     grid = scope.grid
     if alloc.requirement == "fixed":
         for k in range(1, scope.classes + 1):
-            for ws in _window_shapes(k, scope.w_max):
+            for ws in _window_shapes(k, scope.w_max, not interchangeable(alloc)):
                 for eps in itertools.product(grid, repeat=k):
+                    if len(set(zip(ws, eps, strict=True))) < k:
+                        continue  # equal requirements are one class at runtime
                     classes: list[ClassReq[Fraction]] = [
                         FixedClass(w, e) for w, e in zip(ws, eps, strict=True)
                     ]
@@ -861,7 +954,7 @@ def _concrete_cases(
     per_decl = list(itertools.product(range(1, scope.w_max + 1), repeat=2))
     schedules = list(itertools.product(per_decl, repeat=n))
     for k in range(1, scope.classes + 1):
-        for combo in itertools.combinations_with_replacement(range(len(schedules)), k):
+        for combo in _class_tuples(len(schedules), k, not interchangeable(alloc)):
             for values in itertools.product(grid, repeat=2 * n * k):
                 it = iter(values)
                 dyn: list[Dynamic] = []
@@ -876,6 +969,8 @@ def _concrete_cases(
                             )
                         )
                     )
+                if len(set(dyn)) < k:
+                    continue  # equal requirements are one class at runtime
                 kclasses: list[ClassReq[Fraction]] = [
                     DynamicClass(
                         tuple(
@@ -946,6 +1041,7 @@ def _prove_explicit(
                 out.decisions,
                 failure,
             )
+            cex = replayed(cex, f"the exhaustive float proof of {mechanism}", alloc)
             return result("counterexample", time.perf_counter() - start, cases, cex)
     return result(
         "proved",

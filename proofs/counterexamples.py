@@ -20,9 +20,25 @@ from accounting.requirements import Dynamic, Fixed, Requirement
 
 if TYPE_CHECKING:
     from accounting.spending import BudgetExceeded
+    from mechanisms.allocators.api import Allocator
     from wevent.tracing import PopulationTrace, TraceResult
 
-__all__ = ["Counterexample", "Failure", "requirements_csv", "requirements_files"]
+__all__ = [
+    "Counterexample",
+    "Failure",
+    "ProverError",
+    "replay_line",
+    "replayed",
+    "requirements_csv",
+    "requirements_files",
+]
+
+
+class ProverError(Exception):
+    """The verifier contradicted itself: a counterexample its proof found does not replay
+    through the kernel and the runtime guard (or the proof's algebra disagrees with an exact
+    run). A bug in wevent, never a verdict on the allocator: `wevent prove` and `wevent gate`
+    report it as "verifier-error" with exit code 4."""
 
 
 @dataclass(frozen=True)
@@ -159,12 +175,27 @@ class Counterexample:
             flags += f" --seed {self.seed}"
         return f"wevent trace {self.mechanism} {files} --decisions {self.decision_text}{flags}"
 
-    def replay(self) -> TraceResult:
-        """Run the budget kernel on the decisions through the runtime guard."""
-        from wevent.tracing import trace_with_guard
+    def replay(self, allocator: Allocator | None = None) -> TraceResult:
+        """Run the budget kernel on the decisions through the runtime guard: ``allocator``'s
+        kernel when given (an allocator the mechanism name does not resolve to, e.g. one under
+        test), else the kernel ``mechanism`` names, as `wevent trace` does."""
+        from mechanisms.allocators.algebra import algebra_for
+        from mechanisms.allocators.kernel import classes_of
+        from wevent.tracing import trace_kernel, trace_with_guard
 
         if self.draws_users:
             raise ValueError(f"{self.mechanism} draws users: use replay_population()")
+        if allocator is not None:
+            classes = classes_of(self.population, self.mechanism)
+            kernel = allocator.kernel(algebra_for(self.arithmetic), classes, self.variant)
+            return trace_kernel(
+                kernel,
+                self.population,
+                list(self.decisions),
+                mechanism=self.mechanism,
+                variant=self.variant,
+                arithmetic=self.arithmetic,
+            )
         return trace_with_guard(
             self.mechanism,
             self.population,
@@ -186,9 +217,10 @@ class Counterexample:
             seed=self.seed,
         )
 
-    def replays(self) -> bool:
+    def replays(self, allocator: Allocator | None = None) -> bool:
         """The replay fails at the same slot, the same way (guard refusal, negative budget or,
-        for a population allocator, a draw the pool cannot serve)."""
+        for a population allocator, a draw the pool cannot serve); ``allocator`` as in
+        `replay`."""
         if self.draws_users:
             trace = self.replay_population()
             if trace.failed_slot != self.failure.slot:
@@ -196,7 +228,7 @@ class Counterexample:
             if self.failure.kind == "shortage":
                 return trace.shortage is not None
             return trace.refusal is not None
-        result = self.replay()
+        result = self.replay(allocator)
         if result.failed_slot != self.failure.slot:
             return False
         if self.failure.kind == "negative":
@@ -236,11 +268,49 @@ class Counterexample:
             "replay": self.command(),
         }
 
-    def describe(self) -> list[str]:
+    def describe(self, written: str | None = None) -> list[str]:
+        """The failure, the requirement files, the decisions and the replay command. The command
+        names the files at ``written`` (where they were written, e.g. ``--save-requirements``);
+        with None it says to save the printed files first, under the names it uses."""
         lines = [f"counterexample: {self.failure.describe()}"]
-        for name, text in requirements_files(self.population):
+        for name, text in requirements_files(self.population, written or "counterexample.csv"):
             lines.append(f"requirements ({name}):")
             lines += [f"  {row}" for row in text.splitlines()]
         lines.append(f"decisions: {self.decision_text}")
-        lines.append(f"replay: {self.command()}")
+        lines.append(replay_line(self, written))
         return lines
+
+
+def replay_line(cex: Counterexample, written: str | None) -> str:
+    """The replay instruction: the command alone when the requirement files were written at
+    ``written``, else the files to save first (nothing names a file that does not exist)."""
+    if written is not None:
+        return f"replay: {cex.command(written)}"
+    names = ", ".join(str(p) for p in requirement_paths(cex.population, "counterexample.csv"))
+    return (
+        f"replay: save the requirements above as {names} (or rerun with --save-requirements "
+        f"FILE), then run: {cex.command()}"
+    )
+
+
+def replayed(
+    cex: Counterexample, source: str, allocator: Allocator | None = None
+) -> Counterexample:
+    """``cex`` if it replays (`Counterexample.replays`, on ``allocator``'s kernel when given); a
+    `ProverError` naming ``source`` and the counterexample otherwise. No refutation is reported
+    without a replay."""
+    try:
+        ok = cex.replays(allocator)
+    except Exception as exc:  # the replay itself failed: still the verifier's contradiction
+        raise ProverError(
+            f"{source}: its counterexample ({cex.failure.describe()}) could not be replayed "
+            f"({type(exc).__name__}: {exc}); this is a bug in wevent, not a verdict; replay: "
+            f"{cex.command()}"
+        ) from exc
+    if not ok:
+        raise ProverError(
+            f"{source}: its counterexample ({cex.failure.describe()}) does not replay through "
+            f"the kernel and the guard; this is a bug in wevent, not a verdict; replay: "
+            f"{cex.command()}"
+        )
+    return cex

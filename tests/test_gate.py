@@ -437,7 +437,7 @@ def test_plugin_fixture_fails_the_test_with_the_counterexample(wevent_gate: Any)
     with pytest.raises(pytest.fail.Exception) as failed:
         wevent_gate("tests.gate_mutants:absorb_uncapped", w_max=2, examples=30)
     text = str(failed.value)
-    assert "expected pass, got refuted" in text and "replay: wevent trace" in text
+    assert "expected pass, got refuted" in text and "then run: wevent trace" in text
     with pytest.raises(ValueError, match="expect"):
         wevent_gate("pbd", expect="maybe")
     with pytest.raises(TypeError, match="GateOptions fields"):

@@ -1,7 +1,9 @@
 """The ``wevent`` command line.
 
 Exit codes: 0 success / compliant, 1 a violation was found, 2 a usage or input error (always one
-line on stderr, never a traceback).
+line on stderr, never a traceback), 3 undecided (a proof timed out; `gate --require-proof`
+without a proof), 4 verifier error (the verifier contradicted itself: a proof's counterexample
+does not replay; a bug in wevent, never a verdict).
 """
 
 from __future__ import annotations
@@ -292,6 +294,7 @@ def audit_cmd(
 
 
 EXIT_UNKNOWN = 3
+EXIT_VERIFIER = 4  # the verifier contradicted itself (proofs.counterexamples.ProverError)
 
 
 _PRIMITIVES = ("grr", "oue", "pue", "sm")
@@ -518,8 +521,9 @@ def prove_cmd(
       wevent prove ba --arithmetic float --variant published --classes 1
       wevent prove dpbd --variant published --json
 
-    Exit 0 when proved, 1 on a counterexample (printed), 2 on bad input, 3 when undecided or
-    timed out (never reported as proved).
+    Exit 0 when proved, 1 on a counterexample (printed; it replays through the guard), 2 on bad
+    input, 3 when undecided or timed out (never reported as proved), 4 on a verifier error (a
+    counterexample that does not replay: a bug in wevent, never a verdict).
     """
     if target == "exsub":
         _prove_exsub(dprime, sparsity, m, eps, variant, as_json)
@@ -527,6 +531,7 @@ def prove_cmd(
         _fail(f"--variant {variant} applies to exsub only")
     if target in _ALLOCATORS:
         from proofs.central import ALLOCATORS
+        from proofs.counterexamples import ProverError
         from wevent.proving import default_scope, render_proof, run_allocator_proof
 
         if target not in ALLOCATORS:  # pragma: no cover - the registry holds every choice
@@ -552,10 +557,13 @@ def prove_cmd(
             )
         except (BudgetError, OSError) as exc:
             _fail(str(exc))
+        except ProverError as exc:
+            click.echo(f"wevent prove: verifier error: {exc}", err=True)
+            sys.exit(EXIT_VERIFIER)
         if as_json:
             click.echo(json.dumps(proof.to_json(), indent=2))
         else:
-            for line in render_proof(proof):
+            for line in render_proof(proof, save_requirements):
                 click.echo(line)
         codes = {"proved": EXIT_OK, "counterexample": EXIT_VIOLATION}
         sys.exit(codes.get(proof.status, EXIT_UNKNOWN))
@@ -1061,7 +1069,8 @@ def gate_cmd(
 
     Exit 0 proved or passed, 1 refuted, 2 unusable target (it does not load, breaks the
     protocol, or its kernel raises; one line on stderr), 3 with --require-proof when no proof
-    holds.
+    holds, 4 verifier error (a proof's counterexample that does not replay: a bug in wevent,
+    not a verdict).
     """
     from wevent.gate import GateOptions, run_gate
 

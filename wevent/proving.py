@@ -106,8 +106,9 @@ def run_allocator_proof(
     return proof
 
 
-def render_proof(proof: AllocatorProof) -> list[str]:
-    """Human-readable lines: status, theorem and scope, then the counterexample if any."""
+def render_proof(proof: AllocatorProof, written: Path | None = None) -> list[str]:
+    """Human-readable lines: status, theorem and scope, then the counterexample if any (its
+    requirement files written at ``written``, or to be saved by the reader)."""
     label = {"proved": "PROVED", "counterexample": "REFUTED", "unknown": "UNKNOWN"}[proof.status]
     lines = [
         f"{proof.mechanism} ({proof.variant}, {proof.arithmetic} arithmetic): {label} "
@@ -119,7 +120,8 @@ def render_proof(proof: AllocatorProof) -> list[str]:
     if proof.reason:
         lines.append(f"  reason: {proof.reason}")
     if proof.counterexample is not None:
-        lines += ["  " + line for line in proof.counterexample.describe()]
+        where = None if written is None else str(written)
+        lines += ["  " + line for line in proof.counterexample.describe(where)]
     return lines
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import random
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from fractions import Fraction
+from pathlib import Path
 from typing import Any, TypeVar
 
 import z3
@@ -29,9 +31,9 @@ from mechanisms.allocators.kernel import (
     published_now,
     scaled_classes,
 )
-from proofs.algebra import Z3Algebra, real
+from proofs.algebra import real
 from proofs.counterexamples import requirements_csv
-from verifier.symbolic import fraction_of
+from verifier.symbolic import Z3ScopeAlgebra, fraction_of
 from wevent.gate.inputs import (
     kernel_classes,
     one_user_per_class,
@@ -297,30 +299,65 @@ def check_scaling(
 # ---------------------------------------------------------------------------- symbolic
 
 
-def _z3_classes(classes: Sequence[ClassReq[Fraction]]) -> list[ClassReq[Any]]:
-    out: list[ClassReq[Any]] = []
-    for c in classes:
-        if isinstance(c, FixedClass):
-            out.append(FixedClass(c.w, real(c.eps)))
-        else:
-            out.append(
-                DynamicClass(
-                    tuple(
-                        Decl(d.slot, d.w_back, real(d.eps_back), d.w_fwd, real(d.eps_fwd))
-                        for d in c.decls
+def where_it_left_the_algebra(exc: BaseException) -> str | None:
+    """Where a kernel stopped running on Z3 terms: the innermost frame of the traceback outside
+    Z3 and outside this module (typically the kernel's ``if budget > x:`` or ``float(budget)``),
+    as ``file:line: source``."""
+    z3_dir = str(Path(z3.__file__).parent)
+    here = str(Path(__file__))
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not f.filename.startswith(z3_dir) and f.filename != here
+    ]
+    if not frames:
+        return None
+    f = frames[-1]
+    code = (f.line or "").strip()
+    return f"{f.filename}:{f.lineno}" + (f": {code}" if code else "")
+
+
+class _ProofTerms:
+    """A kernel's classes as the proof sees them: every budget a Z3 parameter, pinned to the
+    input's value by an assumption, on the proof's own algebra (`Z3ScopeAlgebra`, whose folds
+    decide selects under the assumptions, as in a proof). ``value`` substitutes the pins back
+    and simplifies, so a term is compared with the exact run's number."""
+
+    def __init__(self, classes: Sequence[ClassReq[Fraction]]) -> None:
+        self.pins: list[tuple[Any, Any]] = []
+        self.classes: list[ClassReq[Any]] = []
+        for c in classes:
+            if isinstance(c, FixedClass):
+                self.classes.append(FixedClass(c.w, self._param(c.eps)))
+            else:
+                self.classes.append(
+                    DynamicClass(
+                        tuple(
+                            Decl(
+                                d.slot,
+                                d.w_back,
+                                self._param(d.eps_back),
+                                d.w_fwd,
+                                self._param(d.eps_fwd),
+                            )
+                            for d in c.decls
+                        )
                     )
                 )
-            )
-    return out
+        self.alg = Z3ScopeAlgebra([p for p, _ in self.pins], [p == v for p, v in self.pins])
 
+    def _param(self, value: Fraction) -> Any:
+        p = z3.Real(f"conformance_b{len(self.pins)}")
+        self.pins.append((p, real(value)))
+        return p
 
-def _concrete(term: Any) -> Fraction | bool:
-    v = z3.simplify(term)
-    if z3.is_true(v):
-        return True
-    if z3.is_false(v):
-        return False
-    return fraction_of(v)
+    def value(self, term: Any) -> Fraction | bool:
+        v = z3.simplify(z3.substitute(term, *self.pins) if self.pins else term)
+        if z3.is_true(v):
+            return True
+        if z3.is_false(v):
+            return False
+        return fraction_of(v)
 
 
 def check_symbolic(
@@ -342,7 +379,6 @@ def check_symbolic(
     if not alloc.symbolic:
         return StageResult(name, SKIPPED, 0.0, "declared not symbolic (symbolic=False)")
     exact = ExactAlgebra()
-    zalg = Z3Algebra()
     for reqs, decisions in _cases(alloc, seed, name, count, classes, w_max, horizon):
         ks = kernel_classes(reqs)
         try:
@@ -350,16 +386,18 @@ def check_symbolic(
         except TargetRaised as exc:
             return StageResult(name, ERROR, time.perf_counter() - start, str(exc))
         try:
-            kernel = alloc.kernel(zalg, _z3_classes(ks), variant)
+            terms = _ProofTerms(ks)
+            zalg = terms.alg
+            kernel = alloc.kernel(zalg, terms.classes, variant)
             state = kernel.start()
             for t, d in enumerate(decisions, start=1):
                 plan = kernel.plan(state, t)
                 published = published_now(zalg, plan, z3.BoolVal(d))
                 want = trace[t - 1]
                 got = (
-                    [_concrete(plan.nullified), _concrete(plan.forced)],
-                    [_concrete(x) for x in plan.dissimilarity],
-                    [_concrete(x) for x in plan.publication],
+                    [terms.value(plan.nullified), terms.value(plan.forced)],
+                    [terms.value(x) for x in plan.dissimilarity],
+                    [terms.value(x) for x in plan.publication],
                 )
                 status = (
                     "published"
@@ -384,12 +422,15 @@ def check_symbolic(
         except Exception as exc:
             first = str(exc).strip().splitlines()
             why = f"{type(exc).__name__}{': ' + first[0] if first else ''}"
+            where = where_it_left_the_algebra(exc)
             return StageResult(
                 name,
                 SKIPPED,
                 time.perf_counter() - start,
-                f"the kernel does not run on Z3 terms ({why[:160]}); no proof, the search decides",
-                data={"symbolic": False},
+                f"the kernel does not run on Z3 terms ({why[:160]}"
+                + (f"; at {where}" if where else "")
+                + "); no proof, the search decides",
+                data={"symbolic": False, "where": where},
             )
     return StageResult(
         name,

@@ -16,7 +16,11 @@ breaks the protocol, or its kernel raises.
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from fractions import Fraction
 from pathlib import Path
@@ -32,6 +36,7 @@ from mechanisms.allocators.registry import (
     resolve_population,
 )
 from proofs.central import Scope, prove_allocator
+from proofs.counterexamples import ProverError
 from wevent.gate.conformance import (
     check_determinism,
     check_protocol,
@@ -45,6 +50,7 @@ from wevent.gate.report import (
     PROVED,
     SKIPPED,
     UNKNOWN,
+    VERIFIER_ERROR,
     GateReport,
     StageResult,
 )
@@ -135,11 +141,16 @@ def _proof_scope(alloc: Allocator, opts: GateOptions) -> Scope:
 
 
 def _prove(
-    target: str, alloc: Allocator, opts: GateOptions, runs_symbolically: bool, scaling_ok: bool
+    target: str,
+    alloc: Allocator,
+    opts: GateOptions,
+    runs_symbolically: bool,
+    scaling_ok: bool,
+    why_not: str = "the kernel does not run on Z3 terms",
 ) -> StageResult:
     start = time.perf_counter()
     if opts.arithmetic == "exact" and not runs_symbolically:
-        return StageResult("proof", SKIPPED, 0.0, "the kernel does not run on Z3 terms")
+        return StageResult("proof", SKIPPED, 0.0, why_not)
     if not scaling_ok:
         return StageResult(
             "proof", SKIPPED, 0.0, "the scale invariance the proof would normalize by is false"
@@ -153,6 +164,8 @@ def _prove(
             scope=scope,
             allocator=alloc,
         )
+    except ProverError as exc:
+        return StageResult("proof", VERIFIER_ERROR, time.perf_counter() - start, str(exc))
     except Exception as exc:
         first = str(exc).strip().splitlines()
         why = f"{type(exc).__name__}{': ' + first[0] if first else ''}"
@@ -169,13 +182,11 @@ def _prove(
     if proof.status == "unknown":
         return StageResult("proof", UNKNOWN, proof.seconds, proof.reason or what, data=data)
     cex = proof.counterexample
-    assert cex is not None
-    replays = cex.replays()
-    data["replays"] = replays
-    detail = cex.failure.describe() + (
-        "" if replays else " (WARNING: `wevent trace` does not replay it)"
+    assert cex is not None  # replayed by prove_allocator (a ProverError otherwise)
+    data["replays"] = True
+    return StageResult(
+        "proof", FAILED, proof.seconds, cex.failure.describe(), counterexample=cex, data=data
     )
-    return StageResult("proof", FAILED, proof.seconds, detail, counterexample=cex, data=data)
 
 
 def _allocator_json(alloc: Allocator) -> dict[str, Any]:
@@ -220,7 +231,37 @@ def run_gate(
     """Run the gate on ``target`` (a built-in name, an entry point of ``wevent.allocators`` or
     ``module:attribute``). ``allocator`` skips the lookup (the target string is then only the
     name counterexamples give `wevent trace`). ``save_requirements`` receives the
-    counterexample's requirements CSV."""
+    counterexample's requirements CSV.
+
+    Hypothesis keeps caches under ``./.hypothesis``; the gate routes them to a temporary
+    directory it removes, so a gate run leaves nothing in the user's directory (unless
+    ``HYPOTHESIS_STORAGE_DIRECTORY`` names a place)."""
+    with _private_hypothesis_storage():
+        return _run_gate(target, options, allocator, save_requirements)
+
+
+@contextmanager
+def _private_hypothesis_storage() -> Iterator[None]:
+    if os.getenv("HYPOTHESIS_STORAGE_DIRECTORY"):
+        yield
+        return
+    from hypothesis import configuration
+
+    before = configuration.storage_directory("", intent_to_write=False).home_directory
+    with tempfile.TemporaryDirectory(prefix="wevent-hypothesis-") as tmp:
+        configuration.set_hypothesis_home_dir(tmp)
+        try:
+            yield
+        finally:
+            configuration.set_hypothesis_home_dir(before)
+
+
+def _run_gate(
+    target: str,
+    options: GateOptions | None,
+    allocator: Allocator | None,
+    save_requirements: Path | None,
+) -> GateReport:
     opts = options or GateOptions()
     opts.check()
     if allocator is None and _names_population(target):  # users, not budgets: own stages
@@ -263,6 +304,9 @@ def run_gate(
         return stage.status != ERROR
 
     symbolic, scaling_ok = alloc.symbolic, True
+    why_not = "the kernel does not run on Z3 terms"
+    if not alloc.symbolic:
+        why_not += " (declared symbolic=False)"
     if "conformance" in opts.stages:
         det = check_determinism(target, alloc, opts.variant, opts.arithmetic, **common)
         if not add(det):
@@ -278,8 +322,12 @@ def run_gate(
             symbolic = sym.status != SKIPPED and alloc.symbolic
             if sym.status == FAILED:
                 symbolic = False
+            if sym.data.get("where"):
+                why_not = f"the kernel does not run on Z3 terms (at {sym.data['where']})"
+            elif sym.status == FAILED:
+                why_not = "on Z3 terms the kernel computes something else than on exact rationals"
     if "proof" in opts.stages:
-        report.stages.append(_prove(target, alloc, opts, symbolic, scaling_ok))
+        report.stages.append(_prove(target, alloc, opts, symbolic, scaling_ok, why_not))
     if "search" in opts.stages:
         for kind in ("fixed", "dynamic"):
             found = run_search(

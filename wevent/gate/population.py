@@ -77,7 +77,16 @@ from wevent.gate.inputs import (
     random_decisions,
     wide_fixed,
 )
-from wevent.gate.report import ERROR, FAILED, PASSED, PROVED, SKIPPED, UNKNOWN, GateReport
+from wevent.gate.report import (
+    ERROR,
+    FAILED,
+    PASSED,
+    PROVED,
+    SKIPPED,
+    UNKNOWN,
+    VERIFIER_ERROR,
+    GateReport,
+)
 from wevent.gate.report import StageResult as Stage
 from wevent.gate.search import (
     Seen,
@@ -403,13 +412,17 @@ def _found(
     if trace.ok:  # pragma: no cover - the kernel and the pool are deterministic (tested)
         return Stage(name, FAILED, time.perf_counter() - start, "a failing input passed again")
     cex = population_counterexample(target, opts.variant, opts.seed, population, trace)
-    replays = cex.replays()
-    detail = (
-        f"{cex.failure.describe()} (found by {how}, {probe.runs} runs"
-        + ("" if replays else "; WARNING: `wevent trace` does not replay it")
-        + ")"
-    )
-    data = {"runs": probe.runs, "replays": replays}
+    if not cex.replays():  # no refutation without a replay: the tools disagree, a wevent bug
+        return Stage(
+            name,
+            VERIFIER_ERROR,
+            time.perf_counter() - start,
+            f"the search's counterexample ({cex.failure.describe()}) does not replay through "
+            f"`wevent trace`: a bug in wevent, not a verdict; replay: {cex.command()}",
+            data={"runs": probe.runs, "replays": False},
+        )
+    detail = f"{cex.failure.describe()} (found by {how}, {probe.runs} runs)"
+    data = {"runs": probe.runs, "replays": True}
     return Stage(name, FAILED, time.perf_counter() - start, detail, counterexample=cex, data=data)
 
 
@@ -767,12 +780,27 @@ def _prove(
             f"holds at slot {last['slot']}"
         )
         cex = _replayed(target, opts, population, [bool(d) for d in last["decisions"]])
-    if cex is not None:
-        replays = cex.replays()
-        data["replays"] = replays
-        detail = f"{detail}; replayed: {cex.failure.describe()}"
-    else:
-        detail += " (the runtime trace does not fail on it: the sound variant's cap binds)"
+    if cex is None:  # no refutation without a replay
+        return Stage(
+            "proof",
+            UNKNOWN,
+            seconds,
+            f"{detail}; not refuted: the runtime trace does not fail on it (the sound "
+            "variant's cap binds)",
+            data=data,
+        )
+    if not cex.replays():
+        data["replays"] = False
+        return Stage(
+            "proof",
+            VERIFIER_ERROR,
+            seconds,
+            f"{detail}; its counterexample ({cex.failure.describe()}) does not replay through "
+            f"`wevent trace`: a bug in wevent, not a verdict; replay: {cex.command()}",
+            data=data,
+        )
+    data["replays"] = True
+    detail = f"{detail}; replayed: {cex.failure.describe()}"
     return Stage("proof", FAILED, seconds, detail, counterexample=cex, data=data)
 
 

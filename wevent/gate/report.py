@@ -8,31 +8,45 @@ Verdicts and exit codes (`wevent gate`):
 * ``refuted`` (1): some check failed; the smallest counterexample is reported, as the requirements
   CSV and ``--decisions`` string that `wevent trace` replays;
 * ``unusable`` (2): the target does not load, does not implement the protocol, or its kernel
-  raises on a valid input.
+  raises on a valid input;
+* ``verifier-error`` (4): the verifier contradicted itself (a proof's counterexample that does
+  not replay through the kernel and the guard): a bug in wevent, never a verdict on the target.
+  A refutation some other stage replayed still stands (``refuted``).
 """
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from accounting.requirements import Dynamic, Fixed
-from proofs.counterexamples import Counterexample, requirements_files
+from proofs.counterexamples import Counterexample
 
 __all__ = ["EXIT_CODES", "GateReport", "StageResult", "cex_size"]
 
-EXIT_CODES = {"proved": 0, "passed": 0, "refuted": 1, "unusable": 2, "unproved": 3}
+EXIT_CODES = {
+    "proved": 0,
+    "passed": 0,
+    "refuted": 1,
+    "unusable": 2,
+    "unproved": 3,
+    "verifier-error": 4,
+}
 
 # Stage statuses: "passed", "proved", "failed" (a refutation), "unknown" (Z3 undecided),
-# "skipped" (not applicable, with the reason), "error" (the target's code raised).
-FAILED, PASSED, PROVED, SKIPPED, UNKNOWN, ERROR = (
+# "skipped" (not applicable, with the reason), "error" (the target's code raised),
+# "verifier-error" (the verifier contradicted itself: `proofs.counterexamples.ProverError`).
+FAILED, PASSED, PROVED, SKIPPED, UNKNOWN, ERROR, VERIFIER_ERROR = (
     "failed",
     "passed",
     "proved",
     "skipped",
     "unknown",
     "error",
+    "verifier-error",
 )
 
 
@@ -95,6 +109,8 @@ class GateReport:
             return "unusable"
         if any(s.status == FAILED for s in self.stages):
             return "refuted"
+        if any(s.status == VERIFIER_ERROR for s in self.stages):
+            return "verifier-error"
         if any(s.status == PROVED for s in self.stages):
             return "proved"
         return "unproved" if self.require_proof else "passed"
@@ -102,6 +118,74 @@ class GateReport:
     @property
     def exit_code(self) -> int:
         return EXIT_CODES[self.verdict]
+
+    # ---------------------------------------------------------------- what was checked
+
+    def proof_scope(self) -> dict[str, Any] | None:
+        """What the proof stage proved (None when nothing was proved): for a budget kernel its
+        theorem's scope (classes, w, horizon or "unbounded", budgets); for a population
+        allocator the theorems proved, each with its scope."""
+        for s in self.stages:
+            if s.name != "proof" or s.status != PROVED:
+                continue
+            proof = s.data.get("proof", {})
+            if "theorems" in proof:
+                return {
+                    "theorems": [
+                        {"theorem": th["theorem"], "scope": th.get("scope", {})}
+                        for th in proof["theorems"]
+                    ]
+                }
+            return dict(proof.get("scope", {}))
+        return None
+
+    def search_scope(self) -> dict[str, Any] | None:
+        """What the search stages ran and passed (None when no search passed): the runs summed,
+        the largest window, class count and run length actually reached, the kinds."""
+        passed = [s for s in self.stages if s.name.startswith("search/") and s.status == PASSED]
+        scopes = [s.data["scope"] for s in passed if "scope" in s.data]
+        if not scopes:
+            return None
+        out: dict[str, Any] = {
+            "runs": sum(int(x.get("runs", 0)) - int(x.get("skipped", 0)) for x in scopes),
+            "w_max": max(int(x.get("w_max", 0)) for x in scopes),
+            "classes": max(int(x.get("classes", 0)) for x in scopes),
+            "horizon": max(int(x.get("horizon", 0)) for x in scopes),
+            "kinds": [str(x.get("kind", "")) for x in scopes],
+        }
+        pools = [x["pool"] for x in scopes if "pool" in x]
+        if pools:
+            out["pool"] = pools[0]
+        return out
+
+    def _not_proved_because(self) -> str:
+        for s in self.stages:
+            if s.name == "proof":
+                return f"{s.status}: {s.detail}" if s.detail else s.status
+        return "no proof stage ran"
+
+    def headline(self) -> str:
+        """The verdict and exactly what it rests on: the proof's scope, the search's reach."""
+        verdict = self.verdict
+        if verdict == "unusable":
+            return f"UNUSABLE: {self.unusable_reason}"
+        if verdict == "verifier-error":
+            bad = next(s for s in self.stages if s.status == VERIFIER_ERROR)
+            return f"VERIFIER ERROR in {bad.name} (a bug in wevent, not a verdict): {bad.detail}"
+        if verdict == "refuted":
+            bad = next(s for s in self.stages if s.status == FAILED)
+            cex = self.counterexample
+            why = cex.failure.describe() if cex is not None else bad.detail
+            return f"REFUTED by {bad.name}: {why}"
+        searched = _searched_text(self.search_scope())
+        if verdict == "proved":
+            return f"PROVED {_proved_text(self.proof_scope() or {})}; {searched}"
+        reason = _short(self._not_proved_because())
+        if verdict == "unproved":
+            return f"UNPROVED (--require-proof; not proved: {reason}); {searched}"
+        if self.search_scope() is None:
+            return f"PASSED (neither proved nor searched; not proved: {reason})"
+        return f"PASSED (searched, not proved: {reason}); {searched}"
 
     @property
     def ok(self) -> bool:
@@ -137,10 +221,9 @@ class GateReport:
     # ---------------------------------------------------------------- renderings
 
     def describe(self) -> list[str]:
-        label = self.verdict.upper()
         lines = [
-            f"wevent gate {self.target} ({self.variant}, {self.arithmetic} arithmetic): "
-            f"{label} ({self.seconds:.2f} s)"
+            f"wevent gate {self.target} ({self.variant}, {self.arithmetic} arithmetic, "
+            f"{self.seconds:.2f} s): {self.headline()}"
         ]
         if self.allocator:
             a = self.allocator
@@ -154,13 +237,7 @@ class GateReport:
             lines.append(f"  {s.name:<24} {s.status:<8} {s.seconds:7.2f} s  {s.detail}")
         cex = self.counterexample
         if cex is not None:
-            lines.append(f"counterexample: {cex.failure.describe()}")
-            where = self.requirements_path or "counterexample.csv"
-            for name, text in requirements_files(cex.population, where):
-                lines.append(f"requirements ({name}):")
-                lines += [f"  {row}" for row in text.splitlines()]
-            lines.append(f"decisions: {cex.decision_text}")
-            lines.append(f"replay: {self.replay_command()}")
+            lines += cex.describe(self.requirements_path)
         return lines
 
     def to_json(self) -> dict[str, Any]:
@@ -169,6 +246,9 @@ class GateReport:
             "variant": self.variant,
             "arithmetic": self.arithmetic,
             "verdict": self.verdict,
+            "headline": self.headline(),
+            "proved": self.proof_scope(),
+            "searched": self.search_scope(),
             "exit_code": self.exit_code,
             "seconds": round(self.seconds, 3),
             "options": self.options,
@@ -202,6 +282,9 @@ class GateReport:
         props = ET.SubElement(suite, "properties")
         for key, value in (
             ("verdict", self.verdict),
+            ("headline", self.headline()),
+            ("proved", json.dumps(self.proof_scope(), sort_keys=True)),
+            ("searched", json.dumps(self.search_scope(), sort_keys=True)),
             ("variant", self.variant),
             ("arithmetic", self.arithmetic),
             *((k, str(v)) for k, v in self.options.items()),
@@ -222,9 +305,9 @@ class GateReport:
                 node = ET.SubElement(case, "failure", {"message": s.detail})
                 body = [s.detail]
                 if s.counterexample is not None:
-                    body += s.counterexample.describe()
+                    body += s.counterexample.describe(self.requirements_path)
                 node.text = "\n".join(body)
-            elif s.status == ERROR:
+            elif s.status in (ERROR, VERIFIER_ERROR):
                 node = ET.SubElement(case, "error", {"message": s.detail})
                 node.text = s.detail
             elif s.status in (SKIPPED, UNKNOWN):
@@ -236,3 +319,65 @@ class GateReport:
         root.append(suite)
         ET.indent(root)
         return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _short(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _range_max(value: Any) -> str:
+    """The upper end of a scope range: "1..3", [1, 3] or 3 -> "3"."""
+    if isinstance(value, list | tuple):
+        return str(value[-1])
+    return str(value).split("..")[-1]
+
+
+def _proved_text(scope: dict[str, Any]) -> str:
+    if "theorems" in scope:  # a population allocator
+        parts = []
+        for th in scope["theorems"]:
+            sc = th["scope"]
+            what = {
+                "pool-never-short": "no draw exceeds the pool",
+                "user-windows": "every drawn user's windows hold",
+                "ops-split": "the OPS split covers every report",
+            }.get(th["theorem"], th["theorem"])
+            bits = []
+            if "classes" in sc:
+                bits.append(f"<= {_range_max(sc['classes'])} classes")
+            if "w" in sc:
+                bits.append(f"w <= {_range_max(sc['w'])}")
+            if "n" in sc:
+                bits.append(f"n <= {_range_max(sc['n'])}")
+            if "users" in sc:
+                bits.append(f"users {sc['users']}")
+            if "budgets" in sc:
+                budgets = sorted({b for row in sc["budgets"] for b in row}, key=Fraction)
+                bits.append(f"budgets in {{{', '.join(budgets)}}}")
+            parts.append(f"{what} ({', '.join(bits)})" if bits else what)
+        return "that " + "; ".join(parts)
+    horizon = scope.get("horizon")
+    slots = "every horizon (k-induction)" if horizon == "unbounded" else f"{horizon} slots"
+    budgets = scope.get("budgets", "positive reals")
+    budget_text = (
+        "every positive budget"
+        if budgets == "positive reals"
+        else f"budgets in {{{', '.join(str(b) for b in budgets)}}}"
+    )
+    out = (
+        f"for <= {_range_max(scope.get('classes', '?'))} classes, "
+        f"w <= {_range_max(scope.get('w', '?'))}, {slots}, {budget_text}"
+    )
+    if "declaration_slots" in scope:
+        out += f", declarations at slots {scope['declaration_slots']}"
+    return out
+
+
+def _searched_text(scope: dict[str, Any] | None) -> str:
+    if scope is None:
+        return "not searched"
+    pool = f", pools of {scope['pool']} users" if "pool" in scope else ""
+    return (
+        f"searched {scope['runs']:,} populations up to w = {scope['w_max']}, "
+        f"{scope['classes']} classes, {scope['horizon']} slots{pool}: no violation"
+    )

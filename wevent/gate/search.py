@@ -50,7 +50,7 @@ from wevent.gate.inputs import (
     wide_horizon,
     wide_window,
 )
-from wevent.gate.report import ERROR, FAILED, PASSED, SKIPPED, StageResult
+from wevent.gate.report import ERROR, FAILED, PASSED, SKIPPED, VERIFIER_ERROR, StageResult
 from wevent.tracing import TraceResult, trace_kernel
 
 __all__ = [
@@ -528,17 +528,20 @@ def run_search(
             "a failing input passed when run again: the kernel is not deterministic",
         )
     cex = counterexample_of(target, variant, arithmetic, population, decisions, result)
-    replays = cex.replays()
-    detail = (
-        f"{cex.failure.describe()} (found by {how}, {probe.runs} runs"
-        + ("" if replays else "; WARNING: `wevent trace` does not replay it")
-        + ")"
-    )
+    if not cex.replays():  # no refutation without a replay: the tools disagree, a wevent bug
+        return StageResult(
+            name,
+            VERIFIER_ERROR,
+            time.perf_counter() - start,
+            f"the search's counterexample ({cex.failure.describe()}) does not replay through "
+            f"`wevent trace`: a bug in wevent, not a verdict; replay: {cex.command()}",
+            data={"scope": scope, "runs": probe.runs, "replays": False},
+        )
     return StageResult(
         name,
         FAILED,
         time.perf_counter() - start,
-        detail,
+        f"{cex.failure.describe()} (found by {how}, {probe.runs} runs)",
         counterexample=cex,
-        data={"scope": scope, "runs": probe.runs, "replays": replays},
+        data={"scope": scope, "runs": probe.runs, "replays": True},
     )

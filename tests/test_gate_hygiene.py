@@ -1,0 +1,68 @@
+"""What `wevent gate` and `wevent prove` leave behind and tell the user to run (issue 20):
+no `.hypothesis/` folder in the user's directory, and a replay line that names only files that
+exist (or says which to save first)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _wevent(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("HYPOTHESIS_STORAGE_DIRECTORY", None)
+    return subprocess.run(
+        [sys.executable, "-m", "wevent", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.mark.heavy
+def test_the_gate_leaves_nothing_in_the_working_directory(tmp_path: Path) -> None:
+    """Hypothesis caches source constants under ./.hypothesis; the gate routes them elsewhere
+    (a refuting run draws the most: shrinking)."""
+    done = _wevent(tmp_path, "gate", "tests.gate_mutants:absorb_uncapped", "--search-runs", "30")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def _replay(output: str) -> str:
+    return next(line for line in output.splitlines() if line.strip().startswith("replay:"))
+
+
+@pytest.mark.heavy
+def test_a_gate_replay_line_names_no_missing_file(tmp_path: Path) -> None:
+    target = "tests.gate_mutants:absorb_uncapped"
+    done = _wevent(tmp_path, "gate", target, "--search-runs", "30")
+    line = _replay(done.stdout)
+    assert "save the requirements above as counterexample.csv" in line
+    assert not (tmp_path / "counterexample.csv").exists()
+    # saving as told, then running the command it gives, replays the refusal
+    saved = _wevent(
+        tmp_path, "gate", target, "--search-runs", "30", "--save-requirements", "cex.csv"
+    )
+    command = _replay(saved.stdout).split("replay: ", 1)[1]
+    assert " -r cex.csv " in command and (tmp_path / "cex.csv").exists()
+    traced = _wevent(tmp_path, *command.split()[1:])
+    assert traced.returncode == 1 and "refused" in traced.stdout, traced.stdout
+
+
+def test_a_prove_replay_line_names_the_saved_file(tmp_path: Path) -> None:
+    args = ["prove", "dpba", "--variant", "published", "--w-max", "2", "--classes", "1"]
+    done = _wevent(tmp_path, *args)
+    assert done.returncode == 1
+    assert "save the requirements above as" in _replay(done.stdout)
+    saved = _wevent(tmp_path, *args, "--save-requirements", "p.csv")
+    command = _replay(saved.stdout).split("replay: ", 1)[1]
+    traced = _wevent(tmp_path, *command.split()[1:])
+    assert traced.returncode == 1, traced.stdout + traced.stderr

@@ -1,0 +1,123 @@
+"""The gate's verdict line says exactly what was proved and what was searched (issue 20, parts
+3 and 6): PROVED states its scope and the search's reach; a kernel that cannot run on Z3 terms is
+"PASSED (searched, not proved)" with the line that stopped the proof, never "proved"."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from mechanisms.allocators.api import AllocatorSpec
+from mechanisms.allocators.kernel import ClassReq, Plan, fixed_classes
+from wevent.gate import GateOptions, run_gate
+
+F = Fraction
+HERE = Path(__file__).name
+QUICK = GateOptions(search_runs=40, examples=40)
+
+
+class _PlainUniform:
+    """Uniform written in plain Python: each slot spends min(eps / w, eps / 2), decided by an
+    ``if`` on the budget (sound: w slots of at most eps / w)."""
+
+    def __init__(self, alg: Any, classes: Sequence[ClassReq[Any]], variant: str) -> None:
+        self.alg = alg
+        self.classes = tuple(classes)
+        self.fixed = fixed_classes(classes, "plain-uniform")
+
+    def start(self) -> int:
+        return 0
+
+    def step(self, state: int, t: int, plan: Plan[Any, Any], published: Any) -> int:
+        return t
+
+    def _share(self, eps: Any, w: int) -> Any:
+        share = eps / w
+        if share > eps / 2:  # the first branch on a budget
+            share = eps / 2
+        return share
+
+    def plan(self, state: int, t: int) -> Plan[Any, Any]:
+        pubs = tuple(self._share(c.eps, c.w) for c in self.fixed)
+        return Plan(False, True, tuple(F(0) for _ in pubs), pubs)
+
+
+class _PlainMiscount(_PlainUniform):
+    """The same, but budgets of at least 1 are split over w - 1 slots (a miscount only for
+    large budgets): a window of w slots spends eps * w / (w - 1)."""
+
+    def _share(self, eps: Any, w: int) -> Any:
+        if eps >= 1 and w > 1:
+            return eps / (w - 1)
+        return eps / w
+
+
+def _factory(cls: type[_PlainUniform]) -> Any:
+    def factory(alg: Any, classes: Sequence[ClassReq[Any]], variant: str) -> Any:
+        return cls(alg, classes, variant)
+
+    return factory
+
+
+PLAIN_SOUND = AllocatorSpec("plain-sound", "fixed", "per-class", "", _factory(_PlainUniform))
+PLAIN_BROKEN = AllocatorSpec("plain-broken", "fixed", "none", "", _factory(_PlainMiscount))
+
+
+def test_a_proof_states_its_scope_and_the_search_its_reach(tmp_path: Path) -> None:
+    report = run_gate("pba", QUICK)
+    head = report.headline()
+    assert head.startswith("PROVED for <= 2 classes, w <= 3, 9 slots, every positive budget; ")
+    searched = report.search_scope()
+    assert searched is not None and searched["w_max"] >= 32 and searched["horizon"] >= 128
+    assert f"searched {searched['runs']:,} populations up to w = {searched['w_max']}" in head
+    assert head.endswith(": no violation")
+    data = report.to_json()
+    assert data["proved"] == {
+        "classes": "1..2",
+        "w": "1..3",
+        "horizon": 9,
+        "budgets": "positive reals",
+    }
+    assert data["searched"]["runs"] == searched["runs"] > 0
+    props = {
+        p.get("name"): p.get("value", "")
+        for p in ET.fromstring(report.junit_xml()).iter("property")
+    }
+    assert json.loads(props["proved"])["w"] == "1..3"
+    assert json.loads(props["searched"])["runs"] == searched["runs"]
+
+
+def test_a_plain_python_kernel_is_searched_not_proved_and_says_where() -> None:
+    report = run_gate("tests.test_gate_verdicts:PLAIN_SOUND", QUICK)
+    assert report.verdict == "passed" and report.exit_code == 0
+    head = report.headline()
+    assert head.startswith("PASSED (searched, not proved: skipped: the kernel does not run on Z3")
+    assert f"{HERE}:" in head and "if share > eps / 2:" in head
+    assert "PROVED" not in head and "proved for" not in head.lower()
+    assert report.proof_scope() is None and report.search_scope() is not None
+    strict = run_gate(
+        "tests.test_gate_verdicts:PLAIN_SOUND",
+        GateOptions(search_runs=40, examples=40, require_proof=True),
+    )
+    assert strict.exit_code == 3 and strict.headline().startswith("UNPROVED (--require-proof")
+
+
+def test_a_broken_plain_python_kernel_is_refuted_by_the_search() -> None:
+    report = run_gate("tests.test_gate_verdicts:PLAIN_BROKEN", QUICK)
+    assert report.verdict == "refuted", report.describe()
+    cex = report.counterexample
+    assert cex is not None and cex.replays()
+    assert report.headline().startswith("REFUTED by search/fixed: slot ")
+
+
+def test_nothing_searched_is_said() -> None:
+    report = run_gate(
+        "tests.test_gate_verdicts:PLAIN_SOUND", GateOptions(stages=("conformance", "proof"))
+    )
+    assert report.headline().startswith("PASSED (neither proved nor searched")
+    proved = run_gate("pba", GateOptions(stages=("conformance", "proof")))
+    assert proved.headline().endswith("; not searched")
