@@ -60,18 +60,19 @@ def test_trace_text_lists_every_slot() -> None:
     assert "guard: all 3 slots accepted" in out
 
 
-def test_trace_ends_with_the_guards_refusal(tmp_path: Path) -> None:
-    req = write(tmp_path / "a.csv", "user,w,epsilon\na,3,0.6\n")
-    args = ["trace", "ba", "-r", req, "--decisions", "0,1,0,1", "--variant", "published"]
-    assert run(*args)[0] == 0  # exact counts are fine
+def test_trace_ends_with_the_guards_refusal() -> None:
+    """The sound PBA in doubles end to end on classes (4, 0.7) and (2, 1) (docs/float.md)."""
+    req = str(example_path("pba-doubles.csv"))
+    args = ["trace", "pba", "-r", req, "--decisions", "0,0,1,0,1,0,1,0,1,1"]
+    assert run(*args)[0] == 0  # exact arithmetic is fine
     code, out, _ = run(*args, "--arithmetic", "float")
     assert code == 1
-    assert "REFUSED by the guard" in out and "fixed window [2, 4]" in out
+    assert "REFUSED by the guard" in out and "fixed window [7, 10]" in out
     code, out, _ = run(*args, "--arithmetic", "float", "--json")
     assert code == 1
     refusal = json.loads(out)["refusal"]
-    assert refusal["slot"] == 4 and refusal["window"] == [2, 4]
-    assert refusal["excess"] == "1/22517998136852480"
+    assert refusal["slot"] == 10 and refusal["window"] == [7, 10]
+    assert refusal["excess"] == "9007199254740991/405648192073033408478945025720320"
 
 
 def test_trace_reports_a_negative_budget(tmp_path: Path) -> None:
@@ -165,19 +166,26 @@ def test_run_ledger_equals_the_kernel_trace(
         "--releases",
         str(releases),
     )
-    assert code == 0, out + err
+    if arithmetic == "float" and code == 1:
+        # in doubles end to end a share can round up past the exact requirement (uniform:
+        # 0.4 / 8 as a double, eight times, exceeds 0.4): the guard stops the run there, and
+        # what ran is still the kernel's trace
+        assert "STOPPED: refused spend" in out + err
+    else:
+        assert code == 0, out + err
     statuses = {}
     for line in releases.read_text().splitlines()[1:]:
         slot, status, *_ = line.split(",")
         statuses[int(slot)] = status
-    decisions = [statuses[t] == "published" for t in range(1, 41)]
+    decisions = [statuses[t] == "published" for t in range(1, len(statuses) + 1)]
     population = read_requirements(req)
     kernel = make_kernel(mechanism, algebra_for(arithmetic), classes_of(population, mechanism))
     trace = run_trace(kernel, decisions)
     charged: dict[tuple[int, str, str], Fraction] = defaultdict(Fraction)
     for ch in read_ledger(ledger):
         assert ch.group is not None
-        charged[(ch.slot, ch.group, ch.part)] += ch.amount
+        if ch.slot <= len(statuses):  # (a stopped run's refused slot is partly charged)
+            charged[(ch.slot, ch.group, ch.part)] += ch.amount
     expected = {}
     for s in trace:
         assert s.status == statuses[s.slot]

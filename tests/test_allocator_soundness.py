@@ -41,7 +41,7 @@ decisions = st.lists(st.booleans(), min_size=1, max_size=40)
 @given(
     pop=populations(max_users=4, reqs=fixed_reqs_with_zero),
     dec=decisions,
-    arithmetic=st.sampled_from(["exact", "float"]),
+    arithmetic=st.just("exact"),  # in doubles a window can round past eps (docs/float.md)
 )
 def test_sound_fixed_kernels_pass_the_guard(
     mechanism: str, pop: Population, dec: list[bool], arithmetic: str
@@ -55,7 +55,7 @@ def test_sound_fixed_kernels_pass_the_guard(
 @given(
     pop=populations(max_users=4, reqs=any_reqs),
     dec=decisions,
-    arithmetic=st.sampled_from(["exact", "float"]),
+    arithmetic=st.just("exact"),  # in doubles a window can round past eps (docs/float.md)
 )
 def test_sound_dynamic_kernels_pass_the_guard(
     mechanism: str, pop: Population, dec: list[bool], arithmetic: str
@@ -174,22 +174,36 @@ def test_published_dynamic_rules_break_windows(
 # 0.3 / 0.1 == 2.9999999999999996 in doubles: with E = 0.6 and w = 3 a publication of three shares
 # (0.3) counts as t_N = 1.9999999999999996 nullified slots, so the slot two after it publishes again
 # with t_A = 4.4e-16 shares while the window already holds E.
-FLOAT_CASES = [
-    ("ba", [False, True, False, True]),  # 002 Algorithm 2: slot 2 absorbs three shares
-    ("pba", [False, False, True, False, True]),  # 001 Algorithm 5: slot 3 absorbs three shares
-]
+# 001 Algorithm 5 (PBA) in doubles end to end, the heterogeneous case of issue 20: class A
+# (w 4, eps 0.7) beside class B (w 2, eps 1); the sound variant's clip computes A's room in
+# doubles, and window [7, 10] of A ends 2.2e-17 over 0.7 (also over the double nearest 0.7,
+# which is below 0.7: an arithmetic overspend, not the parsing of the requirement).
+HETEROGENEOUS = {"a": Fixed(4, Budget("0.7")), "b": Fixed(2, Budget("1"))}
+HETEROGENEOUS_DECISIONS = [False, False, True, False, True, False, True, False, True, True]
 
 
-@pytest.mark.parametrize(("mechanism", "dec"), FLOAT_CASES)
-@pytest.mark.parametrize("others", [{}, {"b": Fixed(2, Budget("1"))}])
-def test_float_counts_break_ba_and_pba(
-    mechanism: str, dec: list[bool], others: dict[str, Fixed]
-) -> None:
-    pop = Population({"a": Fixed(3, Budget("0.6")), **others})
-    bad = trace_with_guard(mechanism, pop, dec, variant="published", arithmetic="float")
-    assert bad.refusal is not None
-    assert bad.refusal.slot == len(dec) and bad.refusal.window.kind == "fixed"
-    assert 0 < bad.refusal.excess < F(1, 10**15)
-    for variant in ("published", "sound"):
-        assert trace_with_guard(mechanism, pop, dec, variant=variant).ok  # exact counts
-    assert trace_with_guard(mechanism, pop, dec, variant="sound", arithmetic="float").ok
+def test_full_doubles_overspend_heterogeneous_pba() -> None:
+    pop = Population(HETEROGENEOUS)
+    bad = trace_with_guard("pba", pop, HETEROGENEOUS_DECISIONS, arithmetic="float")
+    assert bad.refusal is not None and bad.failed_slot == 10
+    window = bad.refusal.window
+    assert (window.first, window.kind) == (7, "fixed") and "member 'a'" in bad.refusal.subject
+    spent = window.spent + bad.refusal.asked
+    assert F(0.7) < F(7, 10) < spent < F(7, 10) + F(1, 10**16)
+    # exact arithmetic, same decisions: compliant (the sound variant is proved)
+    assert trace_with_guard("pba", pop, HETEROGENEOUS_DECISIONS).ok
+
+
+def test_full_doubles_are_the_exact_values_of_the_doubles_computed() -> None:
+    """Negative control and meaning: every charge in float mode is exactly a double, and a
+    uniform allocator on a budget and window whose share is exact (1/2 over 4 slots: 1/8)
+    spends it exactly: float mode refutes roundings, not everything."""
+    pop = Population({"a": Fixed(4, Budget("0.5"))})
+    run = trace_with_guard("uniform", pop, [True] * 12, arithmetic="float")
+    assert run.ok
+    assert {s.publication[0] for s in run.slots} == {F(1, 8)}
+    pop = Population(HETEROGENEOUS)
+    bad = trace_with_guard("pba", pop, HETEROGENEOUS_DECISIONS, arithmetic="float")
+    for s in bad.slots:
+        for x in (*s.dissimilarity, *s.publication):
+            assert F(float(x)) == x

@@ -12,6 +12,7 @@ gate with its proof (13 s) only under ``-m slow``.
 from __future__ import annotations
 
 import dataclasses
+from fractions import Fraction as F
 from pathlib import Path
 from typing import Any
 
@@ -125,13 +126,15 @@ def test_gate_rejects_unsound_published_variants(
 
 
 def test_float_counterexample_is_minimal() -> None:
-    """BA with E = 0.3, w = 3 and decisions 0,1,0,1 (0.3/0.1 rounds below 3, 002 Algorithm 2
-    line 4): the smallest failing input there is, found by the search and the proof alike."""
+    """BA in doubles end to end: eps = 0.1 parses to the double 0.1000000000000000055..., and a
+    window of one slot spends all of it: the smallest failing input there is (one class, one
+    slot), found by the search as by the proof."""
     report = _gate("ba", variant="published", arithmetic="float", stages=("search",))
     cex = report.counterexample
     assert cex is not None
-    assert [(u, r.describe()) for u, r in cex.requirements] == [("u1", "fixed w=3 eps=0.3")]
-    assert cex.decision_text == "0,1,0,1"
+    assert [(u, r.describe()) for u, r in cex.requirements] == [("u1", "fixed w=1 eps=0.1")]
+    assert cex.decision_text == "1"
+    assert cex.failure.spent - cex.failure.bound == F(1, 180143985094819840)
 
 
 @pytest.mark.parametrize("name", ["bd", "pbd", "ba", "pba"])

@@ -67,11 +67,12 @@ def test_counterexample_exit_1_replays_with_trace(tmp_path: Path) -> None:
     assert code == 1
     data = json.loads(out)
     assert data["result"] == "counterexample"
-    assert data["requirements"] == [{"user": "u1", "w": 3, "epsilon": "0.3"}]
-    assert data["decisions"] == [0, 1, 0, 1]
+    # in doubles end to end: 0.1 parses to 0.1000000000000000055..., spent whole in one slot
+    assert data["requirements"] == [{"user": "u1", "w": 1, "epsilon": "0.1"}]
+    assert data["decisions"] == [1]
     violation = data["violation"]
-    assert violation["slot"] == 4 and violation["kind"] == "fixed"
-    assert violation["window"] == [2, 4] and violation["bound"] == "3/10"
+    assert violation["slot"] == 1 and violation["kind"] == "fixed"
+    assert violation["window"] == [1, 1] and violation["bound"] == "1/10"
     decisions = ",".join(str(d) for d in data["decisions"])
     code, out, _ = run(
         "trace", "ba", "-r", str(req), "--decisions", decisions,

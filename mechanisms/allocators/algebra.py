@@ -7,10 +7,10 @@ budgets for a run and symbolic budgets for a proof (DESIGN.md, "one source of tr
 The published pseudo-code divides budgets to count absorbed and nullified slots
 (``t_N = eps_l / share - 1``, 002 Algorithm 2 line 4; 001 Algorithm 5 line 6 and Algorithm 7
 line 7). Those *count* operations go through ``ratio``, ``count_add`` and ``count_sub``:
-`ExactAlgebra` evaluates them exactly, `FloatCountAlgebra` in IEEE double precision as the published
-code does, so the hazard (``0.3 / 0.1 == 2.9999999999999996``) can be reproduced and refuted.
-Budget arithmetic itself stays exact in both, so any violation the guard then reports is caused by
-the counts, not by the representation of a budget.
+`ExactAlgebra` evaluates them exactly; `FloatCountAlgebra` evaluates every operation (budgets,
+shares, sums and counts) in IEEE double precision as the published code does, so the hazards
+(``0.3 / 0.1 == 2.9999999999999996``; a window of rounded shares summing past its budget) can be
+reproduced and refuted: the guard checks the exact value of every double spent.
 """
 
 from __future__ import annotations
@@ -156,14 +156,44 @@ def _double(x: float) -> Fraction:
 
 
 class FloatCountAlgebra(ExactAlgebra):
-    """Exact budgets, but absorption counts in IEEE double precision, as the published code.
+    """IEEE double precision end to end, as the published code computes (Du et al.'s Java
+    code and streamdp-benchmark carry budgets, shares, sums and counts in doubles).
 
-    Every count operation rounds its operands and its result to doubles (Python floats), so a
-    count like ``0.3 / 0.1 - 1`` comes out as 1.9999999999999996 exactly as in the published
-    implementations; the result is carried on as the exact value of that double.
+    Every operation rounds its operands to doubles (a requirement's ``eps = 7/10`` enters as the
+    double nearest 0.7, as a parsed ``0.7`` does) and its result to a double (round to nearest,
+    ties to even: Python floats), so ``0.3 / 0.1 - 1`` comes out as 1.9999999999999996 and
+    ``0.7 / 8`` as the double the Java code gets. Values are carried as the *exact* value of
+    each double (a `Fraction`), so the runtime guard checks the exact amount every double spends
+    against the exact requirement: a rounding that overspends a window is a refusal.
+
+    ``scale(a, k)`` divides when ``k`` is ``1/n`` (published code writes ``eps / (2 * w)``,
+    not ``eps * 0.125``), else multiplies by the numerator and divides by the denominator.
+    Comparisons compare the doubles. ``const`` rounds to a double as a literal does.
     """
 
     name = "float"
+
+    def const(self, q: Fraction | int) -> Fraction:
+        return _double(_float(Fraction(q)))
+
+    def add(self, a: Fraction, b: Fraction) -> Fraction:
+        return _double(_float(a) + _float(b))
+
+    def sub(self, a: Fraction, b: Fraction) -> Fraction:
+        return _double(_float(a) - _float(b))
+
+    def mul(self, a: Fraction, b: Fraction) -> Fraction:
+        return _double(_float(a) * _float(b))
+
+    def scale(self, a: Fraction, k: Fraction | int) -> Fraction:
+        k = Fraction(k)
+        x = _float(a)
+        if k.numerator != 1:
+            x = x * k.numerator
+        return _double(x / k.denominator)
+
+    def le(self, a: Fraction, b: Fraction) -> bool:
+        return _float(a) <= _float(b)
 
     def ratio(self, a: Fraction, b: Fraction) -> Fraction:
         return _double(_float(a) / _float(b)) if b else Fraction(0)
@@ -173,6 +203,9 @@ class FloatCountAlgebra(ExactAlgebra):
 
     def count_sub(self, a: Fraction, b: Fraction) -> Fraction:
         return _double(_float(a) - _float(b))
+
+    def floor(self, a: Fraction) -> Fraction:
+        return Fraction(math.floor(_float(a)))
 
 
 def algebra_for(arithmetic: str) -> ExactAlgebra:

@@ -1,0 +1,47 @@
+"""The mutation suite (`tests/gate_suite.py`): its size, that its scope-only bugs are invisible
+at the old small scope (the negative control: the wide search is what kills them), and that the
+default gate kills every broken allocator and accepts every sound one."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.gate_suite import BROKEN, SCOPE_ONLY, SOUND_TARGETS
+from wevent.gate import GateOptions, run_gate
+
+
+def test_the_suite_is_as_large_as_promised() -> None:
+    assert len(BROKEN) >= 40 and len(SCOPE_ONLY) >= 15 and len(SOUND_TARGETS) >= 10
+
+
+@pytest.mark.parametrize("target", SCOPE_ONLY)
+def test_a_scope_only_bug_hides_from_the_small_scope(target: str) -> None:
+    """Conformance and the proof at w <= 3, 2 classes, 9 slots, no wide search: not refuted."""
+    small = GateOptions(stages=("conformance", "proof", "search"), search_runs=0, examples=60)
+    assert run_gate(target, small).verdict in ("proved", "passed")
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("target", SCOPE_ONLY)
+def test_the_default_gate_kills_a_scope_only_bug(target: str) -> None:
+    report = run_gate(target, GateOptions())
+    assert report.verdict == "refuted", report.describe()
+    cex = report.counterexample
+    assert cex is not None and cex.replays()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", sorted(set(BROKEN) - set(SCOPE_ONLY)))
+def test_the_default_gate_kills_every_other_broken_one(target: str) -> None:
+    report = run_gate(target, GateOptions())
+    assert report.verdict == "refuted", report.describe()
+    cex = report.counterexample
+    if cex is not None:  # (a conformance refutation, e.g. a forgetful state, has none)
+        assert cex.replays()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", SOUND_TARGETS)
+def test_the_default_gate_accepts_every_sound_one(target: str) -> None:
+    report = run_gate(target, GateOptions())
+    assert report.exit_code == 0, report.describe()
