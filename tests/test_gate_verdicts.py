@@ -70,7 +70,10 @@ PLAIN_BROKEN = AllocatorSpec("plain-broken", "fixed", "none", "", _factory(_Plai
 def test_a_proof_states_its_scope_and_the_search_its_reach(tmp_path: Path) -> None:
     report = run_gate("pba", QUICK)
     head = report.headline()
-    assert head.startswith("PROVED for <= 2 classes, w <= 3, 9 slots, every positive budget; ")
+    # a built-in fixed-requirement kernel: bounded proof, then k-induction for every horizon
+    assert head.startswith(
+        "PROVED for <= 2 classes, w <= 3, every horizon (k-induction), every positive budget; "
+    )
     searched = report.search_scope()
     assert searched is not None and searched["w_max"] >= 32 and searched["horizon"] >= 128
     assert f"searched {searched['runs']:,} populations up to w = {searched['w_max']}" in head
@@ -79,9 +82,11 @@ def test_a_proof_states_its_scope_and_the_search_its_reach(tmp_path: Path) -> No
     assert data["proved"] == {
         "classes": "1..2",
         "w": "1..3",
-        "horizon": 9,
+        "horizon": "unbounded",
         "budgets": "positive reals",
     }
+    bounded = report.stage("proof").data["bounded"]
+    assert bounded["scope"]["horizon"] == 9 and bounded["result"] == "proved"
     assert data["searched"]["runs"] == searched["runs"] > 0
     props = {
         p.get("name"): p.get("value", "")
@@ -121,3 +126,7 @@ def test_nothing_searched_is_said() -> None:
     assert report.headline().startswith("PASSED (neither proved nor searched")
     proved = run_gate("pba", GateOptions(stages=("conformance", "proof")))
     assert proved.headline().endswith("; not searched")
+    third_party = run_gate(
+        "tests.gate_sound:half_uniform", GateOptions(stages=("conformance", "proof"))
+    )
+    assert third_party.headline().startswith("PROVED for <= 2 classes, w <= 3, 9 slots, ")

@@ -2,8 +2,8 @@
 
 The demo checks two bundled ledgers against bundled requirements and prints the verdicts, shows
 the runtime guard refusing the spends that would break a window, runs PBA on a synthetic stream
-with the guard in the loop, refutes two published pseudo-codes (DPBD after a requirement change,
-BA with floating-point share counts) beside their sound variants, runs the local PLPA+ (OPS and
+with the guard in the loop, refutes the published DPBD after a requirement change and the sound
+PBA computed in doubles end to end (as published code does) beside their exact runs, runs the local PLPA+ (OPS and
 PUE) on the same users, refutes the published OPS split, and proves the primitives' privacy
 theorems. Later issues grow it into run -> audit -> prove -> report.
 """
@@ -188,14 +188,17 @@ def _allocators(echo: Callable[[str], None]) -> bool:
     sound = trace_with_guard("dpbd", change, [True, False])
     echo(f"  dpbd (sound), same input: guard accepted {len(sound.slots)} slots")
     intended &= published.refusal is not None and sound.ok
-    fixed = Population({"a": Fixed(3, Budget("0.6"))})
-    float_ba = trace_with_guard(
-        "ba", fixed, [False, True, False, True], variant="published", arithmetic="float"
+    # docs/float.md: the sound PBA computed in doubles end to end, as published code does
+    mixed = Population({"a": Fixed(4, Budget("0.7")), "b": Fixed(2, Budget("1"))})
+    decisions = [False, False, True, False, True, False, True, False, True, True]
+    in_doubles = trace_with_guard("pba", mixed, decisions, arithmetic="float")
+    echo(
+        "  pba (sound, in doubles), A:(4, 0.7) B:(2, 1), decisions 0,0,1,0,1,0,1,0,1,1: "
+        f"{in_doubles.refusal}"
     )
-    echo(f"  ba (published, float counts), w=3, eps=0.6, decisions 0,1,0,1: {float_ba.refusal}")
-    sound_ba = trace_with_guard("ba", fixed, [False, True, False, True], arithmetic="float")
-    echo(f"  ba (sound, float counts), same input: guard accepted {len(sound_ba.slots)} slots")
-    intended &= float_ba.refusal is not None and sound_ba.ok
+    exact = trace_with_guard("pba", mixed, decisions)
+    echo(f"  pba (sound, exact), same input: guard accepted {len(exact.slots)} slots")
+    intended &= in_doubles.refusal is not None and exact.ok
     intended &= _local(echo, population)
     return intended
 

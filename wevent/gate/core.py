@@ -35,7 +35,7 @@ from mechanisms.allocators.registry import (
     resolve,
     resolve_population,
 )
-from proofs.central import Scope, prove_allocator
+from proofs.central import AllocatorProof, Scope, interchangeable, prove_allocator
 from proofs.counterexamples import ProverError
 from wevent.gate.conformance import (
     check_determinism,
@@ -178,7 +178,15 @@ def _prove(
     data: dict[str, Any] = {"proof": proof.to_json()}
     what = f"{proof.method}, {proof.cases} cases: {proof.statement}"
     if proof.status == "proved":
-        return StageResult("proof", PROVED, proof.seconds, what, data=data)
+        seconds = proof.seconds
+        unbounded = _every_horizon(target, alloc, opts, scope)
+        if isinstance(unbounded, StageResult):
+            return unbounded
+        if unbounded is not None:  # k-induction: the same theorem for every horizon
+            data = {"proof": unbounded.to_json(), "bounded": proof.to_json()}
+            seconds += unbounded.seconds
+            what = f"{what}; {unbounded.method}, {unbounded.cases} cases: {unbounded.statement}"
+        return StageResult("proof", PROVED, seconds, what, data=data)
     if proof.status == "unknown":
         return StageResult("proof", UNKNOWN, proof.seconds, proof.reason or what, data=data)
     cex = proof.counterexample
@@ -187,6 +195,26 @@ def _prove(
     return StageResult(
         "proof", FAILED, proof.seconds, cex.failure.describe(), counterexample=cex, data=data
     )
+
+
+def _every_horizon(
+    target: str, alloc: Allocator, opts: GateOptions, scope: Scope
+) -> AllocatorProof | StageResult | None:
+    """The k-induction attempt (every horizon) for a built-in fixed-requirement kernel whose
+    bounded proof held (the induction's step obligations build the built-ins' states); None
+    when it does not apply or does not prove, a verifier-error stage on a `ProverError`."""
+    if alloc.requirement != "fixed" or opts.arithmetic != "exact" or not interchangeable(alloc):
+        return None
+    start = time.perf_counter()
+    try:
+        proof = prove_allocator(
+            target, variant=opts.variant, scope=scope, unbounded=True, allocator=alloc
+        )
+    except ProverError as exc:
+        return StageResult("proof", VERIFIER_ERROR, time.perf_counter() - start, str(exc))
+    except BudgetError:
+        return None
+    return proof if proof.status == "proved" else None
 
 
 def _allocator_json(alloc: Allocator) -> dict[str, Any]:
