@@ -66,3 +66,25 @@ def test_a_prove_replay_line_names_the_saved_file(tmp_path: Path) -> None:
     command = _replay(saved.stdout).split("replay: ", 1)[1]
     traced = _wevent(tmp_path, *command.split()[1:])
     assert traced.returncode == 1, traced.stdout + traced.stderr
+
+
+def test_the_plugin_overrides_name_real_gate_options() -> None:
+    """`--wevent-horizon` and the wide search's flags reach `GateOptions` (a misspelled field
+    would be a TypeError at the first gate call)."""
+    from dataclasses import fields
+
+    from wevent.gate import GateOptions
+    from wevent.pytest_plugin import _OVERRIDES
+
+    names = {f.name for f in fields(GateOptions)}
+    overridden = {field for _, field, _ in _OVERRIDES}
+    assert {"horizon", "search_runs", "search_w_max"} <= overridden <= names
+
+
+def test_the_api_exports_what_population_and_dynamic_authors_need() -> None:
+    import wevent.api as api
+
+    for name in api.__all__:
+        assert getattr(api, name) is not None
+    for name in ("DynamicKernel", "PopulationSpec", "PopulationAllocator", "population_setup"):
+        assert name in api.__all__

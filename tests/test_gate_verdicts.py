@@ -130,3 +130,23 @@ def test_nothing_searched_is_said() -> None:
         "tests.gate_sound:half_uniform", GateOptions(stages=("conformance", "proof"))
     )
     assert third_party.headline().startswith("PROVED for <= 2 classes, w <= 3, 9 slots, ")
+
+
+class _Silent(_PlainUniform):
+    """Nullifies every slot and spends nothing: private, but it never releases anything."""
+
+    def plan(self, state: int, t: int) -> Plan[Any, Any]:
+        zeros = tuple(F(0) for _ in self.fixed)
+        return Plan(True, False, zeros, zeros)
+
+
+SILENT = AllocatorSpec("silent", "fixed", "per-class", "", _factory(_Silent))
+
+
+def test_a_kernel_that_never_publishes_is_not_said_to_pass_end_to_end() -> None:
+    report = run_gate("tests.test_gate_verdicts:SILENT", QUICK)
+    e2e = report.stage("end-to-end")
+    assert e2e.status == "unknown" and "never published" in e2e.detail
+    assert "end to end: never published" in report.headline()
+    # negative control: a kernel that publishes passes the stage
+    assert run_gate("pba", QUICK).stage("end-to-end").status == "passed"

@@ -3,7 +3,10 @@
 A budget kernel computes per requirement class, slot after slot, through an `Algebra` (exact
 rationals at runtime, Z3 terms in proofs) and never branches in Python on a budget or a
 decision; an `Allocator` (or the ready-made `AllocatorSpec`) wraps its factory with the claims
-the gate checks. The README section "Gate your allocator in CI" has a worked example, and
+the gate checks. Dynamic-requirement kernels start from `DynamicKernel` (001 Algorithms 6-7),
+fixed ones may start from `FixedKernel`; a population-division allocator is a
+`PopulationAllocator` (`PopulationSpec`: a ``setup`` giving a `PopulationSetup`, e.g. from
+`population_setup`, and a ``kernel`` giving a `PopulationKernel`). The README section "Gate your allocator in CI" has a worked example, and
 `mechanisms.allocators.api` the protocol's fine print.
 """
 
@@ -14,7 +17,11 @@ from mechanisms.allocators.api import (
     Allocator,
     AllocatorSpec,
     KernelFactory,
+    PopulationAllocator,
+    PopulationSpec,
 )
+from mechanisms.allocators.dynamic import DynamicKernel, DynamicState
+from mechanisms.allocators.fixed import FixedKernel, FixedState
 from mechanisms.allocators.kernel import (
     ClassReq,
     Decl,
@@ -26,7 +33,14 @@ from mechanisms.allocators.kernel import (
     fixed_classes,
     published_now,
 )
-from mechanisms.allocators.registry import AllocatorError, resolve
+from mechanisms.allocators.local import PopulationSetup, population_setup
+from mechanisms.allocators.population import Draw, PopulationConfig, PopulationKernel
+from mechanisms.allocators.registry import (
+    AllocatorError,
+    PopulationAllocatorError,
+    resolve,
+    resolve_population,
+)
 
 __all__ = [
     "ALLOCATOR_GROUP",
@@ -36,18 +50,31 @@ __all__ = [
     "AllocatorSpec",
     "ClassReq",
     "Decl",
+    "Draw",
     "DynamicClass",
+    "DynamicKernel",
+    "DynamicState",
     "ExactAlgebra",
     "FixedClass",
+    "FixedKernel",
+    "FixedState",
     "FloatCountAlgebra",
     "Kernel",
     "KernelFactory",
     "Plan",
+    "PopulationAllocator",
+    "PopulationAllocatorError",
+    "PopulationConfig",
+    "PopulationKernel",
+    "PopulationSetup",
+    "PopulationSpec",
     "Prefix",
     "TraceSlot",
     "fixed_classes",
+    "population_setup",
     "published_now",
     "resolve",
+    "resolve_population",
     "run_trace",
     "vmax",
     "vmin",

@@ -201,8 +201,9 @@ def _every_horizon(
     target: str, alloc: Allocator, opts: GateOptions, scope: Scope
 ) -> AllocatorProof | StageResult | None:
     """The k-induction attempt (every horizon) for a built-in fixed-requirement kernel whose
-    bounded proof held (the induction's step obligations build the built-ins' states); None
-    when it does not apply or does not prove, a verifier-error stage on a `ProverError`."""
+    bounded proof held (the induction's step obligations build the built-ins' states): the
+    proof, or a refutation when its longer base case finds a (replayed) counterexample, a
+    verifier-error stage on a `ProverError`, None when it does not apply or is undecided."""
     if alloc.requirement != "fixed" or opts.arithmetic != "exact" or not interchangeable(alloc):
         return None
     start = time.perf_counter()
@@ -214,6 +215,17 @@ def _every_horizon(
         return StageResult("proof", VERIFIER_ERROR, time.perf_counter() - start, str(exc))
     except BudgetError:
         return None
+    if proof.status == "counterexample" and proof.counterexample is not None:
+        # the induction's base case reaches further than the bounded proof (replayed)
+        cex = proof.counterexample
+        return StageResult(
+            "proof",
+            FAILED,
+            time.perf_counter() - start,
+            cex.failure.describe(),
+            counterexample=cex,
+            data={"proof": proof.to_json(), "replays": True},
+        )
     return proof if proof.status == "proved" else None
 
 

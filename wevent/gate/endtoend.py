@@ -30,7 +30,7 @@ from verifier.check import check
 from verifier.guard import Guard
 from wevent.gate.conformance import TargetRaised, guarded
 from wevent.gate.inputs import one_user_per_class, random_requirements
-from wevent.gate.report import ERROR, FAILED, PASSED, StageResult
+from wevent.gate.report import ERROR, FAILED, PASSED, UNKNOWN, StageResult
 from wevent.gate.search import Probe, counterexample_of, shrink_case, trace_target
 from wevent.tracing import class_groups
 
@@ -155,6 +155,15 @@ def run_end_to_end(
             charges += len(guard.ledger)
     except TargetRaised as exc:
         return StageResult(name, ERROR, time.perf_counter() - start, str(exc))
+    if published == 0:  # nothing released: the data path was not exercised, so not "passed"
+        return StageResult(
+            name,
+            UNKNOWN,
+            time.perf_counter() - start,
+            f"the kernel never published in {runs} runs x {slots} slots on synthetic streams "
+            f"({charges} charges, all accepted): the release path was not exercised",
+            data={"runs": runs, "slots": slots, "publications": 0, "charges": charges},
+        )
     return StageResult(
         name,
         PASSED,

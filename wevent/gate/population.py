@@ -924,6 +924,15 @@ def _end_to_end(target: str, alloc: PopulationAllocator, builtin: bool, opts: An
             f"the allocator's setup refused every population drawn{note}",
             data={"runs": 0, "skipped": skipped},
         )
+    if published == 0:  # nothing released: the data path was not exercised, so not "passed"
+        return Stage(
+            name,
+            UNKNOWN,
+            time.perf_counter() - start,
+            f"the kernel never published in {runs} runs x {opts.e2e_slots} slots on synthetic "
+            f"streams{note}: the release path was not exercised",
+            data={"runs": runs, "publications": 0, "skipped": skipped},
+        )
     return Stage(
         name,
         PASSED,

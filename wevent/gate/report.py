@@ -158,6 +158,13 @@ class GateReport:
             out["pool"] = pools[0]
         return out
 
+    def _unexercised(self) -> str:
+        """A note when the end-to-end run never published (nothing released was checked)."""
+        for s in self.stages:
+            if s.name == "end-to-end" and s.data.get("publications") == 0 and s.status == UNKNOWN:
+                return "; end to end: never published (the release path was not exercised)"
+        return ""
+
     def _not_proved_because(self) -> str:
         for s in self.stages:
             if s.name == "proof":
@@ -177,7 +184,7 @@ class GateReport:
             cex = self.counterexample
             why = cex.failure.describe() if cex is not None else bad.detail
             return f"REFUTED by {bad.name}: {why}"
-        searched = _searched_text(self.search_scope())
+        searched = _searched_text(self.search_scope()) + self._unexercised()
         if verdict == "proved":
             return f"PROVED {_proved_text(self.proof_scope() or {})}; {searched}"
         reason = _short(self._not_proved_because())
