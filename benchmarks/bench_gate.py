@@ -1,7 +1,8 @@
 """Gate time per target (run on demand: `make bench`, or `python benchmarks/bench_gate.py`).
 
-`wevent gate` with its default scope (proof: windows <= 3, 1..2 classes, 9 slots; search: 200
-inputs per requirement kind there, then the wide search of `wevent.gate.search.WideScope`; 2
+`wevent gate` with its default scope (proof: windows <= 6, 1..2 classes, 18 slots, then
+k-induction for the built-in fixed kernels; dynamic kernels: bounded w <= 2 with one class, then
+induction at w <= 3 with 1..2 classes for dpbd/dpba; search: 200 inputs per requirement kind there, then the wide search of `wevent.gate.search.WideScope`; 2
 end-to-end runs of 40 slots) on every sound built-in (budget and population
 allocators), the unsound published variants and the mutants of `tests/gate_mutants.py`; per
 target the verdict, the seconds of each stage and the total (``--population``: the population
@@ -64,8 +65,8 @@ def main() -> None:
         targets = targets[:2] + targets[-2:]
     print(
         f"Measured {time.strftime('%Y-%m-%d')} on CPython {platform.python_version()}, "
-        f"{os.cpu_count()} cores (one used), default scope (proof: w <= 3, 1..2 classes, 9 "
-        f"slots; search: {args.examples} inputs per kind there, then the wide search, "
+        f"{os.cpu_count()} cores (one used), default scope (proof: w <= 6, 1..2 classes, 18 "
+        f"slots, then every horizon by induction where it applies; search: {args.examples} inputs per kind there, then the wide search, "
         "windows <= 64, 6 classes, 256 slots, 600 runs per kind, 100 for dynamic allocators, "
         "400 for population ones):\n"
     )

@@ -93,6 +93,8 @@ def table(paths: list[Path]) -> str:
             scope += f", declarations at {s['declaration_slots']}"
         if isinstance(s["budgets"], list):
             scope += f", budgets {{{', '.join(s['budgets'])}}}"
+        elif s["budgets"] != "positive reals":  # a restriction in words (DPBA's E_F ratios)
+            scope += f", budgets: {s['budgets']}"
         status = d["result"]
         if status == "counterexample":
             status += f": {d['violation']['message']} (decisions {d['decisions']})"

@@ -241,13 +241,15 @@ def prove_shape(
     shape: Shape,
     decl_slots: Sequence[int],
     timeout_ms: int = 60_000,
+    ratios: Sequence[Fraction] = FORWARD_RATIOS,
 ) -> ShapeResult:
-    """Every step obligation ``t = 1 .. T*`` of one class of ``shape``, for every budget case."""
+    """Every step obligation ``t = 1 .. T*`` of one class of ``shape``, for every budget case
+    (dpba: each later E_F ``ratios`` times the first)."""
     start = time.perf_counter()
     keep = _keep(shape)
     last = stationary_slot(shape, decl_slots)
     done = 0
-    for fwd in budget_cases(mechanism, len(decl_slots)):
+    for fwd in budget_cases(mechanism, len(decl_slots), ratios):
         c = _class(shape, decl_slots, "", fwd)
         alg = Z3ScopeAlgebra(c.free, [x > 0 for x in c.free], fold=False)
         kernel = DynamicKernel(mechanism, alg, [DynamicClass(c.decls)], variant)
@@ -267,7 +269,9 @@ def prove_shape(
     return ShapeResult(shape, "proved", done, time.perf_counter() - start)
 
 
-def _job(args: tuple[str, str, Shape, tuple[int, ...], int]) -> ShapeResult:
+def _job(
+    args: tuple[str, str, Shape, tuple[int, ...], int, tuple[Fraction, ...]],
+) -> ShapeResult:
     return prove_shape(*args)
 
 
@@ -279,9 +283,11 @@ def prove_shapes(
     *,
     timeout_ms: int = 60_000,
     workers: int = 1,
+    ratios: Sequence[Fraction] = FORWARD_RATIOS,
 ) -> Iterator[ShapeResult]:
     """`prove_shape` for each shape, in order, on ``workers`` processes."""
-    jobs = [(mechanism, variant, s, tuple(decl_slots), timeout_ms) for s in shapes]
+    jobs = [(mechanism, variant, s, tuple(decl_slots), timeout_ms, tuple(ratios)) for s in shapes]
+    workers = min(workers, len(jobs))  # each worker process costs a Z3 import
     if workers <= 1:
         yield from map(_job, jobs)
         return
@@ -294,6 +300,7 @@ def noninterference(
     variant: str,
     pairs: Sequence[tuple[Shape, Shape]],
     decl_slots: Sequence[int],
+    ratios: Sequence[Fraction] = FORWARD_RATIOS,
 ) -> tuple[Shape, Shape, int] | None:
     """The first ``(shape a, shape b, slot)`` where the 2-class kernel's plan for a class differs
     from the 1-class kernel's plan for it (as Z3 terms, on the same symbolic histories), or
@@ -301,7 +308,7 @@ def noninterference(
     for a, b in pairs:
         if len(a) != len(decl_slots) or len(b) != len(decl_slots):
             raise BudgetError("a shape needs one (w_B, w_F) pair per declaration slot")
-        fwd = budget_cases(mechanism, len(decl_slots))[-1]
+        fwd = budget_cases(mechanism, len(decl_slots), ratios)[-1]
         classes = [_class(a, decl_slots, "a", fwd), _class(b, decl_slots, "b", fwd)]
         free = classes[0].free + classes[1].free
         alg = Z3ScopeAlgebra(free, [x > 0 for x in free], fold=False)

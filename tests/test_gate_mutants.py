@@ -95,8 +95,9 @@ SOUND = [
 
 @pytest.mark.parametrize("name", SOUND)
 def test_gate_accepts_sound_builtins_with_a_proof(name: str) -> None:
-    # Windows <= 2 here: tests/test_allocator_proofs.py proves the built-ins for w <= 6.
-    report = _gate(name, w_max=2)
+    # Windows <= 2 here: tests/test_allocator_proofs.py proves the built-ins for w <= 6; a
+    # sixth of the wide search (the default's is benchmarks/bench_gate.py, and `slow` tests).
+    report = _gate(name, w_max=2, search_runs=100)
     assert report.verdict == "proved", "\n".join(report.describe())
     assert [s.status for s in report.stages if s.status == "failed"] == []
     assert report.exit_code == 0
@@ -139,7 +140,9 @@ def test_float_counterexample_is_minimal() -> None:
 
 @pytest.mark.parametrize("name", ["bd", "pbd", "ba", "pba"])
 def test_gate_accepts_published_variants_sound_in_exact_arithmetic(name: str) -> None:
-    report = _gate(name, variant="published", stages=("conformance", "proof", "search"))
+    report = _gate(
+        name, variant="published", stages=("conformance", "proof", "search"), search_runs=100
+    )
     assert report.verdict == "proved", "\n".join(report.describe())
 
 

@@ -17,7 +17,9 @@ def test_the_suite_is_as_large_as_promised() -> None:
 @pytest.mark.parametrize("target", SCOPE_ONLY)
 def test_a_scope_only_bug_hides_from_the_small_scope(target: str) -> None:
     """Conformance and the proof at w <= 3, 2 classes, 9 slots, no wide search: not refuted."""
-    small = GateOptions(stages=("conformance", "proof", "search"), search_runs=0, examples=60)
+    small = GateOptions(
+        w_max=3, stages=("conformance", "proof", "search"), search_runs=0, examples=60
+    )
     assert run_gate(target, small).verdict in ("proved", "passed")
 
 

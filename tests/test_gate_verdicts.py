@@ -17,7 +17,7 @@ from wevent.gate import GateOptions, run_gate
 
 F = Fraction
 HERE = Path(__file__).name
-QUICK = GateOptions(search_runs=40, examples=40)
+QUICK = GateOptions(w_max=3, search_runs=40, examples=40)
 
 
 class _PlainUniform:
@@ -106,7 +106,7 @@ def test_a_plain_python_kernel_is_searched_not_proved_and_says_where() -> None:
     assert report.proof_scope() is None and report.search_scope() is not None
     strict = run_gate(
         "tests.test_gate_verdicts:PLAIN_SOUND",
-        GateOptions(search_runs=40, examples=40, require_proof=True),
+        GateOptions(w_max=3, search_runs=40, examples=40, require_proof=True),
     )
     assert strict.exit_code == 3 and strict.headline().startswith("UNPROVED (--require-proof")
 
@@ -121,13 +121,14 @@ def test_a_broken_plain_python_kernel_is_refuted_by_the_search() -> None:
 
 def test_nothing_searched_is_said() -> None:
     report = run_gate(
-        "tests.test_gate_verdicts:PLAIN_SOUND", GateOptions(stages=("conformance", "proof"))
+        "tests.test_gate_verdicts:PLAIN_SOUND",
+        GateOptions(w_max=3, stages=("conformance", "proof")),
     )
     assert report.headline().startswith("PASSED (neither proved nor searched")
-    proved = run_gate("pba", GateOptions(stages=("conformance", "proof")))
+    proved = run_gate("pba", GateOptions(w_max=3, stages=("conformance", "proof")))
     assert proved.headline().endswith("; not searched")
     third_party = run_gate(
-        "tests.gate_sound:half_uniform", GateOptions(stages=("conformance", "proof"))
+        "tests.gate_sound:half_uniform", GateOptions(w_max=3, stages=("conformance", "proof"))
     )
     assert third_party.headline().startswith("PROVED for <= 2 classes, w <= 3, 9 slots, ")
 

@@ -112,7 +112,7 @@ def test_the_sorted_tuples_alone_miss_it(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_the_gate_refutes_it_in_the_proof_stage() -> None:
-    report = run_gate(TARGET, GateOptions(stages=("conformance", "proof")))
+    report = run_gate(TARGET, GateOptions(w_max=3, stages=("conformance", "proof")))
     assert report.verdict == "refuted", report.describe()
     assert report.stage("proof").status == "failed"
     assert report.counterexample is not None and report.counterexample.replays()
@@ -174,7 +174,7 @@ def test_gate_and_prove_report_a_verifier_error_with_exit_4(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(Counterexample, "replays", lambda self, allocator=None: False)
-    report = run_gate(TARGET, GateOptions(stages=("conformance", "proof")))
+    report = run_gate(TARGET, GateOptions(w_max=3, stages=("conformance", "proof")))
     assert report.verdict == "verifier-error" and report.exit_code == 4
     assert report.stage("proof").status == "verifier-error"
     assert report.counterexample is None  # nothing is claimed refuted

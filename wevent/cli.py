@@ -9,6 +9,7 @@ does not replay; a bug in wevent, never a verdict).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from fractions import Fraction
@@ -435,10 +436,10 @@ def _prove_exsub(
 )
 @click.option(
     "--jobs",
-    type=click.IntRange(min=1, max=64),
-    default=1,
+    type=click.IntRange(min=0, max=64),
+    default=0,
     show_default=True,
-    help="Allocators: processes sharing the dynamic induction's window shapes.",
+    help="Allocators: processes sharing the dynamic induction's window shapes (0: one per core).",
 )
 @click.option(
     "--timeout",
@@ -492,7 +493,9 @@ def prove_cmd(
     A proof covers every population of 1..--classes classes with windows <= --w-max for
     --horizon slots, or every horizon with --unbounded (k-induction for the fixed kernels; for
     the dynamic ones one-slot steps from a symbolic state, several classes by non-interference).
-    A counterexample is printed as a
+    A bounded dynamic scope too large to enumerate (over 5,000 cases, e.g. w <= 6 with 2
+    classes: 841,752) is proved by that induction, which covers every horizon; the output says
+    so. A counterexample is printed as a
     requirements CSV and a --decisions string that `wevent trace` replays to the same failure.
 
     \b
@@ -517,6 +520,7 @@ def prove_cmd(
       wevent prove pba                          bounded: w <= 6, 2 classes, 18 slots
       wevent prove pba --unbounded              every horizon (k-induction)
       wevent prove dpba --unbounded --jobs 2    every horizon, w_B, w_F <= 4, 2 classes
+      wevent prove dpbd --w-max 6 --classes 2   by induction (the bounded scope is too large)
       wevent prove dpbd --unbounded --w-max 6 --declarations 1
       wevent prove ba --arithmetic float --variant published --classes 1
       wevent prove dpbd --variant published --json
@@ -553,7 +557,7 @@ def prove_cmd(
                 scope=scope,
                 unbounded=unbounded,
                 save_requirements=save_requirements,
-                workers=jobs,
+                workers=jobs or len(os.sched_getaffinity(0)),
             )
         except (BudgetError, OSError) as exc:
             _fail(str(exc))
@@ -919,9 +923,10 @@ def _print_population_trace(result: Any, as_json: bool) -> None:
 @click.option(
     "--w-max",
     type=click.IntRange(min=1, max=12),
-    default=3,
+    default=6,
     show_default=True,
-    help="Windows 1..W in every check (the dynamic proof caps W at 2: w^4 shapes per class).",
+    help="Windows 1..W of the proof and the small search (w^4 shapes per class cap the dynamic "
+    "proof at W = 2 bounded with one class, W = 3 by induction for dpbd and dpba).",
 )
 @click.option(
     "--classes",

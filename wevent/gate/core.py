@@ -63,6 +63,15 @@ STAGES = ("conformance", "proof", "search", "end-to-end")
 # Dynamic schedules have w^4 shapes per class with two declarations: the proof's scope for them
 # is capped (the search and the end-to-end run still use the full --w-max and --classes).
 DYNAMIC_PROOF_W_MAX = 2
+# The built-in dynamic kernels (dpbd, dpba) are then proved for every horizon by induction
+# (`proofs.dynamic`: one-class shapes, several classes by non-interference) up to this window:
+# 81 shapes, a few seconds (w <= 6 takes `wevent prove dpbd --w-max 6 --unbounded`, ~45 s on
+# two cores).
+DYNAMIC_INDUCTION_W_MAX = 3
+# The float proof is an explicit-state search over every decision sequence for every grid
+# budget of one class (`proofs.central._prove_explicit`): seconds at w <= 3, over 10 minutes for a
+# sound kernel at w <= 6 (bd), so it is capped here; the search still runs at the full scope.
+FLOAT_PROOF_W_MAX = 3
 DYNAMIC_FLOAT_GRID = (Fraction(1, 2), Fraction(1))
 
 
@@ -75,7 +84,7 @@ DEFAULT_SEARCH_RUNS = {"fixed": 600, "dynamic": 100, "population": 400}
 class GateOptions:
     """The scope of a gate run (`wevent gate --help` explains each)."""
 
-    w_max: int = 3
+    w_max: int = 6
     classes: int = 2
     horizon: int = 0  # 0: 3 * w_max
     examples: int = 200
@@ -134,7 +143,8 @@ def _proof_scope(alloc: Allocator, opts: GateOptions) -> Scope:
         scope = Scope(classes=1, w_max=w, horizon=opts.horizon, timeout_ms=timeout_ms)
         return replace(scope, grid=DYNAMIC_FLOAT_GRID) if opts.arithmetic == "float" else scope
     if opts.arithmetic == "float":  # exhaustive over a grid: one class keeps it to seconds
-        return Scope(classes=1, w_max=opts.w_max, horizon=opts.horizon, timeout_ms=timeout_ms)
+        w = min(opts.w_max, FLOAT_PROOF_W_MAX)
+        return Scope(classes=1, w_max=w, horizon=opts.horizon, timeout_ms=timeout_ms)
     return Scope(
         classes=opts.classes, w_max=opts.w_max, horizon=opts.horizon, timeout_ms=timeout_ms
     )
@@ -200,11 +210,20 @@ def _prove(
 def _every_horizon(
     target: str, alloc: Allocator, opts: GateOptions, scope: Scope
 ) -> AllocatorProof | StageResult | None:
-    """The k-induction attempt (every horizon) for a built-in fixed-requirement kernel whose
-    bounded proof held (the induction's step obligations build the built-ins' states): the
+    """The induction (every horizon) after a bounded proof that held: k-induction at the same
+    scope for a fixed-requirement kernel whose classes are interchangeable, the one-class
+    induction with non-interference (`proofs.dynamic`) at w <= `DYNAMIC_INDUCTION_W_MAX` for
+    the built-in dynamic kernels (their step obligations build the built-ins' states): the
     proof, or a refutation when its longer base case finds a (replayed) counterexample, a
     verifier-error stage on a `ProverError`, None when it does not apply or is undecided."""
-    if alloc.requirement != "fixed" or opts.arithmetic != "exact" or not interchangeable(alloc):
+    if opts.arithmetic != "exact" or not interchangeable(alloc):
+        return None
+    if alloc.requirement == "dynamic":
+        if alloc is not BUILTIN.get(alloc.name):
+            return None  # the induction's obligations build the built-in dynamic kernel
+        w = min(opts.w_max, DYNAMIC_INDUCTION_W_MAX)
+        scope = replace(scope, classes=opts.classes, w_max=w)
+    elif alloc.requirement != "fixed":
         return None
     start = time.perf_counter()
     try:

@@ -364,13 +364,18 @@ def _proved_text(scope: dict[str, Any]) -> str:
             parts.append(f"{what} ({', '.join(bits)})" if bits else what)
         return "that " + "; ".join(parts)
     horizon = scope.get("horizon")
-    slots = "every horizon (k-induction)" if horizon == "unbounded" else f"{horizon} slots"
+    method = "k-induction"
+    if "declaration_slots" in scope:  # the dynamic induction: one class, the rest by argument
+        several = _range_max(scope.get("classes", "1")) != "1"
+        method = "induction; classes by non-interference" if several else "induction"
+    slots = f"every horizon ({method})" if horizon == "unbounded" else f"{horizon} slots"
     budgets = scope.get("budgets", "positive reals")
-    budget_text = (
-        "every positive budget"
-        if budgets == "positive reals"
-        else f"budgets in {{{', '.join(str(b) for b in budgets)}}}"
-    )
+    if budgets == "positive reals":
+        budget_text = "every positive budget"
+    elif isinstance(budgets, str):  # a restriction stated in words (DPBA's forward ratios)
+        budget_text = f"budgets: {budgets}"
+    else:
+        budget_text = f"budgets in {{{', '.join(str(b) for b in budgets)}}}"
     out = (
         f"for <= {_range_max(scope.get('classes', '?'))} classes, "
         f"w <= {_range_max(scope.get('w', '?'))}, {slots}, {budget_text}"
