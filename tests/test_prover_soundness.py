@@ -186,6 +186,27 @@ def test_gate_and_prove_report_a_verifier_error_with_exit_4(
     assert "verifier error" in result.output and "REFUTED" not in result.output
 
 
+@pytest.mark.parametrize(
+    ("target", "stage"),
+    [
+        ("tests.gate_scope_kernels:share_short_at_five", "search/fixed"),
+        ("tests.gate_mutants:draw_not_capped_by_pool", "search/population"),
+    ],
+)
+def test_a_search_counterexample_that_does_not_replay_is_a_verifier_error(
+    monkeypatch: pytest.MonkeyPatch, target: str, stage: str
+) -> None:
+    """The search stages (budget kernels and population allocators) replay before they refute:
+    a failing input whose counterexample does not replay is a verifier error, never refuted."""
+    monkeypatch.setattr(Counterexample, "replays", lambda self, allocator=None: False)
+    opts = GateOptions(w_max=2, stages=("search",), search_runs=200, examples=20)
+    report = run_gate(target, opts)
+    assert report.stage(stage).status == "verifier-error", report.describe()
+    assert "does not replay" in report.stage(stage).detail
+    assert report.verdict == "verifier-error" and report.exit_code == 4
+    assert report.counterexample is None
+
+
 # ---------------------------------------------------------------------------- distinct users
 
 

@@ -62,7 +62,7 @@ from mechanisms.allocators.population import Draw, PopulationKernel
 from mechanisms.allocators.registry import POPULATION_BUILTIN, resolve_population
 from mechanisms.streams import SYNTHETIC_KINDS, SyntheticStream
 from proofs.algebra import Z3Algebra
-from proofs.counterexamples import Counterexample, Failure
+from proofs.counterexamples import Counterexample, Failure, ProverError, replayed
 from proofs.population import even_counts, prove_population
 from wevent.gate.conformance import TargetRaised, guarded
 from wevent.gate.endtoend import checker_disagreement
@@ -412,15 +412,11 @@ def _found(
     if trace.ok:  # pragma: no cover - the kernel and the pool are deterministic (tested)
         return Stage(name, FAILED, time.perf_counter() - start, "a failing input passed again")
     cex = population_counterexample(target, opts.variant, opts.seed, population, trace)
-    if not cex.replays():  # no refutation without a replay: the tools disagree, a wevent bug
-        return Stage(
-            name,
-            VERIFIER_ERROR,
-            time.perf_counter() - start,
-            f"the search's counterexample ({cex.failure.describe()}) does not replay through "
-            f"`wevent trace`: a bug in wevent, not a verdict; replay: {cex.command()}",
-            data={"runs": probe.runs, "replays": False},
-        )
+    try:  # no refutation without a replay: the tools disagree, a wevent bug
+        cex = replayed(cex, "the search")
+    except ProverError as exc:
+        data = {"runs": probe.runs, "replays": False}
+        return Stage(name, VERIFIER_ERROR, time.perf_counter() - start, str(exc), data=data)
     detail = f"{cex.failure.describe()} (found by {how}, {probe.runs} runs)"
     data = {"runs": probe.runs, "replays": True}
     return Stage(name, FAILED, time.perf_counter() - start, detail, counterexample=cex, data=data)

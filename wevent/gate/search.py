@@ -32,7 +32,7 @@ from accounting.requirements import Declaration, Dynamic, Fixed, Requirement
 from mechanisms.allocators import algebra_for, classes_of
 from mechanisms.allocators.api import Allocator
 from mechanisms.allocators.kernel import first_negative
-from proofs.counterexamples import Counterexample, Failure
+from proofs.counterexamples import Counterexample, Failure, ProverError, replayed
 from wevent.gate.conformance import TargetRaised, guarded
 from wevent.gate.inputs import (
     AWKWARD_BUDGETS,
@@ -528,15 +528,11 @@ def run_search(
             "a failing input passed when run again: the kernel is not deterministic",
         )
     cex = counterexample_of(target, variant, arithmetic, population, decisions, result)
-    if not cex.replays():  # no refutation without a replay: the tools disagree, a wevent bug
-        return StageResult(
-            name,
-            VERIFIER_ERROR,
-            time.perf_counter() - start,
-            f"the search's counterexample ({cex.failure.describe()}) does not replay through "
-            f"`wevent trace`: a bug in wevent, not a verdict; replay: {cex.command()}",
-            data={"scope": scope, "runs": probe.runs, "replays": False},
-        )
+    try:  # no refutation without a replay: the tools disagree, a wevent bug
+        cex = replayed(cex, "the search")
+    except ProverError as exc:
+        data = {"scope": scope, "runs": probe.runs, "replays": False}
+        return StageResult(name, VERIFIER_ERROR, time.perf_counter() - start, str(exc), data=data)
     return StageResult(
         name,
         FAILED,
