@@ -1,1 +1,1 @@
-"""Stream mechanisms (later issues)."""
+"""Stream mechanisms: budget allocators (central, local, population) and noise primitives."""

@@ -1,1 +1,1 @@
-"""Z3 proofs (later issue)."""
+"""Z3 proofs of the allocators' window theorems and the primitives' privacy claims."""

@@ -177,7 +177,7 @@ def test_unbounded_dynamic_needs_exact_arithmetic() -> None:
 @pytest.mark.heavy
 @pytest.mark.parametrize("mechanism", ["dpbd", "dpba"])
 def test_one_declaration_schedules_proved_to_windows_six(mechanism: str) -> None:
-    """The issue's w <= 6 scope in the test suite, for schedules of one declaration (every
+    """The w <= 6 scope in the test suite, for schedules of one declaration (every
     w_B, w_F <= 6, 2 classes, every horizon); two declarations at w <= 6 are in the
     certificates (`python -m proofs.certify --only dpbd,dpba`), at w <= 4 in the test above."""
     scope = Scope(classes=2, w_max=6, decl_slots=(1,))

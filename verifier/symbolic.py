@@ -261,9 +261,9 @@ class Outcome:
 
 
 # Z3's older arithmetic solver (``arith.solver=2``) decides the bounded window proofs 2-2.5x
-# faster than the default on this machine (pba at w <= 6, 2 classes, 18 slots: 14.6 s -> 7.2 s;
-# a third-party PBA variant with 1/3 shares 67 s -> 27 s; dpba's induction ~1.2x), measured
-# 2026-11-26 with `benchmarks/bench_proofs.py` and the gate benchmarks.
+# faster than the default on this machine (measured 2026-11-26, `prove_allocator` at w <= 6,
+# 2 classes, 18 slots: pba 14.6 s -> 6.6 s; the third-party PBA variant with 1/3 shares of
+# tests/gate_sound.py 67 s -> 27 s). The induction's solvers keep the default: no gain there.
 ARITH_SOLVER = 2
 
 

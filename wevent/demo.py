@@ -5,7 +5,7 @@ the runtime guard refusing the spends that would break a window, runs PBA on a s
 with the guard in the loop, refutes the published DPBD after a requirement change and the sound
 PBA computed in doubles end to end (as published code does) beside their exact runs, runs the local PLPA+ (OPS and
 PUE) on the same users, refutes the published OPS split, and proves the primitives' privacy
-theorems. Later issues grow it into run -> audit -> prove -> report.
+theorems.
 """
 
 from __future__ import annotations

@@ -65,8 +65,8 @@ STAGES = ("conformance", "proof", "search", "end-to-end")
 DYNAMIC_PROOF_W_MAX = 2
 # The built-in dynamic kernels (dpbd, dpba) are then proved for every horizon by induction
 # (`proofs.dynamic`: one-class shapes, several classes by non-interference) up to this window:
-# 81 shapes, a few seconds (w <= 6 takes `wevent prove dpbd --w-max 6 --unbounded`, ~45 s on
-# two cores).
+# 81 shapes, 5-13 s (w <= 6: `wevent prove dpbd --w-max 6 --unbounded`, 44-55 s on two cores;
+# dpba about 3 minutes).
 DYNAMIC_INDUCTION_W_MAX = 3
 # The float proof is an explicit-state search over every decision sequence for every grid
 # budget of one class (`proofs.central._prove_explicit`): seconds at w <= 3, over 10 minutes for a
@@ -216,11 +216,9 @@ def _every_horizon(
     the built-in dynamic kernels (their step obligations build the built-ins' states): the
     proof, or a refutation when its longer base case finds a (replayed) counterexample, a
     verifier-error stage on a `ProverError`, None when it does not apply or is undecided."""
-    if opts.arithmetic != "exact" or not interchangeable(alloc):
+    if opts.arithmetic != "exact" or not interchangeable(alloc):  # (true of built-ins only)
         return None
     if alloc.requirement == "dynamic":
-        if alloc is not BUILTIN.get(alloc.name):
-            return None  # the induction's obligations build the built-in dynamic kernel
         w = min(opts.w_max, DYNAMIC_INDUCTION_W_MAX)
         scope = replace(scope, classes=opts.classes, w_max=w)
     elif alloc.requirement != "fixed":

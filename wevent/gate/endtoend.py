@@ -37,6 +37,21 @@ from wevent.tracing import class_groups
 __all__ = ["run_end_to_end"]
 
 
+def never_published(
+    name: str, start: float, runs: int, slots: int, note: str, data: dict[str, Any]
+) -> StageResult:
+    """UNKNOWN, not passed: nothing was released, so the data path was not exercised (budget
+    and population allocators alike). ``note`` follows "synthetic streams" in the detail."""
+    return StageResult(
+        name,
+        UNKNOWN,
+        time.perf_counter() - start,
+        f"the kernel never published in {runs} runs x {slots} slots on synthetic streams{note}: "
+        "the release path was not exercised",
+        data={"runs": runs, "slots": slots, "publications": 0, **data},
+    )
+
+
 def checker_disagreement(
     name: str, ledger: Ledger, population: Population, run: int, start: float
 ) -> StageResult | None:
@@ -155,15 +170,9 @@ def run_end_to_end(
             charges += len(guard.ledger)
     except TargetRaised as exc:
         return StageResult(name, ERROR, time.perf_counter() - start, str(exc))
-    if published == 0:  # nothing released: the data path was not exercised, so not "passed"
-        return StageResult(
-            name,
-            UNKNOWN,
-            time.perf_counter() - start,
-            f"the kernel never published in {runs} runs x {slots} slots on synthetic streams "
-            f"({charges} charges, all accepted): the release path was not exercised",
-            data={"runs": runs, "slots": slots, "publications": 0, "charges": charges},
-        )
+    if published == 0:
+        note = f" ({charges} charges, all accepted)"
+        return never_published(name, start, runs, slots, note, {"charges": charges})
     return StageResult(
         name,
         PASSED,

@@ -65,7 +65,7 @@ from proofs.algebra import Z3Algebra
 from proofs.counterexamples import Counterexample, Failure, ProverError, replayed
 from proofs.population import even_counts, prove_population
 from wevent.gate.conformance import TargetRaised, guarded
-from wevent.gate.endtoend import checker_disagreement
+from wevent.gate.endtoend import checker_disagreement, never_published
 from wevent.gate.inputs import (
     PATTERNS,
     SYSTEMATIC_BUDGETS,
@@ -920,15 +920,8 @@ def _end_to_end(target: str, alloc: PopulationAllocator, builtin: bool, opts: An
             f"the allocator's setup refused every population drawn{note}",
             data={"runs": 0, "skipped": skipped},
         )
-    if published == 0:  # nothing released: the data path was not exercised, so not "passed"
-        return Stage(
-            name,
-            UNKNOWN,
-            time.perf_counter() - start,
-            f"the kernel never published in {runs} runs x {opts.e2e_slots} slots on synthetic "
-            f"streams{note}: the release path was not exercised",
-            data={"runs": runs, "publications": 0, "skipped": skipped},
-        )
+    if published == 0:
+        return never_published(name, start, runs, opts.e2e_slots, note, {"skipped": skipped})
     return Stage(
         name,
         PASSED,
