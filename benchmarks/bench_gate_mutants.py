@@ -1,8 +1,8 @@
-"""The mutation suite under the default gate (issue 20, part 7; run on demand:
+"""The mutation suite under the default gate (run on demand:
 ``python benchmarks/bench_gate_mutants.py`` from the repository root).
 
 Every broken allocator of `tests/gate_suite.py` must be refuted with a counterexample that
-`wevent trace` replays, every sound one accepted (exit 0), each within the issue's 60 s on one
+`wevent trace` replays, every sound one accepted (exit 0), each within 60 s on one
 core. Prints one row per target (expected, verdict, the stage that decided, the scope that shows
 the bug, seconds) and a summary; exits 1 when a broken allocator survives, a sound one is
 rejected, or a counterexample does not replay. Measurements, not tests: on a shared machine the

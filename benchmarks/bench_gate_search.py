@@ -1,4 +1,4 @@
-"""The wide search's cost per target (issue 20 part 1): `wevent gate TARGET` with the default
+"""The wide search's cost per target: `wevent gate TARGET` with the default
 options (the proof's scope and the wide search: windows up to 64, 6 classes, 256 slots,
 `core.DEFAULT_SEARCH_RUNS` runs per requirement kind), on one core. Per target the verdict,
 the seconds of each stage, the total and what each search stage ran (runs, largest window,

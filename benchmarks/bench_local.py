@@ -3,7 +3,7 @@
 A population of n users in 16 requirement classes (windows 10-80, budgets 0.5-2), a categorical
 Sin stream with d = 100, the guard in the loop. Prints one Markdown row per allocator: set-up
 (population, guard, OPS), mean time per slot, per-user reports per slot and the run's peak
-resident memory so far. ``--scale`` runs the issue's target instead: PLPA+ on 10^6 users, d = 100,
+resident memory so far. ``--scale`` runs the scale target instead: PLPA+ on 10^6 users, d = 100,
 1,000 slots, then writes the ledger (Parquet) and checks it with the batch checker, each timed on
 its own (`--keep DIR` keeps the ledger for `bench_audit.py --ledger`).
 Measurements, not tests.

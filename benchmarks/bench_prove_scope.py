@@ -1,11 +1,12 @@
-"""`wevent prove` of every built-in budget allocator at the scope issue 20 asks for (run on
+"""`wevent prove` of every built-in budget allocator at w <= 6, 2 classes, 18 slots (run on
 demand: ``python benchmarks/bench_prove_scope.py [--timeout S] [--jobs N] [NAME ...]``).
 
 Runs ``wevent prove NAME --w-max 6 --classes 2 --horizon 18`` (bounded) and
 ``wevent prove NAME --w-max 6 --classes 2 --unbounded`` (every horizon) in a fresh process per
 allocator, with a wall-clock limit, and prints one row each: the method that answered, status,
 cases, seconds (or "> limit"). For dpbd and dpba the bounded scope (841,752 and 7.6 M cases) is
-answered by the induction (every horizon), which `wevent prove` runs instead and says so. Population allocators are listed by `wevent prove` separately (their own theorems).
+answered by the induction (every horizon), which `wevent prove` runs instead and says so.
+Population allocators are listed by `wevent prove` separately (their own theorems).
 Measurements, not tests: the load average is printed beside them.
 """
 
@@ -44,7 +45,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", default=list(NAMES))
     parser.add_argument("--timeout", type=float, default=300.0)
-    parser.add_argument("--jobs", type=int, default=1, help="--jobs for the dynamic induction")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        help="--jobs for the dynamic induction (default 0: one per usable core, as `wevent prove`)",
+    )
     args = parser.parse_args(argv)
     print(f"load average before: {os.getloadavg()}; {os.cpu_count()} cores")
     print("| allocator | proof asked | method | status | cases | seconds |")

@@ -41,7 +41,7 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 RESULT_COLUMNS = ("experiment", "dataset", "mechanism", "epsilon", "w", "metric", "value", "std")
-# One more column after the issue's eight: the swept parameter that has no column of its own
+# One more column after the eight of the long form: the swept parameter that has no column of its own
 # (001 Section 6.5's user ratio), empty otherwise.
 EXTRA_COLUMNS = ("setting",)
 
@@ -358,7 +358,7 @@ def run_sweep(
 
 
 def write_results(rows: Iterable[Row], path: Path) -> Path:
-    """``results.csv``: the issue's long form plus the ``setting`` column."""
+    """``results.csv``: the long form (eight columns) plus the ``setting`` column."""
     with path.open("w", newline="", encoding="utf-8") as fh:
         out = csv.writer(fh)
         out.writerow([*RESULT_COLUMNS, *EXTRA_COLUMNS])

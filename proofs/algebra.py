@@ -8,6 +8,7 @@ publish/skip decisions: the proofs reason about the code that runs, not about a 
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 import z3
@@ -16,9 +17,15 @@ __all__ = ["Z3Algebra", "real"]
 
 
 def real(q: Fraction | int) -> Any:
-    """An exact Z3 rational constant."""
+    """An exact Z3 rational constant (Z3 terms are immutable, so one term per value is reused:
+    proofs build hundreds of thousands of constants from a few dozen values)."""
     q = Fraction(q)
-    return z3.RealVal(f"{q.numerator}/{q.denominator}")
+    return _real(q.numerator, q.denominator)
+
+
+@lru_cache(maxsize=4096)
+def _real(numerator: int, denominator: int) -> Any:
+    return z3.RealVal(f"{numerator}/{denominator}")
 
 
 class Z3Algebra:

@@ -1,4 +1,4 @@
-"""Sound allocators that are not built-ins, for the gate's acceptance side (issue 20, part 7):
+"""Sound allocators that are not built-ins, for the gate's acceptance side:
 the default `wevent gate` must accept each (exit 0; PROVED where the kernel runs on Z3 terms,
 PASSED (searched, not proved) where it cannot). Written against the public allocator API as a
 researcher would; each docstring says why it is sound. Loaded as ``tests.gate_sound:NAME``.

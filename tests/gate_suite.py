@@ -1,4 +1,4 @@
-"""The gate's mutation suite (issue 20, part 7): every broken allocator the default `wevent gate`
+"""The gate's mutation suite: every broken allocator the default `wevent gate`
 must refute with a counterexample `wevent trace` replays, and every sound non-built-in one it must
 accept. `tests/test_gate_suite.py` runs it (the whole default gate under ``slow``);
 `benchmarks/bench_gate_mutants.py` measures it.

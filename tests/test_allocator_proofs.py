@@ -39,7 +39,8 @@ FIXED = ("uniform", "sample", "bd", "ba", "pbd", "pba")
 F = Fraction
 
 
-# Windows <= 5 in the default suite; the issue's w <= 6 (horizon 18) is `make slow` (issue 19).
+# Windows <= 5 in the default suite; w <= 6 (horizon 18) is `make slow` (`make test`
+# stays under 10 minutes on 2 cores).
 @pytest.mark.heavy
 @pytest.mark.parametrize("w_max", [5, pytest.param(6, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("mechanism", FIXED)
@@ -320,7 +321,7 @@ def test_local_budget_division_proved_for_every_horizon(mechanism: str) -> None:
 
 def test_personalized_local_uniform_proved_bounded_to_six() -> None:
     """plbu has its own kernel (the others are their central namesakes', test below): the
-    issue's scope, w <= 6, 2 classes, horizon 18."""
+    deeper scope, w <= 6, 2 classes, horizon 18."""
     proof = prove_allocator("plbu", scope=Scope(classes=2, w_max=6))
     assert proof.status == "proved", proof.reason
     assert proof.scope["horizon"] == 18 and proof.scope["w"] == "1..6"

@@ -174,7 +174,7 @@ def test_published_dynamic_rules_break_windows(
 # 0.3 / 0.1 == 2.9999999999999996 in doubles: with E = 0.6 and w = 3 a publication of three shares
 # (0.3) counts as t_N = 1.9999999999999996 nullified slots, so the slot two after it publishes again
 # with t_A = 4.4e-16 shares while the window already holds E.
-# 001 Algorithm 5 (PBA) in doubles end to end, the heterogeneous case of issue 20: class A
+# 001 Algorithm 5 (PBA) in doubles end to end, the heterogeneous case: class A
 # (w 4, eps 0.7) beside class B (w 2, eps 1); the sound variant's clip computes A's room in
 # doubles, and window [7, 10] of A ends 2.2e-17 over 0.7 (also over the double nearest 0.7,
 # which is below 0.7: an arithmetic overspend, not the parsing of the requirement).

@@ -1,4 +1,4 @@
-"""``--arithmetic float``: the kernel runs in IEEE doubles end to end (issue 20, part 4) and the
+"""``--arithmetic float``: the kernel runs in IEEE doubles end to end and the
 guard checks the exact value of every double spent."""
 
 from __future__ import annotations

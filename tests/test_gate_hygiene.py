@@ -1,4 +1,4 @@
-"""What `wevent gate` and `wevent prove` leave behind and tell the user to run (issue 20):
+"""What `wevent gate` and `wevent prove` leave behind and tell the user to run:
 no `.hypothesis/` folder in the user's directory, and a replay line that names only files that
 exist (or says which to save first)."""
 

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from mechanisms.allocators.registry import BUILTIN
 from tests.gate_mutants import MUTANTS, NOT_WINDOW_BUGS, POPULATION_MUTANTS
 from wevent.cli import cli
-from wevent.gate import STAGES, GateOptions, GateReport, run_gate
+from wevent.gate import GateOptions, GateReport, run_gate
 
 OPTIONS = GateOptions(w_max=3, classes=2, examples=100, e2e_runs=1, conformance_inputs=10)
 
@@ -87,13 +87,10 @@ def test_false_scaling_claim_is_caught_before_the_proof_relies_on_it() -> None:
     assert report.verdict == "refuted"
 
 
-SOUND = [
-    pytest.param(name, marks=pytest.mark.slow) if name == "dpba" else name
-    for name in sorted(BUILTIN)
-]
-
-
-@pytest.mark.parametrize("name", SOUND)
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.heavy) if n == "dpba" else n for n in sorted(BUILTIN)],
+)
 def test_gate_accepts_sound_builtins_with_a_proof(name: str) -> None:
     # Windows <= 2 here: tests/test_allocator_proofs.py proves the built-ins for w <= 6; a
     # sixth of the wide search (the default's is benchmarks/bench_gate.py, and `slow` tests).
@@ -101,11 +98,6 @@ def test_gate_accepts_sound_builtins_with_a_proof(name: str) -> None:
     assert report.verdict == "proved", "\n".join(report.describe())
     assert [s.status for s in report.stages if s.status == "failed"] == []
     assert report.exit_code == 0
-
-
-def test_gate_accepts_dpba_without_its_slow_proof() -> None:
-    report = _gate("dpba", stages=tuple(s for s in STAGES if s != "proof"))
-    assert report.verdict == "passed", "\n".join(report.describe())
 
 
 @pytest.mark.parametrize(

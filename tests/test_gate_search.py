@@ -1,5 +1,5 @@
-"""The gate's wide adversarial search (`wevent.gate.search.WideScope`, issue 20 part 1) and the
-population gate's user windows (part 5).
+"""The gate's wide adversarial search (`wevent.gate.search.WideScope`) and the
+population gate's user windows.
 
 The search runs far past the proof's scope: windows up to 64, up to 6 classes, runs of up to
 max(256, 4 w) slots, structured decision patterns; it is seeded and budgeted by a count of runs.

@@ -1,5 +1,5 @@
-"""The gate's verdict line says exactly what was proved and what was searched (issue 20, parts
-3 and 6): PROVED states its scope and the search's reach; a kernel that cannot run on Z3 terms is
+"""The gate's verdict line says exactly what was proved and what was searched:
+PROVED states its scope and the search's reach; a kernel that cannot run on Z3 terms is
 "PASSED (searched, not proved)" with the line that stopped the proof, never "proved"."""
 
 from __future__ import annotations

@@ -55,8 +55,8 @@ def test_population_kernels_never_exhaust_the_pool(mechanism: str, variant: str)
     assert result.to_json()["result"] == "proved"
 
 
-# Windows <= 4 in the default suite (about 2 s each); the issue's w <= 6 (20-25 s each for the
-# absorbing kernels) is `make slow` (issue 19: the fresh-clone `make test` under 10 minutes).
+# Windows <= 4 in the default suite (about 2 s each); w <= 6 (20-25 s each for the absorbing
+# kernels) is `make slow` (the fresh-clone `make test` stays under 10 minutes).
 @pytest.mark.heavy
 @pytest.mark.parametrize("w_max", [4, pytest.param(6, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("mechanism", POPULATION)

@@ -1,4 +1,4 @@
-"""Deeper default proofs (issue 20, part 2): a bounded dynamic scope too large to enumerate is
+"""Deeper default proofs: a bounded dynamic scope too large to enumerate is
 proved by the induction (every horizon, which covers the horizon asked) and says so; the gate
 proves the built-in dynamic kernels for every horizon; a proof over restricted budgets (DPBA's
 forward ratios) says which budgets, never "every positive budget"."""

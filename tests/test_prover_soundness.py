@@ -1,4 +1,4 @@
-"""The prover's own soundness (issue 20, part 0): what a proof reasons about is what the kernel
+"""The prover's own soundness : what a proof reasons about is what the kernel
 computes.
 
 Negative controls: `test_the_ten_lines` and `test_symbolic_algebra_agrees_with_exact` fail on the

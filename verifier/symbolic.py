@@ -94,7 +94,8 @@ class Z3ScopeAlgebra(Z3Algebra):
         self._params[term.get_id()] = term
 
     def _mark(self, term: Any, *args: Any) -> Any:
-        if all(self._is_param(a) for a in args):
+        # Parameter tracking only serves folding; without it, it would only cost time.
+        if self._fold and all(self._is_param(a) for a in args):
             self._add_param(term)
         return term
 
@@ -108,7 +109,8 @@ class Z3ScopeAlgebra(Z3Algebra):
 
     def const(self, q: Fraction | int) -> Any:
         term = real(q)
-        self._add_param(term)
+        if self._fold:
+            self._add_param(term)
         return term
 
     def add(self, a: Any, b: Any) -> Any:
