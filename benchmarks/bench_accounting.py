@@ -14,12 +14,12 @@ from fractions import Fraction
 
 import numpy as np
 
-from accounting.budget import Budget
-from accounting.ledger import Ledger
-from accounting.population import Population
-from accounting.requirements import Declaration, Dynamic, Fixed, Requirement
-from verifier.check import check
-from verifier.guard import Engine, Guard
+from wevent.accounting.budget import Budget
+from wevent.accounting.ledger import Ledger
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirement
+from wevent.verifier.check import check
+from wevent.verifier.guard import Engine, Guard
 
 CLASSES: list[Requirement] = [
     Fixed(w, Budget(eps))

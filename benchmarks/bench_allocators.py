@@ -13,15 +13,15 @@ import time
 
 import numpy as np
 
-from accounting.budget import Budget
-from accounting.population import Population
-from accounting.requirements import Declaration, Dynamic, Fixed, Requirement
-from mechanisms.allocators import CENTRAL, algebra_for, classes_of, make_kernel
-from mechanisms.allocators.kernel import published_now
-from mechanisms.central import CentralRunner
-from mechanisms.streams import SyntheticStream
-from verifier.guard import Guard
+from wevent.accounting.budget import Budget
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirement
+from wevent.mechanisms.allocators import CENTRAL, algebra_for, classes_of, make_kernel
+from wevent.mechanisms.allocators.kernel import published_now
+from wevent.mechanisms.central import CentralRunner
+from wevent.mechanisms.streams import SyntheticStream
 from wevent.tracing import class_groups
+from wevent.verifier.guard import Guard
 
 
 def requirements(dynamic: bool) -> list[Requirement]:

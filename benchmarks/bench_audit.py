@@ -160,8 +160,8 @@ def _child(engine: str, ledger: str, requirements: str, memory_limit: str) -> No
     """Run one audit and print JSON: seconds, verdict summary, peak RSS."""
     import resource
 
-    from accounting.formats import read_requirements
-    from verifier.audit import run_audit
+    from wevent.accounting.formats import read_requirements
+    from wevent.verifier.audit import run_audit
 
     population = read_requirements([Path(requirements)])
     start = time.perf_counter()

@@ -1,9 +1,9 @@
 """Cost of ExSub (run on demand: `make bench`): the exact online client per user and the
 vectorized simulation the experiments use. Measurements, not tests.
 
-The exact client (`mechanisms.exsub_stream`) draws the subgroup with big-integer weights and runs
+The exact client (`wevent.mechanisms.exsub_stream`) draws the subgroup with big-integer weights and runs
 Algorithm S in Python: its cost per user is O(d T_h + s) steps. The vectorized simulation
-(`mechanisms.exsub_baselines.exsub_estimates`) is numpy over all users of a level at once.
+(`wevent.mechanisms.exsub_baselines.exsub_estimates`) is numpy over all users of a level at once.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from mechanisms.exsub import RandomChooser
-from mechanisms.exsub_baselines import exsub_estimates
-from mechanisms.exsub_stream import ExSubClient, ExSubProtocol, sparse_streams
 from wevent.exsub_experiment import padded_residues
+from wevent.mechanisms.exsub import RandomChooser
+from wevent.mechanisms.exsub_baselines import exsub_estimates
+from wevent.mechanisms.exsub_stream import ExSubClient, ExSubProtocol, sparse_streams
 
 
 def main() -> None:

@@ -18,9 +18,9 @@ import platform
 import sys
 import time
 
-from mechanisms.allocators.local import POPULATION
-from mechanisms.allocators.registry import BUILTIN
 from wevent.gate import GateOptions, run_gate
+from wevent.mechanisms.allocators.local import POPULATION
+from wevent.mechanisms.allocators.registry import BUILTIN
 
 COLUMNS = ("conformance", "proof", "search", "end-to-end")
 

@@ -18,14 +18,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from accounting.budget import Budget
-from accounting.formats import read_ledger, write_ledger, write_requirements
-from accounting.population import Population
-from accounting.requirements import Fixed, Requirement
-from mechanisms.allocators import LOCAL
-from mechanisms.streams import SyntheticStream
-from verifier.check import check
+from wevent.accounting.budget import Budget
+from wevent.accounting.formats import read_ledger, write_ledger, write_requirements
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Fixed, Requirement
+from wevent.mechanisms.allocators import LOCAL
+from wevent.mechanisms.streams import SyntheticStream
 from wevent.running import run_mechanism
+from wevent.verifier.check import check
 
 
 def population(n: int) -> Population:

@@ -11,8 +11,8 @@ import time
 
 import numpy as np
 
-from accounting.budget import Budget
-from mechanisms.oracles import GRR, OUE, FrequencyOracle
+from wevent.accounting.budget import Budget
+from wevent.mechanisms.oracles import GRR, OUE, FrequencyOracle
 
 
 def timed(fn: object, repeats: int = 3) -> float:

@@ -2,16 +2,16 @@
 
 Bounded proofs (one Z3 check per window shape and parameter case over the whole horizon) and
 k-induction (base case of 2 * max w slots plus one step per slot residue) for the fixed-window
-kernels; bounded proofs and the one-slot induction (`proofs.dynamic`, every horizon) for the
+kernels; bounded proofs and the one-slot induction (`wevent.proofs.dynamic`, every horizon) for the
 dynamic kernels; the explicit float-count search. Measurements,
-not tests: the numbers go to proofs/README.md.
+not tests: the numbers go to wevent/proofs/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from proofs.central import ALLOCATORS, Scope, prove_allocator
+from wevent.proofs.central import ALLOCATORS, Scope, prove_allocator
 
 FIXED = ("uniform", "sample", "bd", "ba", "pbd", "pba")
 

@@ -42,9 +42,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from accounting.budget import Budget
-from accounting.population import Population
-from accounting.requirements import Fixed, Requirement
+from wevent.accounting.budget import Budget
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Fixed, Requirement
 
 FAMILIES = (
     ("central (PWSM)", "pba"),
@@ -57,7 +57,7 @@ FAMILIES = (
 class UncheckedSpender:
     """BENCHMARK ONLY: a spender that accepts every charge without checking or recording it.
 
-    Stands in for `verifier.Guard` in a benchmark child process to measure the guard's cost.
+    Stands in for `wevent.verifier.Guard` in a benchmark child process to measure the guard's cost.
     It counts charges (and the per-user reports they stand for) so the run's summary stays
     meaningful."""
 
@@ -114,7 +114,7 @@ def requirements(classes: int, w_max: int) -> list[Requirement]:
 def one(cfg: dict[str, Any]) -> dict[str, Any]:
     """Run one configuration in this process and return its measurements."""
     import wevent.running as running
-    from mechanisms.streams import SyntheticStream
+    from wevent.mechanisms.streams import SyntheticStream
 
     inside = [0.0]  # seconds spent inside the guard's methods (guard on)
     if not cfg["guard"]:
@@ -167,7 +167,7 @@ def one(cfg: dict[str, Any]) -> dict[str, Any]:
 def _time_guard(inside: list[float]) -> None:
     """Accumulate, in ``inside[0]``, the time spent in the guard methods mechanisms call (this
     child process only): a direct measure of the guard's cost, beside the on/off difference."""
-    from verifier.guard import Guard
+    from wevent.verifier.guard import Guard
 
     def timed(fn: Any) -> Any:
         def wrapper(*args: Any, **kwargs: Any) -> Any:

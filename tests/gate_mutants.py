@@ -19,20 +19,20 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from mechanisms.allocators.algebra import Algebra, vmax, vmin
-from mechanisms.allocators.api import AllocatorSpec, PopulationSpec
-from mechanisms.allocators.dynamic import DynamicKernel, DynamicState
-from mechanisms.allocators.fixed import FixedKernel, FixedState
-from mechanisms.allocators.kernel import (
+from wevent.mechanisms.allocators.algebra import Algebra, vmax, vmin
+from wevent.mechanisms.allocators.api import AllocatorSpec, PopulationSpec
+from wevent.mechanisms.allocators.dynamic import DynamicKernel, DynamicState
+from wevent.mechanisms.allocators.fixed import FixedKernel, FixedState
+from wevent.mechanisms.allocators.kernel import (
     ClassReq,
     DynamicClass,
     FixedClass,
     Plan,
     fixed_classes,
 )
-from mechanisms.allocators.local import population_setup
-from mechanisms.allocators.population import PopulationConfig, PopulationKernel
-from mechanisms.ops import sample_size
+from wevent.mechanisms.allocators.local import population_setup
+from wevent.mechanisms.allocators.population import PopulationConfig, PopulationKernel
+from wevent.mechanisms.ops import sample_size
 
 __all__ = ["MUTANTS", "NOT_WINDOW_BUGS", "POPULATION_MUTANTS"]
 
@@ -446,7 +446,7 @@ NOT_WINDOW_BUGS = frozenset({"forgetful_state"})
 
 # ---------------------------------------------------------------------------- population kernels
 # Population allocators (002 Section 6; 000) draw users from a pool; these change one integer of
-# a built-in's setup (`mechanisms.allocators.local.population_setup`) the way a port might.
+# a built-in's setup (`wevent.mechanisms.allocators.local.population_setup`) the way a port might.
 
 
 def _population(

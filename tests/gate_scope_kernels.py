@@ -12,14 +12,20 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from accounting.budget import BudgetError
-from mechanisms.allocators.algebra import Algebra, vmax, vmin
-from mechanisms.allocators.api import AllocatorSpec, PopulationSpec
-from mechanisms.allocators.dynamic import DynamicKernel
-from mechanisms.allocators.fixed import FixedKernel, FixedState
-from mechanisms.allocators.kernel import ClassReq, DynamicClass, FixedClass, Plan, fixed_classes
-from mechanisms.allocators.local import population_setup
-from mechanisms.allocators.population import PopulationConfig, PopulationKernel
+from wevent.accounting.budget import BudgetError
+from wevent.mechanisms.allocators.algebra import Algebra, vmax, vmin
+from wevent.mechanisms.allocators.api import AllocatorSpec, PopulationSpec
+from wevent.mechanisms.allocators.dynamic import DynamicKernel
+from wevent.mechanisms.allocators.fixed import FixedKernel, FixedState
+from wevent.mechanisms.allocators.kernel import (
+    ClassReq,
+    DynamicClass,
+    FixedClass,
+    Plan,
+    fixed_classes,
+)
+from wevent.mechanisms.allocators.local import population_setup
+from wevent.mechanisms.allocators.population import PopulationConfig, PopulationKernel
 
 __all__ = [
     "SCOPE_KERNELS",

@@ -11,13 +11,13 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from mechanisms.allocators.algebra import Algebra, vmax, vmin
-from mechanisms.allocators.api import AllocatorSpec, PopulationSpec
-from mechanisms.allocators.dynamic import DynamicKernel
-from mechanisms.allocators.fixed import FixedKernel, FixedState
-from mechanisms.allocators.kernel import ClassReq, FixedClass, Plan, fixed_classes
 from tests.gate_scope_kernels import _lpa_kernel, _lpa_setup, needs_many_users
 from tests.test_gate_verdicts import PLAIN_SOUND
+from wevent.mechanisms.allocators.algebra import Algebra, vmax, vmin
+from wevent.mechanisms.allocators.api import AllocatorSpec, PopulationSpec
+from wevent.mechanisms.allocators.dynamic import DynamicKernel
+from wevent.mechanisms.allocators.fixed import FixedKernel, FixedState
+from wevent.mechanisms.allocators.kernel import ClassReq, FixedClass, Plan, fixed_classes
 
 __all__ = ["SOUND", "SOUND_POPULATION"]
 

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from mechanisms.allocators import make_kernel
-from mechanisms.allocators.algebra import ExactAlgebra
-from mechanisms.allocators.api import AllocatorSpec
-from mechanisms.allocators.kernel import ClassReq, Plan, fixed_classes
+from wevent.mechanisms.allocators import make_kernel
+from wevent.mechanisms.allocators.algebra import ExactAlgebra
+from wevent.mechanisms.allocators.api import AllocatorSpec
+from wevent.mechanisms.allocators.kernel import ClassReq, Plan, fixed_classes
 
 F = Fraction
 

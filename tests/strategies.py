@@ -6,10 +6,10 @@ from fractions import Fraction
 
 from hypothesis import strategies as st
 
-from accounting.budget import Budget
-from accounting.ledger import Ledger
-from accounting.population import Population
-from accounting.requirements import Declaration, Dynamic, Fixed, Requirement, WholeStream
+from wevent.accounting.budget import Budget
+from wevent.accounting.ledger import Ledger
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirement, WholeStream
 
 # Small denominators make exact ties (three spends of 1/10 against 3/10) common.
 budgets = st.builds(

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from accounting.formats import read_ledger, read_requirements
-from mechanisms.allocators import CENTRAL, algebra_for, make_kernel, run_trace
-from mechanisms.allocators.kernel import classes_of
+from wevent.accounting.formats import read_ledger, read_requirements
 from wevent.cli import cli
 from wevent.demo import example_path
+from wevent.mechanisms.allocators import CENTRAL, algebra_for, make_kernel, run_trace
+from wevent.mechanisms.allocators.kernel import classes_of
 
 TABLE3 = str(example_path("001-table3.csv"))
 

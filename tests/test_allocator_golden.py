@@ -11,17 +11,17 @@ from fractions import Fraction
 
 import pytest
 
-from accounting.budget import Budget
-from accounting.formats import read_requirements
-from accounting.population import Population
-from accounting.requirements import Fixed
-from accounting.spending import BudgetExceeded
-from mechanisms.allocators import make_kernel, run_trace
-from mechanisms.allocators.algebra import ExactAlgebra
-from mechanisms.allocators.kernel import classes_of
-from verifier.guard import Guard
+from wevent.accounting.budget import Budget
+from wevent.accounting.formats import read_requirements
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Fixed
+from wevent.accounting.spending import BudgetExceeded
 from wevent.demo import example_path
+from wevent.mechanisms.allocators import make_kernel, run_trace
+from wevent.mechanisms.allocators.algebra import ExactAlgebra
+from wevent.mechanisms.allocators.kernel import classes_of
 from wevent.tracing import trace_with_guard
+from wevent.verifier.guard import Guard
 
 F = Fraction
 
@@ -150,7 +150,7 @@ def test_sound_dpbd_differs_from_published_after_a_requirement_change() -> None:
     Published: slot 2's dissimilarity min(0.7/6, 0.6/4, 0.3/2 - 7/60) = 1/30 overfills the
     backward window [1, 2] (7/24 + 1/30 > 0.3). Sound: the joint room 0.3 - 7/24 = 1/120 caps it,
     nothing is left to publish, and the slot is nullified."""
-    from accounting.requirements import Declaration, Dynamic
+    from wevent.accounting.requirements import Declaration, Dynamic
 
     pop = Population(
         {

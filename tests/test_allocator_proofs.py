@@ -1,4 +1,4 @@
-"""Window theorems of the central allocators (`proofs.central`): proofs, refutations, replays.
+"""Window theorems of the central allocators (`wevent.proofs.central`): proofs, refutations, replays.
 
 * Every sound kernel is proved: fixed kernels for w <= 5 (w <= 6 with `make slow`), 1..2 classes,
   horizon 3 w (bounded) and for every horizon by k-induction; dynamic kernels bounded for w <= 2 with declarations at
@@ -19,21 +19,21 @@ from typing import Any
 
 import pytest
 
-from accounting.budget import Budget
-from accounting.population import Population
-from accounting.requirements import Fixed
-from mechanisms.allocators import make_kernel, run_trace
-from mechanisms.allocators.algebra import ExactAlgebra
-from mechanisms.allocators.kernel import (
+from wevent.accounting.budget import Budget
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Fixed
+from wevent.mechanisms.allocators import make_kernel, run_trace
+from wevent.mechanisms.allocators.algebra import ExactAlgebra
+from wevent.mechanisms.allocators.kernel import (
     ClassReq,
     Decl,
     DynamicClass,
     FixedClass,
     scaled_classes,
 )
-from proofs.central import ALLOCATORS, Allocator, Scope, prove_allocator
-from proofs.explicit import explore
-from verifier.symbolic import fixed_windows
+from wevent.proofs.central import ALLOCATORS, Allocator, Scope, prove_allocator
+from wevent.proofs.explicit import explore
+from wevent.verifier.symbolic import fixed_windows
 
 FIXED = ("uniform", "sample", "bd", "ba", "pbd", "pba")
 F = Fraction
@@ -274,13 +274,13 @@ def test_certificates_are_well_formed(tmp_path: Path) -> None:
     refutation carries its counterexample, which still replays."""
     import json
 
-    from accounting.formats import read_requirements
-    from proofs.certify import recorded
+    from wevent.accounting.formats import read_requirements
+    from wevent.proofs.certify import recorded
     from wevent.tracing import parse_decisions, trace_with_guard
 
     paths = sorted(
         p
-        for p in Path("proofs/certificates").glob("*.json")
+        for p in Path("wevent/proofs/certificates").glob("*.json")
         if not p.name.startswith("population-")
     )  # population certificates: tests/test_population_proofs.py
     assert paths

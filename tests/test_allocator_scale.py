@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mechanisms.allocators import CENTRAL
 from wevent.cli import cli
+from wevent.mechanisms.allocators import CENTRAL
 
 USERS, SLOTS = 100_000, 1_000
 WINDOWS, BUDGETS = (10, 20, 40, 80), ("0.5", "1")

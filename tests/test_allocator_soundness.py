@@ -16,13 +16,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accounting.budget import Budget
-from accounting.population import Population
-from accounting.requirements import Declaration, Dynamic, Fixed, Requirement
-from mechanisms.allocators import CENTRAL, TraceSlot, make_kernel, run_trace
-from mechanisms.allocators.algebra import ExactAlgebra
-from mechanisms.allocators.kernel import classes_of
 from tests.strategies import budgets, dynamics, populations, positive_budgets
+from wevent.accounting.budget import Budget
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirement
+from wevent.mechanisms.allocators import CENTRAL, TraceSlot, make_kernel, run_trace
+from wevent.mechanisms.allocators.algebra import ExactAlgebra
+from wevent.mechanisms.allocators.kernel import classes_of
 from wevent.tracing import trace_with_guard
 
 F = Fraction

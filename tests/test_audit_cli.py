@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from accounting.durable import ChainedJsonlWriter, SegmentWriter, charge_record
-from accounting.formats import read_ledger, read_requirements
-from verifier.audit import run_audit
-from verifier.report import histogram, render_html, render_markdown, report_json
+from wevent.accounting.durable import ChainedJsonlWriter, SegmentWriter, charge_record
+from wevent.accounting.formats import read_ledger, read_requirements
 from wevent.cli import cli
 from wevent.demo import example_path
+from wevent.verifier.audit import run_audit
+from wevent.verifier.report import histogram, render_html, render_markdown, report_json
 
 REQS = [str(example_path("requirements.csv")), str(example_path("requirements.dynamic.csv"))]
 REQ_ARGS = [a for r in REQS for a in ("-r", r)]
@@ -75,7 +75,7 @@ def test_out_of_memory_is_one_line_pointing_to_duckdb(
 ) -> None:
     """The numpy engine holds the ledger in memory; running out is exit 2 and one line that
     names the out-of-core engine, not a traceback."""
-    from verifier.engines import NumpyEngine
+    from wevent.verifier.engines import NumpyEngine
 
     def audit(*_args: object, **_kwargs: object) -> None:
         raise MemoryError("Unable to allocate 752. MiB for an array")

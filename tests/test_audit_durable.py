@@ -15,15 +15,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from accounting.budget import BudgetError
-from accounting.durable import (
+from wevent.accounting.budget import BudgetError
+from wevent.accounting.durable import (
     ChainedJsonlWriter,
     SegmentWriter,
     audit_integrity,
     is_durable_ledger,
     verified_records,
 )
-from accounting.formats import read_ledger, read_ledgers
+from wevent.accounting.formats import read_ledger, read_ledgers
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -200,7 +200,7 @@ def test_segments_detect_deleted_and_uncommitted_segments(tmp_path: Path) -> Non
 _CHILD = textwrap.dedent(
     """
     import sys, time
-    from accounting.durable import ChainedJsonlWriter
+    from wevent.accounting.durable import ChainedJsonlWriter
 
     class Slow(ChainedJsonlWriter):
         def _write(self, data):

@@ -12,17 +12,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from accounting.budget import Budget
-from accounting.formats import FormatError, read_ledger, read_requirements, write_ledger
-from accounting.ledger import Ledger
-from accounting.population import Population
-from accounting.requirements import Fixed, WholeStream
 from tests.strategies import ledgers, populations
-from verifier.check import check
-from verifier.engines import DuckDBBackend, SqlEngine, make_engine, spark_session
-from verifier.sql import EngineError
-from verifier.verdict import Verdict
+from wevent.accounting.budget import Budget
+from wevent.accounting.formats import FormatError, read_ledger, read_requirements, write_ledger
+from wevent.accounting.ledger import Ledger
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Fixed, WholeStream
 from wevent.demo import example_path
+from wevent.verifier.check import check
+from wevent.verifier.engines import DuckDBBackend, SqlEngine, make_engine, spark_session
+from wevent.verifier.sql import EngineError
+from wevent.verifier.verdict import Verdict
 
 # Spark tests run in a serial step of their own (`make unit`): one JVM with the engine's own
 # memory plan (`spark_session`), never one per xdist worker beside other tests. (xdist's

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from accounting.budget import (
+from wevent.accounting.budget import (
     Budget,
     BudgetError,
     Rounding,

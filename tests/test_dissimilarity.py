@@ -1,13 +1,13 @@
 import numpy as np
 import pytest
 
-from accounting.budget import Budget, BudgetError
-from accounting.population import Population
-from accounting.requirements import Fixed
-from mechanisms.dissimilarity import dc_dissimilarity, ldp_dissimilarity
-from mechanisms.oracles import GRR
-from verifier.check import check
-from verifier.guard import Guard
+from wevent.accounting.budget import Budget, BudgetError
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Fixed
+from wevent.mechanisms.dissimilarity import dc_dissimilarity, ldp_dissimilarity
+from wevent.mechanisms.oracles import GRR
+from wevent.verifier.check import check
+from wevent.verifier.guard import Guard
 
 
 def test_ldp_dissimilarity_is_unbiased_for_the_true_mean_squared_difference() -> None:

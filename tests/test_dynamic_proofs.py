@@ -1,4 +1,4 @@
-"""Theorem D for every horizon (`proofs.dynamic`): the induction proves the sound dynamic kernels,
+"""Theorem D for every horizon (`wevent.proofs.dynamic`): the induction proves the sound dynamic kernels,
 refutes the published ones, and can fail (mutated kernels); its two premises hold on the code:
 obligations past T* repeat T*'s, and classes do not interfere."""
 
@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 import z3
 
-from accounting.budget import BudgetError
-from mechanisms.allocators import dynamic as dynamic_module
-from mechanisms.allocators.dynamic import DynamicKernel, DynamicState
-from mechanisms.allocators.kernel import DynamicClass, Plan, Prefix
-from proofs import dynamic as dynamic_proofs
-from proofs.central import Scope, prove_allocator
-from proofs.dynamic import (
+from wevent.accounting.budget import BudgetError
+from wevent.mechanisms.allocators import dynamic as dynamic_module
+from wevent.mechanisms.allocators.dynamic import DynamicKernel, DynamicState
+from wevent.mechanisms.allocators.kernel import DynamicClass, Plan, Prefix
+from wevent.proofs import dynamic as dynamic_proofs
+from wevent.proofs.central import Scope, prove_allocator
+from wevent.proofs.dynamic import (
     Obligation,
     Shape,
     all_shapes,
@@ -28,7 +28,7 @@ from proofs.dynamic import (
     stationary_slot,
     step_obligation,
 )
-from verifier.symbolic import Z3ScopeAlgebra, real
+from wevent.verifier.symbolic import Z3ScopeAlgebra, real
 
 
 # The default suite proves windows <= 4 (256 shapes; dpba about 12 s on one core, measured with
@@ -176,7 +176,7 @@ def test_interfering_classes_are_caught(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_unbounded_dynamic_needs_exact_arithmetic() -> None:
-    from accounting.budget import BudgetError
+    from wevent.accounting.budget import BudgetError
 
     with pytest.raises(BudgetError, match="exact"):
         prove_allocator("dpbd", arithmetic="float", unbounded=True)
@@ -187,7 +187,7 @@ def test_unbounded_dynamic_needs_exact_arithmetic() -> None:
 def test_one_declaration_schedules_proved_to_windows_six(mechanism: str) -> None:
     """The w <= 6 scope in the test suite, for schedules of one declaration (every
     w_B, w_F <= 6, 2 classes, every horizon); two declarations at w <= 6 are in the
-    certificates (`python -m proofs.certify --only dpbd,dpba`), at w <= 4 in the test above."""
+    certificates (`python -m wevent.proofs.certify --only dpbd,dpba`), at w <= 4 in the test above."""
     scope = Scope(classes=2, w_max=6, decl_slots=(1,))
     proof = prove_allocator(mechanism, scope=scope, unbounded=True)
     assert proof.status == "proved", proof.reason

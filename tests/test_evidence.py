@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from accounting.budget import BudgetError
-from accounting.certified import exp_bounds, ln_bounds
-from accounting.evidence import (
+from wevent.accounting.budget import BudgetError
+from wevent.accounting.certified import exp_bounds, ln_bounds
+from wevent.accounting.evidence import (
     GRR,
     OUE,
     DiscreteLaplace,
@@ -135,7 +135,7 @@ def test_sampled_cost_of_a_huge_inner_cost_is_tight() -> None:
     must be tight enough to certify 31.92 and refute 31.9 (it used to be useless for tiny p)."""
     import math
 
-    from accounting.evidence import Laplace, Sampled, certify_cost, cost_bounds
+    from wevent.accounting.evidence import Laplace, Sampled, certify_cost, cost_bounds
 
     ev = Sampled(Laplace(Fraction(1), Fraction(1, 200)), Fraction(1, 10**73))
     lo, hi = cost_bounds(ev)

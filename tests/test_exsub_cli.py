@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from accounting.formats import read_ledger
+from wevent.accounting.formats import read_ledger
 from wevent.cli import cli
 from wevent.demo import example_path
 

@@ -10,16 +10,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from accounting.budget import BudgetError
-from accounting.certified import exp_bounds
-from accounting.evidence import (
+from wevent.accounting.budget import BudgetError
+from wevent.accounting.certified import exp_bounds
+from wevent.accounting.evidence import (
     ExSub,
     certify_cost,
     cost_bounds,
     evidence_from_json,
     evidence_to_json,
 )
-from mechanisms.exsub import ExSubDesign, choose_m, exclusion_weight, subgroup_sizes
+from wevent.mechanisms.exsub import ExSubDesign, choose_m, exclusion_weight, subgroup_sizes
 
 
 def _vectors(d: int, k: int) -> list[tuple[int, ...]]:

@@ -1,4 +1,4 @@
-"""Exact small-size proofs of ExSub (proofs/exsub.py) and the printed variants they refute."""
+"""Exact small-size proofs of ExSub (wevent/proofs/exsub.py) and the printed variants they refute."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from mechanisms.exsub import ExSubDesign, OnlineSampler, offline_sample
-from proofs.exsub import _quadratic_min, _ratio_ok, enumerate_outputs, prove_exsub
+from wevent.mechanisms.exsub import ExSubDesign, OnlineSampler, offline_sample
+from wevent.proofs.exsub import _quadratic_min, _ratio_ok, enumerate_outputs, prove_exsub
 
 SMALL = [(d, s, m) for d in range(2, 5) for s in range(1, d) for m in range(1, d + 1)]
 MEDIUM = [(5, 1, 2), (5, 2, 2), (5, 2, 3)]
@@ -46,7 +46,7 @@ def test_printed_online_counters_are_refuted_from_s_2_and_agree_at_s_1() -> None
     refuted = prove_exsub(4, 2, 2, variant="printed-online")
     assert refuted.status == "counterexample"
     assert "online sampler (Algorithm 4, printed-online)" in refuted.counterexample
-    # with s = 1 the printed counters coincide with Algorithm S (mechanisms.exsub docstring)
+    # with s = 1 the printed counters coincide with Algorithm S (wevent.mechanisms.exsub docstring)
     assert prove_exsub(3, 1, 2, variant="printed-online").status == "proved"
 
 
@@ -81,7 +81,7 @@ def test_quadratic_ratio_check_is_exact() -> None:
 
 
 def test_bad_variant_is_rejected() -> None:
-    from accounting.budget import BudgetError
+    from wevent.accounting.budget import BudgetError
 
     with pytest.raises(BudgetError):
         prove_exsub(3, 1, 2, variant="published")

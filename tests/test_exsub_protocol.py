@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accounting.budget import BudgetError
-from mechanisms.exsub import RandomChooser
-from mechanisms.exsub_stream import (
+from wevent.accounting.budget import BudgetError
+from wevent.exsub_experiment import errors, padded_residues
+from wevent.mechanisms.exsub import RandomChooser
+from wevent.mechanisms.exsub_stream import (
     ExSubClient,
     ExSubProtocol,
     ExSubServer,
@@ -21,14 +22,13 @@ from mechanisms.exsub_stream import (
     sparse_streams,
     variance_optimal_weights,
 )
-from mechanisms.residues import (
+from wevent.mechanisms.residues import (
     level_weights,
     levels,
     reconstruct,
     reconstruction_terms,
     residues,
 )
-from wevent.exsub_experiment import errors, padded_residues
 
 
 @st.composite
@@ -187,7 +187,7 @@ def test_mean_task_coefficients_count_algorithm_2_terms() -> None:
     c = level_variance_factors(4, 2, 1, 1, Fraction(1), "mean")
     sigma = []
     for h, uses in zip(range(3), (2, 2, 1), strict=True):
-        from mechanisms.exsub import ExSubDesign
+        from wevent.mechanisms.exsub import ExSubDesign
 
         d_prime = 4 // 2**h + 1
         design = ExSubDesign.for_budget(d_prime, 1, Fraction(1))

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanisms.exsub import (
+from wevent.mechanisms.exsub import (
     ExSubDesign,
     OnlineSampler,
     RandomChooser,
@@ -23,7 +23,7 @@ from mechanisms.exsub import (
     choose_subgroup,
     offline_sample,
 )
-from mechanisms.exsub_baselines import TERNARY, exsub_estimates
+from wevent.mechanisms.exsub_baselines import TERNARY, exsub_estimates
 
 Z = 5.0
 
@@ -96,7 +96,7 @@ def test_every_ternary_mechanism_is_unbiased(name: str) -> None:
 
 
 def test_vectorized_mechanisms_need_exactly_s_non_zeros() -> None:
-    from accounting.budget import BudgetError
+    from wevent.accounting.budget import BudgetError
 
     for f in TERNARY.values():
         with pytest.raises(BudgetError):

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mechanisms.allocators.algebra import FloatCountAlgebra
 from wevent.cli import cli
+from wevent.mechanisms.allocators.algebra import FloatCountAlgebra
 
 F = Fraction
 DOUBLES = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False).filter(

@@ -5,9 +5,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from accounting.budget import Budget
-from accounting.evidence import Laplace, Sampled
-from accounting.formats import (
+from wevent.accounting.budget import Budget
+from wevent.accounting.evidence import Laplace, Sampled
+from wevent.accounting.formats import (
     FormatError,
     read_ledger,
     read_ledgers,
@@ -15,9 +15,9 @@ from accounting.formats import (
     write_ledger,
     write_requirements,
 )
-from accounting.ledger import Ledger
-from accounting.population import Population
-from accounting.requirements import Dynamic, Fixed, WholeStream
+from wevent.accounting.ledger import Ledger
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Dynamic, Fixed, WholeStream
 
 from .strategies import ledgers, populations
 
@@ -392,7 +392,7 @@ def test_a_failed_ledger_write_leaves_no_file_and_says_why(
 ) -> None:
     """A write that fails (out of memory, disk full) removes its temporary file, keeps the
     previous file under the final name untouched, and is an OSError naming the path."""
-    import accounting.formats as formats
+    import wevent.accounting.formats as formats
 
     path = tmp_path / "l.parquet"
     old = Ledger()

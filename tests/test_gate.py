@@ -26,14 +26,8 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accounting.requirements import Dynamic, Fixed
-from mechanisms.allocators import registry
-from mechanisms.allocators.algebra import ExactAlgebra
-from mechanisms.allocators.api import Allocator, AllocatorSpec
-from mechanisms.allocators.kernel import DynamicClass, FixedClass
-from mechanisms.allocators.registry import AllocatorError, kernel_for, resolve
-from proofs.central import prove_allocator
 from tests import gate_mutants
+from wevent.accounting.requirements import Dynamic, Fixed
 from wevent.cli import cli
 from wevent.gate import GateOptions, run_gate
 from wevent.gate.inputs import (
@@ -44,6 +38,12 @@ from wevent.gate.inputs import (
     requirement_lists,
 )
 from wevent.gate.search import Probe, run_search, trace_target
+from wevent.mechanisms.allocators import registry
+from wevent.mechanisms.allocators.algebra import ExactAlgebra
+from wevent.mechanisms.allocators.api import Allocator, AllocatorSpec
+from wevent.mechanisms.allocators.kernel import DynamicClass, FixedClass
+from wevent.mechanisms.allocators.registry import AllocatorError, kernel_for, resolve
+from wevent.proofs.central import prove_allocator
 
 QUICK = GateOptions(w_max=2, classes=2, examples=40, e2e_runs=1, conformance_inputs=6)
 T = "tests.gate_targets"
@@ -139,8 +139,8 @@ def test_kernel_for_refuses_unknown_variants_and_dynamic_classes_for_fixed_alloc
 
 
 def test_allocator_spec_is_the_proof_registrys_allocator() -> None:
-    from proofs.central import ALLOCATORS
-    from proofs.central import Allocator as ProofAllocator
+    from wevent.proofs.central import ALLOCATORS
+    from wevent.proofs.central import Allocator as ProofAllocator
 
     assert ProofAllocator is AllocatorSpec
     assert all(ALLOCATORS[name] is spec for name, spec in registry.BUILTIN.items())
@@ -491,10 +491,10 @@ def test_end_to_end_sound_run_is_accepted_and_checked() -> None:
 def test_a_mixed_counterexample_names_both_requirement_files_and_replays(tmp_path: Path) -> None:
     """A population of fixed and dynamic users is written to two CSVs; the printed command
     reads both, and running it refuses at the counterexample's slot."""
-    from accounting.budget import Budget
-    from accounting.formats import write_requirements
-    from accounting.requirements import Declaration
-    from proofs.counterexamples import Counterexample, Failure, requirements_files
+    from wevent.accounting.budget import Budget
+    from wevent.accounting.formats import write_requirements
+    from wevent.accounting.requirements import Declaration
+    from wevent.proofs.counterexamples import Counterexample, Failure, requirements_files
 
     dynamic = Dynamic(
         (Declaration(1, 1, Budget(1), 1, Budget(1)), Declaration(2, 2, Budget("0.1"), 1, Budget(1)))
@@ -528,8 +528,8 @@ def test_drawn_requirement_classes_are_distinct_and_replay_as_drawn(data: st.Dat
     kernel `wevent trace` runs."""
     import random
 
-    from mechanisms.allocators import classes_of
     from wevent.gate.inputs import kernel_classes, random_requirements
+    from wevent.mechanisms.allocators import classes_of
 
     kind = data.draw(st.sampled_from(["fixed", "dynamic"]))
     reqs = data.draw(requirement_lists(kind, 4, 2, 4))
@@ -543,9 +543,9 @@ def test_drawn_requirement_classes_are_distinct_and_replay_as_drawn(data: st.Dat
 
 def test_scaled_classes_is_the_shared_helper() -> None:
     """The conformance check and the normalization tests scale classes with one helper."""
-    from mechanisms.allocators.kernel import Decl, scaled_classes
     from tests import test_allocator_proofs
     from wevent.gate import conformance
+    from wevent.mechanisms.allocators.kernel import Decl, scaled_classes
 
     assert vars(conformance)["scaled_classes"] is scaled_classes
     assert vars(test_allocator_proofs)["scaled_classes"] is scaled_classes

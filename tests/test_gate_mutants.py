@@ -2,7 +2,7 @@
 counterexample that `wevent trace` replays, accepts every sound built-in, and rejects the
 published variants that are unsound (DPBD/DPBA as printed; BA/PBA/LBA with double-precision
 absorption counts) while accepting those that are sound in exact arithmetic (the bounded
-certificates of `proofs/certificates` say the same).
+certificates of `wevent/proofs/certificates` say the same).
 
 Scope in `make test`: windows <= 3 (<= 2 for the built-ins, which `tests/test_allocator_proofs.py`
 proves for w <= 6, and for dynamic schedules), 1..2 classes, 100 search inputs per kind; DPBA's
@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from mechanisms.allocators.registry import BUILTIN
 from tests.gate_mutants import MUTANTS, NOT_WINDOW_BUGS, POPULATION_MUTANTS
 from wevent.cli import cli
 from wevent.gate import GateOptions, GateReport, run_gate
+from wevent.mechanisms.allocators.registry import BUILTIN
 
 OPTIONS = GateOptions(w_max=3, classes=2, examples=100, e2e_runs=1, conformance_inputs=10)
 
@@ -36,7 +36,7 @@ def _replay_with_trace(report: GateReport, tmp_path: Path) -> str:
     cex = report.counterexample
     assert cex is not None
     csv = tmp_path / "counterexample.csv"
-    from accounting.formats import write_requirements
+    from wevent.accounting.formats import write_requirements
 
     write_requirements(cex.population, csv)
     args = cex.command(str(csv)).split()

@@ -17,9 +17,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from accounting.budget import Budget
-from accounting.requirements import Fixed
-from mechanisms.allocators.local import POPULATION
+from wevent.accounting.budget import Budget
+from wevent.accounting.requirements import Fixed
 from wevent.cli import cli
 from wevent.gate import GateOptions, GateReport, run_gate
 from wevent.gate.population import (
@@ -29,6 +28,7 @@ from wevent.gate.population import (
     population_of,
     shrink_population_case,
 )
+from wevent.mechanisms.allocators.local import POPULATION
 
 OPTIONS = GateOptions(
     w_max=2, classes=2, examples=30, e2e_runs=1, conformance_inputs=4, search_runs=20
@@ -102,7 +102,7 @@ def test_published_ops_split_found_by_the_search_alone(tmp_path: Path) -> None:
     assert cex is not None and cex.replays()
     assert sum(cex.decisions) < len(cex.decisions)
     csv = tmp_path / "counterexample.csv"
-    from accounting.formats import write_requirements
+    from wevent.accounting.formats import write_requirements
 
     write_requirements(cex.population, csv)
     _replay(cex.command(str(csv)), tmp_path)
@@ -138,8 +138,8 @@ def test_population_probe_shrinks_to_a_smaller_failing_input() -> None:
 def test_shortage_counterexamples_replay_as_shortages(monkeypatch: pytest.MonkeyPatch) -> None:
     """A pool that runs dry (publications may take all n users: capacity n, a mutant of the
     distribution rule) is a counterexample of kind "shortage" that replays as one."""
-    from mechanisms.allocators import local
-    from mechanisms.allocators.population import PopulationConfig
+    from wevent.mechanisms.allocators import local
+    from wevent.mechanisms.allocators.population import PopulationConfig
 
     real = local.population_setup
 
@@ -204,7 +204,7 @@ def test_population_targets_resolve() -> None:
     """Built-in names and third-party `PopulationAllocator`s resolve as population allocators;
     budget allocators and unknown names do not (`resolve` keeps refusing population names
     as budget allocators, naming the commands that take them)."""
-    from mechanisms.allocators.registry import (
+    from wevent.mechanisms.allocators.registry import (
         POPULATION_BUILTIN,
         AllocatorError,
         is_population,
@@ -228,8 +228,8 @@ def test_population_allocator_without_a_sound_variant_is_unusable(
 ) -> None:
     import dataclasses as dc
 
-    from mechanisms.allocators import registry
     from tests import gate_mutants
+    from wevent.mechanisms.allocators import registry
 
     broken = dc.replace(gate_mutants.recycled_user_reused_early, variants=("fast",))
     monkeypatch.setattr(gate_mutants, "no_sound_variant", broken, raising=False)

@@ -20,11 +20,9 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accounting.budget import Budget
-from accounting.requirements import Dynamic, Fixed
-from mechanisms.allocators.registry import BUILTIN, resolve
-from proofs.population import check_user_windows
 from tests.gate_scope_kernels import SCOPE_KERNELS
+from wevent.accounting.budget import Budget
+from wevent.accounting.requirements import Dynamic, Fixed
 from wevent.cli import cli
 from wevent.gate import GateOptions, GateReport, run_gate
 from wevent.gate.inputs import (
@@ -44,6 +42,8 @@ from wevent.gate.search import (
     shrink_case,
     wide_cases,
 )
+from wevent.mechanisms.allocators.registry import BUILTIN, resolve
+from wevent.proofs.population import check_user_windows
 
 # The proof's old default scope, and the wide search with a small run budget.
 OLD = GateOptions(w_max=3, search_runs=0, e2e_runs=1, conformance_inputs=5)
@@ -354,8 +354,8 @@ def test_population_proof_refutes_an_overspent_drawn_user() -> None:
 
 
 def test_prove_population_refutes_user_windows_with_a_replay() -> None:
-    from proofs.population import prove_population
     from tests.gate_mutants import recycled_user_reused_early
+    from wevent.proofs.population import prove_population
 
     target = "tests.gate_mutants:recycled_user_reused_early"
     result = prove_population(target, w_max=3, allocator=recycled_user_reused_early)
@@ -370,7 +370,7 @@ def test_user_window_counterexample_that_never_replays_is_not_a_refutation(
 ) -> None:
     """Negative control: a setup the theorem flags but no run exploits (the pool is made to
     hold users out longer than the setup's R says) is left unknown, never refuted."""
-    from mechanisms.local import Reporters
+    from wevent.mechanisms.local import Reporters
 
     real = Reporters.__init__
 
@@ -415,15 +415,15 @@ def test_population_allocator_needing_many_users_is_not_unusable() -> None:
 def test_population_allocator_refusing_everything_is_skipped_not_unusable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from accounting.budget import BudgetError
     from tests import gate_scope_kernels as kernels
+    from wevent.accounting.budget import BudgetError
 
     def never(*_: Any) -> Any:
         raise BudgetError("needs more users than any input has")
 
     spec = dataclasses.replace(kernels.needs_many_users, setup_factory=never)
     monkeypatch.setattr(kernels, "refuses_all", spec, raising=False)
-    from mechanisms.allocators import registry
+    from wevent.mechanisms.allocators import registry
 
     registry.resolve_population.cache_clear()
     try:

@@ -11,9 +11,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from mechanisms.allocators.api import AllocatorSpec
-from mechanisms.allocators.kernel import ClassReq, Plan, fixed_classes
 from wevent.gate import GateOptions, run_gate
+from wevent.mechanisms.allocators.api import AllocatorSpec
+from wevent.mechanisms.allocators.kernel import ClassReq, Plan, fixed_classes
 
 F = Fraction
 HERE = Path(__file__).name

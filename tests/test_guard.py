@@ -3,13 +3,13 @@ from fractions import Fraction as F
 
 import pytest
 
-from accounting.budget import Budget, BudgetError
-from accounting.evidence import Laplace
-from accounting.population import Population
-from accounting.requirements import Declaration, Dynamic, Fixed, WholeStream
-from accounting.spending import BudgetExceeded, EvidenceRejected, Spender
-from verifier.check import check
-from verifier.guard import Guard
+from wevent.accounting.budget import Budget, BudgetError
+from wevent.accounting.evidence import Laplace
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Declaration, Dynamic, Fixed, WholeStream
+from wevent.accounting.spending import BudgetExceeded, EvidenceRejected, Spender
+from wevent.verifier.check import check
+from wevent.verifier.guard import Guard
 
 
 def fixed_pop(n: int = 1, w: int = 3, eps: str = "0.3") -> Population:

@@ -9,16 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accounting.budget import Budget, BudgetError
-from accounting.population import Population
-from accounting.requirements import Declaration, Dynamic, Fixed, Requirement, WholeStream
-from accounting.spending import BudgetExceeded
 from tests.strategies import budgets, populations, windows
 from tests.test_properties import admissible
-from verifier.check import check
-from verifier.guard import Guard
-from verifier.vector import VectorEngine
+from wevent.accounting.budget import Budget, BudgetError
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirement, WholeStream
+from wevent.accounting.spending import BudgetExceeded
 from wevent.tracing import class_groups
+from wevent.verifier.check import check
+from wevent.verifier.guard import Guard
+from wevent.verifier.vector import VectorEngine
 
 flat_requirements: st.SearchStrategy[Requirement] = st.one_of(
     st.builds(Fixed, windows, budgets),

@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 import z3
 
-from accounting.budget import Budget
-from accounting.population import Population
-from accounting.requirements import Declaration, Dynamic, Fixed, Requirement
-from mechanisms.allocators import CENTRAL, make_kernel, run_trace
-from mechanisms.allocators.algebra import ExactAlgebra
-from mechanisms.allocators.kernel import (
+from wevent.accounting.budget import Budget
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirement
+from wevent.mechanisms.allocators import CENTRAL, make_kernel, run_trace
+from wevent.mechanisms.allocators.algebra import ExactAlgebra
+from wevent.mechanisms.allocators.kernel import (
     ClassReq,
     Decl,
     DynamicClass,
@@ -27,7 +27,7 @@ from mechanisms.allocators.kernel import (
     classes_of,
     published_now,
 )
-from proofs.algebra import Z3Algebra
+from wevent.proofs.algebra import Z3Algebra
 
 HORIZON = 7
 

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from accounting.budget import Budget, BudgetError
-from accounting.evidence import Laplace
-from accounting.ledger import Ledger
+from wevent.accounting.budget import Budget, BudgetError
+from wevent.accounting.evidence import Laplace
+from wevent.accounting.ledger import Ledger
 
 
 def test_append_and_read_back() -> None:

@@ -11,16 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accounting.budget import Budget, BudgetError
-from accounting.population import Population
-from accounting.requirements import Fixed, Requirement
-from mechanisms.allocators import LOCAL_BUDGET, POPULATION, make_kernel, run_trace
-from mechanisms.allocators.algebra import ExactAlgebra
-from mechanisms.allocators.kernel import FixedClass
-from mechanisms.allocators.local import population_setup
-from mechanisms.allocators.population import PopulationConfig, PopulationKernel
-from mechanisms.ops import OPSClass, ops, reports_within, sample_size
-from mechanisms.pool import PoolExhausted, UserPool
+from wevent.accounting.budget import Budget, BudgetError
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Fixed, Requirement
+from wevent.mechanisms.allocators import LOCAL_BUDGET, POPULATION, make_kernel, run_trace
+from wevent.mechanisms.allocators.algebra import ExactAlgebra
+from wevent.mechanisms.allocators.kernel import FixedClass
+from wevent.mechanisms.allocators.local import population_setup
+from wevent.mechanisms.allocators.population import PopulationConfig, PopulationKernel
+from wevent.mechanisms.ops import OPSClass, ops, reports_within, sample_size
+from wevent.mechanisms.pool import PoolExhausted, UserPool
 from wevent.tracing import trace_population, trace_with_guard
 
 

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from accounting.formats import read_ledger, read_requirements
-from mechanisms.allocators import LOCAL, POPULATION
-from verifier.check import check
+from wevent.accounting.formats import read_ledger, read_requirements
 from wevent.cli import cli
+from wevent.mechanisms.allocators import LOCAL, POPULATION
 from wevent.running import open_stream, run_mechanism
+from wevent.verifier.check import check
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -156,12 +156,12 @@ def test_csv_population_runs_perturb_the_drawn_users_own_values(
 ) -> None:
     """The values that enter each report round are exactly the drawn (and charged) users'
     recorded values: u0's value 1 is reported only in slots where u0 was drawn."""
-    import mechanisms.local as local
-    from mechanisms.allocators import classes_of
-    from mechanisms.allocators.algebra import ExactAlgebra
-    from mechanisms.allocators.local import population_setup
-    from mechanisms.allocators.population import PopulationKernel
-    from verifier.guard import Guard
+    import wevent.mechanisms.local as local
+    from wevent.mechanisms.allocators import classes_of
+    from wevent.mechanisms.allocators.algebra import ExactAlgebra
+    from wevent.mechanisms.allocators.local import population_setup
+    from wevent.mechanisms.allocators.population import PopulationKernel
+    from wevent.verifier.guard import Guard
 
     stream_path, req = _csv_stream(tmp_path, 40, 60)
     pop = read_requirements([req])
@@ -256,7 +256,7 @@ def test_a_ledger_too_large_to_write_is_one_line_and_keeps_the_releases(
 ) -> None:
     """Out of memory while writing the ledger after the last slot: a one-line error (exit 2,
     no traceback), and the releases are still written."""
-    import accounting.formats as formats
+    import wevent.accounting.formats as formats
 
     def fail(*_args: object) -> None:
         raise MemoryError("malloc of size 9800000000 failed")

@@ -3,14 +3,14 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from accounting.budget import Budget, BudgetError
-from accounting.evidence import certify_cost, cost_bounds
-from accounting.population import Population
-from accounting.requirements import Fixed
-from accounting.spending import BudgetExceeded
-from mechanisms.noise import DiscreteLaplaceMechanism, LaplaceMechanism
-from verifier.check import check
-from verifier.guard import Guard
+from wevent.accounting.budget import Budget, BudgetError
+from wevent.accounting.evidence import certify_cost, cost_bounds
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Fixed
+from wevent.accounting.spending import BudgetExceeded
+from wevent.mechanisms.noise import DiscreteLaplaceMechanism, LaplaceMechanism
+from wevent.verifier.check import check
+from wevent.verifier.guard import Guard
 
 
 def guard_for(eps: str) -> Guard:

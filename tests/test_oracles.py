@@ -7,14 +7,14 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from accounting.budget import Budget, BudgetError
-from accounting.evidence import cost_bounds
-from accounting.population import Population
-from accounting.requirements import Fixed
-from accounting.spending import BudgetExceeded
-from mechanisms.oracles import GRR, OUE, FrequencyOracle
-from verifier.check import check
-from verifier.guard import Guard
+from wevent.accounting.budget import Budget, BudgetError
+from wevent.accounting.evidence import cost_bounds
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Fixed
+from wevent.accounting.spending import BudgetExceeded
+from wevent.mechanisms.oracles import GRR, OUE, FrequencyOracle
+from wevent.verifier.check import check
+from wevent.verifier.guard import Guard
 
 ORACLES = [
     GRR.for_budget(5, Budget("1")),

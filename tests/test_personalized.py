@@ -5,17 +5,17 @@ import math
 import numpy as np
 import pytest
 
-from accounting.budget import Budget, BudgetError
-from accounting.population import Population
-from accounting.requirements import Fixed
-from mechanisms.personalized import (
+from wevent.accounting.budget import Budget, BudgetError
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Fixed
+from wevent.mechanisms.personalized import (
     PersonalizedFO,
     grr_count_variance,
     reporting_error,
     sampling_variance,
 )
-from verifier.check import check
-from verifier.guard import Guard
+from wevent.verifier.check import check
+from wevent.verifier.guard import Guard
 
 
 def test_000_example_1_absolute_errors() -> None:

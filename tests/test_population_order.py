@@ -5,14 +5,14 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from accounting.budget import Budget, BudgetError
-from accounting.population import Population
-from accounting.requirements import Fixed
-from accounting.spending import BudgetExceeded
-from mechanisms.local import Reporters, population_arrays
-from mechanisms.oracles import GRR, charge_reporters
-from verifier.check import check
-from verifier.guard import Guard
+from wevent.accounting.budget import Budget, BudgetError
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Fixed
+from wevent.accounting.spending import BudgetExceeded
+from wevent.mechanisms.local import Reporters, population_arrays
+from wevent.mechanisms.oracles import GRR, charge_reporters
+from wevent.verifier.check import check
+from wevent.verifier.guard import Guard
 
 
 def population() -> Population:

@@ -1,4 +1,4 @@
-"""The OPS split theorem (proofs/population.py): sound proved, published refuted, and the
+"""The OPS split theorem (wevent/proofs/population.py): sound proved, published refuted, and the
 counterexample is a real one (its reports fit the window and exceed the split)."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from mechanisms.allocators.algebra import ExactAlgebra
-from mechanisms.allocators.kernel import FixedClass
-from mechanisms.allocators.local import POPULATION, population_setup
-from mechanisms.allocators.population import PopulationConfig, PopulationKernel
-from mechanisms.ops import reports_within
-from mechanisms.pool import PoolExhausted, UserPool
-from proofs.population import (
+from wevent.mechanisms.allocators.algebra import ExactAlgebra
+from wevent.mechanisms.allocators.kernel import FixedClass
+from wevent.mechanisms.allocators.local import POPULATION, population_setup
+from wevent.mechanisms.allocators.population import PopulationConfig, PopulationKernel
+from wevent.mechanisms.ops import reports_within
+from wevent.mechanisms.pool import PoolExhausted, UserPool
+from wevent.proofs.population import (
     check_pool,
     explore_pool,
     prove_ops_split,
@@ -132,8 +132,8 @@ def test_a_kernel_spending_every_user_on_publications_is_refuted_and_replays() -
 
 
 def test_cli_targets_match_the_proof_registry() -> None:
-    from proofs.population import POPULATION_TARGETS
     from wevent.cli import _POPULATION_PROOFS
+    from wevent.proofs.population import POPULATION_TARGETS
 
     assert tuple(_POPULATION_PROOFS) == POPULATION_TARGETS
 
@@ -144,13 +144,13 @@ def test_population_certificates_are_well_formed() -> None:
     import json
     from pathlib import Path
 
-    from proofs.population import POPULATION_TARGETS
+    from wevent.proofs.population import POPULATION_TARGETS
 
     for target in POPULATION_TARGETS:
         for variant in ("sound", "published"):
             name = target.replace("+", "-plus")
             data = json.loads(
-                Path(f"proofs/certificates/population-{name}-{variant}.json").read_text()
+                Path(f"wevent/proofs/certificates/population-{name}-{variant}.json").read_text()
             )
             assert data["mechanism"] == target and data["variant"] == variant
             assert data["solver"].startswith("z3 ") and data["seconds"] >= 0

@@ -6,10 +6,10 @@ from fractions import Fraction
 import pytest
 import z3
 
-from accounting.budget import Budget
-from mechanisms.oracles import GRR
-from proofs import primitives
-from proofs.primitives import PRIMITIVES, prove_primitive
+from wevent.accounting.budget import Budget
+from wevent.mechanisms.oracles import GRR
+from wevent.proofs import primitives
+from wevent.proofs.primitives import PRIMITIVES, prove_primitive
 
 
 @pytest.mark.parametrize("name", sorted(PRIMITIVES))

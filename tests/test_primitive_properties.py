@@ -6,11 +6,11 @@ from fractions import Fraction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accounting.budget import Budget
-from accounting.evidence import certify_cost, cost_bounds
-from mechanisms.noise import DiscreteLaplaceMechanism, LaplaceMechanism
-from mechanisms.oracles import GRR, OUE
-from mechanisms.pue import Reperturbation
+from wevent.accounting.budget import Budget
+from wevent.accounting.evidence import certify_cost, cost_bounds
+from wevent.mechanisms.noise import DiscreteLaplaceMechanism, LaplaceMechanism
+from wevent.mechanisms.oracles import GRR, OUE
+from wevent.mechanisms.pue import Reperturbation
 
 eps_values = st.builds(
     lambda n, d: Budget(Fraction(n, d)), st.integers(1, 400), st.sampled_from([10, 100, 7, 3])

@@ -9,15 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from accounting.budget import Budget
-from accounting.ledger import Ledger
-from accounting.population import Population
-from accounting.requirements import Dynamic, Fixed, WholeStream
-from accounting.spending import BudgetExceeded
-from verifier.check import check
-from verifier.guard import Engine, Guard
-from verifier.reference import reference_check
-from verifier.verdict import Verdict, Violation
+from wevent.accounting.budget import Budget
+from wevent.accounting.ledger import Ledger
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Dynamic, Fixed, WholeStream
+from wevent.accounting.spending import BudgetExceeded
+from wevent.verifier.check import check
+from wevent.verifier.guard import Engine, Guard
+from wevent.verifier.reference import reference_check
+from wevent.verifier.verdict import Verdict, Violation
 
 from .strategies import budgets, ledgers, populations
 
@@ -177,7 +177,7 @@ def test_huge_slots_and_windows_stay_exact() -> None:
 
 def test_dynamic_check_needs_no_per_slot_arrays() -> None:
     # Found in review: the dynamic pass allocated arrays of the horizon's length per user.
-    from accounting.requirements import Declaration
+    from wevent.accounting.requirements import Declaration
 
     dyn = Dynamic(
         (

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from proofs.central import AllocatorProof
 from wevent.cli import cli
+from wevent.proofs.central import AllocatorProof
 
 
 def run(*args: str) -> tuple[int, str, str]:

@@ -10,11 +10,11 @@ from fractions import Fraction
 
 import pytest
 
-from proofs import central
-from proofs.central import Scope, bounded_case_count, prove_allocator
-from proofs.dynamic import budget_cases
 from wevent.gate import GateOptions, run_gate
 from wevent.gate.report import _proved_text
+from wevent.proofs import central
+from wevent.proofs.central import Scope, bounded_case_count, prove_allocator
+from wevent.proofs.dynamic import budget_cases
 
 
 def test_the_bounded_case_count_matches_the_enumeration() -> None:

@@ -16,20 +16,20 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import proofs.central as central
-from accounting.requirements import Fixed
-from mechanisms.allocators import run_trace
-from mechanisms.allocators.algebra import ExactAlgebra, vmax, vmin
-from mechanisms.allocators.api import AllocatorSpec
-from mechanisms.allocators.fixed import FixedKernel, FixedState
-from mechanisms.allocators.kernel import ClassReq, Decl, DynamicClass, FixedClass, Plan
-from mechanisms.allocators.registry import BUILTIN
-from proofs.central import Scope, interchangeable, prove_allocator
-from proofs.counterexamples import Counterexample, ProverError
-from verifier.symbolic import Z3ScopeAlgebra, fraction_of
+import wevent.proofs.central as central
+from wevent.accounting.requirements import Fixed
 from wevent.cli import cli
 from wevent.gate import GateOptions, run_gate
 from wevent.gate.conformance import check_symbolic
+from wevent.mechanisms.allocators import run_trace
+from wevent.mechanisms.allocators.algebra import ExactAlgebra, vmax, vmin
+from wevent.mechanisms.allocators.api import AllocatorSpec
+from wevent.mechanisms.allocators.fixed import FixedKernel, FixedState
+from wevent.mechanisms.allocators.kernel import ClassReq, Decl, DynamicClass, FixedClass, Plan
+from wevent.mechanisms.allocators.registry import BUILTIN
+from wevent.proofs.central import Scope, interchangeable, prove_allocator
+from wevent.proofs.counterexamples import Counterexample, ProverError
+from wevent.verifier.symbolic import Z3ScopeAlgebra, fraction_of
 
 
 def test_the_ten_lines() -> None:

@@ -6,9 +6,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from accounting.budget import Budget, BudgetError
-from mechanisms.oracles import GRR
-from mechanisms.pue import Reperturbation, pue, reperturbation_probabilities
+from wevent.accounting.budget import Budget, BudgetError
+from wevent.mechanisms.oracles import GRR
+from wevent.mechanisms.pue import Reperturbation, pue, reperturbation_probabilities
 
 
 def grr_p(eps: float, d: int = 2) -> Fraction:
@@ -83,11 +83,11 @@ def test_pue_enhances_each_group_with_all_larger_budgets() -> None:
 
 
 def test_reperturbation_is_recorded_as_free_post_processing() -> None:
-    from accounting.evidence import PostProcessing
-    from accounting.population import Population
-    from accounting.requirements import Fixed
-    from verifier.check import check
-    from verifier.guard import Guard
+    from wevent.accounting.evidence import PostProcessing
+    from wevent.accounting.population import Population
+    from wevent.accounting.requirements import Fixed
+    from wevent.verifier.check import check
+    from wevent.verifier.guard import Guard
 
     pop = Population({"h1": Fixed(1, Budget(2)), "h2": Fixed(1, Budget(2))})
     guard = Guard(pop)

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from accounting.population import Population
-from experiments import registry
-from experiments.harness import (
+from wevent.accounting.population import Population
+from wevent.cli import cli
+from wevent.experiments import registry
+from wevent.experiments.harness import (
     RESULT_COLUMNS,
     GuardRefused,
     Point,
@@ -20,9 +21,8 @@ from experiments.harness import (
     execute,
     run_sweep,
 )
-from experiments.papers import LDP_IDS, SWEEPS
-from experiments.populations import pwsm_population, uniform_population
-from wevent.cli import cli
+from wevent.experiments.papers import LDP_IDS, SWEEPS
+from wevent.experiments.populations import pwsm_population, uniform_population
 
 TINY = ("--quick", "--users", "400", "--slots", "12")
 
@@ -93,7 +93,7 @@ def test_execute_returns_releases_truth_and_reports() -> None:
 
 def test_a_guard_refusal_stops_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
     import wevent.running as running
-    from mechanisms.central import InvalidAllocation
+    from wevent.mechanisms.central import InvalidAllocation
 
     real = running.run_mechanism
 

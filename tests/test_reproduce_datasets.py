@@ -1,4 +1,4 @@
-"""Real data set loaders (mechanisms.datasets) and `wevent prepare`, on fixture files written in
+"""Real data set loaders (wevent.mechanisms.datasets) and `wevent prepare`, on fixture files written in
 the public formats of T-Drive and Foursquare."""
 
 from __future__ import annotations
@@ -10,17 +10,17 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from accounting.budget import BudgetError
-from accounting.formats import FormatError
-from mechanisms.datasets import (
+from wevent.accounting.budget import BudgetError
+from wevent.accounting.formats import FormatError
+from wevent.cli import cli
+from wevent.mechanisms.datasets import (
     TDRIVE_AREA,
     foursquare_observations,
     grid_cell,
     tdrive_observations,
     write_observations,
 )
-from mechanisms.streams import CsvStream
-from wevent.cli import cli
+from wevent.mechanisms.streams import CsvStream
 
 
 def _taxi(tmp_path: Path) -> list[Path]:

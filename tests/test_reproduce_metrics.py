@@ -1,4 +1,4 @@
-"""Metrics of the papers' experiments (experiments.metrics): hand-computed values and invariants."""
+"""Metrics of the papers' experiments (wevent.experiments.metrics): hand-computed values and invariants."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from experiments import claims, metrics
+from wevent.experiments import claims, metrics
 
 # ---------------------------------------------------------------------------------------------
 # hand-computed values
@@ -157,7 +157,7 @@ def test_roc_is_a_monotone_curve_from_origin_to_one(points: list[tuple[float, fl
 
 
 # ---------------------------------------------------------------------------------------------
-# the papers' "on average X% lower" claims (experiments.claims)
+# the papers' "on average X% lower" claims (wevent.experiments.claims)
 
 
 def test_average_reduction_reproduces_001_table5_tlns_pba_vs_ba(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""Requirement populations of the papers' experiments (experiments.populations)."""
+"""Requirement populations of the papers' experiments (wevent.experiments.populations)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from accounting.budget import Budget
-from accounting.requirements import Dynamic, Fixed
-from experiments.populations import (
+from wevent.accounting.budget import Budget
+from wevent.accounting.requirements import Dynamic, Fixed
+from wevent.experiments.populations import (
     budget_grid,
     budget_ratio_population,
     pldp_population,

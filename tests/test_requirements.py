@@ -1,8 +1,8 @@
 import pytest
 
-from accounting.budget import Budget, BudgetError
-from accounting.population import Population
-from accounting.requirements import Declaration, Dynamic, Fixed, WholeStream
+from wevent.accounting.budget import Budget, BudgetError
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Declaration, Dynamic, Fixed, WholeStream
 
 
 def test_zero_windows_are_rejected() -> None:

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from experiments import metrics
-from mechanisms.central import SlotRecord
+from wevent.experiments import metrics
+from wevent.mechanisms.central import SlotRecord
 from wevent.running import RunSummary
 
 

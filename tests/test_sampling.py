@@ -5,14 +5,14 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from accounting.budget import Budget, BudgetError
-from accounting.evidence import Laplace, Sampled, certify_cost, cost_bounds
-from accounting.population import Population
-from accounting.requirements import Fixed
-from accounting.spending import BudgetExceeded
-from mechanisms.sampling import SamplingMechanism, noise_error, obs, sampling_error
-from verifier.check import check
-from verifier.guard import Guard
+from wevent.accounting.budget import Budget, BudgetError
+from wevent.accounting.evidence import Laplace, Sampled, certify_cost, cost_bounds
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Fixed
+from wevent.accounting.spending import BudgetExceeded
+from wevent.mechanisms.sampling import SamplingMechanism, noise_error, obs, sampling_error
+from wevent.verifier.check import check
+from wevent.verifier.guard import Guard
 
 EXAMPLE_2 = {Budget("0.1"): 2, Budget("0.4"): 5, Budget("0.8"): 3}
 
@@ -138,8 +138,8 @@ def test_classes_and_shapes_are_checked_before_charging() -> None:
 def test_tiny_and_huge_budgets_keep_meaningful_probabilities() -> None:
     """A budget of 1e-200 below a threshold of 2e-200 keeps with probability ~1/2 (the exp
     bounds alone would give a negative number); thresholds beyond e^700 do not overflow OBS."""
-    from accounting.budget import Budget
-    from mechanisms.sampling import SamplingMechanism, obs, sampling_error
+    from wevent.accounting.budget import Budget
+    from wevent.mechanisms.sampling import SamplingMechanism, obs, sampling_error
 
     sm = SamplingMechanism.for_budgets({Budget("1e-200"): 3, Budget("2e-200"): 4}, Budget("2e-200"))
     assert 0.49 < sm.keep[Budget("1e-200")] <= 0.5

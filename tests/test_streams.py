@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from accounting.budget import BudgetError
-from mechanisms.streams import (
+from wevent.accounting.budget import BudgetError
+from wevent.mechanisms.streams import (
     SYNTHETIC_KINDS,
     CsvStream,
     Stream,

@@ -7,13 +7,19 @@ the gate checks. Dynamic-requirement kernels start from `DynamicKernel` (001 Alg
 fixed ones may start from `FixedKernel`; a population-division allocator is a
 `PopulationAllocator` (`PopulationSpec`: a ``setup`` giving a `PopulationSetup`, e.g. from
 `population_setup`, and a ``kernel`` giving a `PopulationKernel`). The README section "Gate
-your allocator in CI" has a worked example, and `mechanisms.allocators.api` the protocol's fine
+your allocator in CI" has a worked example, and `wevent.mechanisms.allocators.api` the protocol's fine
 print.
 """
 
-from mechanisms.allocators import TraceSlot, run_trace
-from mechanisms.allocators.algebra import Algebra, ExactAlgebra, FloatCountAlgebra, vmax, vmin
-from mechanisms.allocators.api import (
+from wevent.mechanisms.allocators import TraceSlot, run_trace
+from wevent.mechanisms.allocators.algebra import (
+    Algebra,
+    ExactAlgebra,
+    FloatCountAlgebra,
+    vmax,
+    vmin,
+)
+from wevent.mechanisms.allocators.api import (
     ALLOCATOR_GROUP,
     Allocator,
     AllocatorSpec,
@@ -21,9 +27,9 @@ from mechanisms.allocators.api import (
     PopulationAllocator,
     PopulationSpec,
 )
-from mechanisms.allocators.dynamic import DynamicKernel, DynamicState
-from mechanisms.allocators.fixed import FixedKernel, FixedState
-from mechanisms.allocators.kernel import (
+from wevent.mechanisms.allocators.dynamic import DynamicKernel, DynamicState
+from wevent.mechanisms.allocators.fixed import FixedKernel, FixedState
+from wevent.mechanisms.allocators.kernel import (
     ClassReq,
     Decl,
     DynamicClass,
@@ -34,9 +40,9 @@ from mechanisms.allocators.kernel import (
     fixed_classes,
     published_now,
 )
-from mechanisms.allocators.local import PopulationSetup, population_setup
-from mechanisms.allocators.population import Draw, PopulationConfig, PopulationKernel
-from mechanisms.allocators.registry import (
+from wevent.mechanisms.allocators.local import PopulationSetup, population_setup
+from wevent.mechanisms.allocators.population import Draw, PopulationConfig, PopulationKernel
+from wevent.mechanisms.allocators.registry import (
     AllocatorError,
     PopulationAllocatorError,
     resolve,

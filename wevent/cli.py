@@ -18,12 +18,12 @@ from typing import Any
 
 import click
 
-from accounting.budget import MAX_SLOT, BudgetError, approx, format_exact
-from accounting.formats import read_ledger, read_requirements
-from accounting.population import Population
-from mechanisms.allocators import CENTRAL, LOCAL_BUDGET, MECHANISMS, POPULATION
-from verifier.check import check
-from verifier.verdict import Verdict
+from wevent.accounting.budget import MAX_SLOT, BudgetError, approx, format_exact
+from wevent.accounting.formats import read_ledger, read_requirements
+from wevent.accounting.population import Population
+from wevent.mechanisms.allocators import CENTRAL, LOCAL_BUDGET, MECHANISMS, POPULATION
+from wevent.verifier.check import check
+from wevent.verifier.verdict import Verdict
 
 __all__ = ["main"]
 
@@ -228,9 +228,9 @@ def audit_cmd(
       wevent audit run.jsonl -r requirements.csv --html report.html
       wevent audit big.parquet -r req.csv --engine duckdb --json audit.json
     """
-    from verifier.audit import run_audit
-    from verifier.report import closest_users, render_html, render_markdown, report_json
-    from verifier.sql import EngineError
+    from wevent.verifier.audit import run_audit
+    from wevent.verifier.report import closest_users, render_html, render_markdown, report_json
+    from wevent.verifier.sql import EngineError
 
     bar = None
     say = None
@@ -295,7 +295,7 @@ def audit_cmd(
 
 
 EXIT_UNKNOWN = 3
-EXIT_VERIFIER = 4  # the verifier contradicted itself (proofs.counterexamples.ProverError)
+EXIT_VERIFIER = 4  # the verifier contradicted itself (wevent.proofs.counterexamples.ProverError)
 
 
 _PRIMITIVES = ("grr", "oue", "pue", "sm")
@@ -339,8 +339,8 @@ def _prove_exsub(
     dprime: int, sparsity: int, m: int, eps_text: str | None, variant: str, as_json: bool
 ) -> None:
     """`wevent prove exsub`: exits 0 proved, 1 counterexample, 2 bad input, 3 unknown."""
-    from accounting.budget import parse_exact
-    from proofs.exsub import prove_exsub
+    from wevent.accounting.budget import parse_exact
+    from wevent.proofs.exsub import prove_exsub
 
     if variant == "published":
         _fail("exsub: use --variant printed-offline or printed-online for 004's pseudo-code")
@@ -534,8 +534,8 @@ def prove_cmd(
     if variant.startswith("printed-"):
         _fail(f"--variant {variant} applies to exsub only")
     if target in _ALLOCATORS:
-        from proofs.central import ALLOCATORS
-        from proofs.counterexamples import ProverError
+        from wevent.proofs.central import ALLOCATORS
+        from wevent.proofs.counterexamples import ProverError
         from wevent.proving import default_scope, render_proof, run_allocator_proof
 
         if target not in ALLOCATORS:  # pragma: no cover - the registry holds every choice
@@ -598,7 +598,7 @@ def prove_cmd(
         codes = {"proved": EXIT_OK, "counterexample": EXIT_VIOLATION}
         sys.exit(codes.get(result["result"], EXIT_UNKNOWN))
 
-    from proofs.primitives import PRIMITIVES, prove_primitive
+    from wevent.proofs.primitives import PRIMITIVES, prove_primitive
 
     names = sorted(PRIMITIVES) if target == "all" else [target]
     results = [prove_primitive(name, d) for name in names]
@@ -645,7 +645,7 @@ window and the smallest budget.
 
 _TARGET_HELP = """
 \b
-Third-party allocators (the Allocator protocol of mechanisms.allocators.api):
+Third-party allocators (the Allocator protocol of wevent.mechanisms.allocators.api):
   NAME               an entry point of the group wevent.allocators
   module:attribute   an Allocator, or a callable returning one (the current directory is
                      searched first, as with python -m)
@@ -819,7 +819,7 @@ def trace_cmd(
     Example (001 Example 7):
       wevent trace dpba -r table3.csv --decisions 1,0,1,0,1 --variant published
     """
-    from mechanisms.allocators.registry import is_population, resolve
+    from wevent.mechanisms.allocators.registry import is_population, resolve
     from wevent.tracing import parse_decisions, trace_population, trace_with_guard
 
     population_target = mechanism in _POPULATION or is_population(mechanism)
@@ -1039,7 +1039,7 @@ def gate_cmd(
     TARGET is a built-in budget allocator (uniform ... dpba, lbu ... plbu), a built-in
     population allocator (lpu ... plba-ops), an allocator registered under the entry-point
     group wevent.allocators, or module:attribute naming an Allocator
-    (mechanisms.allocators.api) or a callable returning one.
+    (wevent.mechanisms.allocators.api) or a callable returning one.
 
     \b
     Checks, in order (each is a test case of the JUnit report):
@@ -1259,7 +1259,7 @@ def run_cmd(
 
 
 def _experiment_list() -> str:
-    from experiments.registry import ALL, EXPERIMENTS
+    from wevent.experiments.registry import ALL, EXPERIMENTS
 
     lines = [f"  {name:<16} {exp.summary}" for name, exp in EXPERIMENTS.items()]
     lines.append(f"  {ALL:<16} every experiment above, each into OUT/NAME")
@@ -1328,8 +1328,8 @@ def reproduce_cmd(
       wevent reproduce pwsm-epsilon --quick --out out/pwsm
       wevent reproduce ldp-ids-w --users 20000 --slots 800 --repeats 3
     """
-    from experiments.harness import GuardRefused
-    from experiments.registry import run_experiment
+    from wevent.experiments.harness import GuardRefused
+    from wevent.experiments.registry import run_experiment
 
     out = out_dir if out_dir is not None else Path("reproduction") / experiment
     try:
@@ -1365,7 +1365,7 @@ def prepare_group() -> None:
 
 
 def _write_prepared(obs: Any, out: Path) -> None:
-    from mechanisms.datasets import write_observations
+    from wevent.mechanisms.datasets import write_observations
 
     write_observations(obs, out)
     click.echo(
@@ -1410,7 +1410,7 @@ def prepare_tdrive_cmd(
     Example:
       wevent prepare tdrive release/taxi_log_2008_by_id/*.txt --out taxi.csv --fill
     """
-    from mechanisms.datasets import tdrive_observations
+    from wevent.mechanisms.datasets import tdrive_observations
 
     paths: list[Path] = []
     for f in files:
@@ -1455,7 +1455,7 @@ def prepare_foursquare_cmd(
       wevent prepare foursquare dataset_TIST2015_Checkins.txt dataset_TIST2015_POIs.txt \\
           --out foursquare.csv --fraction 0.05 --fill
     """
-    from mechanisms.datasets import foursquare_observations
+    from wevent.mechanisms.datasets import foursquare_observations
 
     try:
         obs = foursquare_observations(

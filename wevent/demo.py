@@ -14,11 +14,11 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-from accounting.formats import read_ledger, read_requirements
-from accounting.population import Population
-from accounting.spending import BudgetExceeded, EvidenceRejected
-from verifier.check import check
-from verifier.guard import Guard
+from wevent.accounting.formats import read_ledger, read_requirements
+from wevent.accounting.population import Population
+from wevent.accounting.spending import BudgetExceeded, EvidenceRejected
+from wevent.verifier.check import check
+from wevent.verifier.guard import Guard
 
 __all__ = ["demo_dir", "example_path", "run_demo"]
 
@@ -80,7 +80,7 @@ def run_demo(echo: Callable[[str], None]) -> bool:
     intended &= _allocators(echo)
     echo("")
     echo("== proofs of the primitives every mechanism spends through (wevent prove all)")
-    from proofs.primitives import PRIMITIVES, prove_primitive
+    from wevent.proofs.primitives import PRIMITIVES, prove_primitive
 
     for name in sorted(PRIMITIVES):
         result = prove_primitive(name, 5)
@@ -96,11 +96,11 @@ def _audit(echo: Callable[[str], None]) -> bool:
     self-contained HTML report each."""
     import shutil
 
-    from accounting.budget import Budget
-    from accounting.durable import SegmentWriter, charge_record
-    from accounting.requirements import Fixed, Requirement
-    from verifier.audit import run_audit
-    from verifier.report import render_html
+    from wevent.accounting.budget import Budget
+    from wevent.accounting.durable import SegmentWriter, charge_record
+    from wevent.accounting.requirements import Fixed, Requirement
+    from wevent.verifier.audit import run_audit
+    from wevent.verifier.report import render_html
 
     out = demo_dir()
     classes: dict[Requirement, int] = {
@@ -139,9 +139,9 @@ def _audit(echo: Callable[[str], None]) -> bool:
 
 def _allocators(echo: Callable[[str], None]) -> bool:
     """A PBA run with the guard in the loop, then two published pseudo-codes refuted."""
-    from accounting.budget import Budget
-    from accounting.requirements import Declaration, Dynamic, Fixed, Requirement
-    from mechanisms.streams import SyntheticStream
+    from wevent.accounting.budget import Budget
+    from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirement
+    from wevent.mechanisms.streams import SyntheticStream
     from wevent.running import run_mechanism
     from wevent.tracing import trace_with_guard
 
@@ -205,9 +205,9 @@ def _allocators(echo: Callable[[str], None]) -> bool:
 
 def _local(echo: Callable[[str], None], population: Population) -> bool:
     """A PLPA+ run (OPS and PUE) on the same population, then the published OPS split refuted."""
-    from accounting.budget import Budget
-    from accounting.requirements import Fixed
-    from mechanisms.streams import SyntheticStream
+    from wevent.accounting.budget import Budget
+    from wevent.accounting.requirements import Fixed
+    from wevent.mechanisms.streams import SyntheticStream
     from wevent.running import run_mechanism
     from wevent.tracing import trace_population
 

@@ -8,10 +8,10 @@ the ternary mechanism under its whole budget eps, and the server averages per le
 reconstructs with Algorithm 2. Mechanisms: ``exsub`` (uniform W, 004 Section IV (4) b),
 ``exsub-calibrated`` (004 Section VI-D's range weights), ``exsub-range`` (W proportional to r^h,
 004 Section IV (4) c), ``exsub-sqrt`` (square roots of the calibrated factors, our Lagrange
-minimizer, see `mechanisms.residues`), ``exsub-opt-mean`` / ``exsub-opt-range`` (portions
+minimizer, see `wevent.mechanisms.residues`), ``exsub-opt-mean`` / ``exsub-opt-range`` (portions
 minimizing the exact variance of the mean / range answers,
-`mechanisms.exsub_stream.variance_optimal_weights`; our derivation) and the baselines of
-`mechanisms.exsub_baselines` (uniform W).
+`wevent.mechanisms.exsub_stream.variance_optimal_weights`; our derivation) and the baselines of
+`wevent.mechanisms.exsub_baselines` (uniform W).
 
 Metrics, per dimension: ``mean_mse`` = mean over (t, j) of (x_hat_t - x_bar_t)^2; ``range_mse`` =
 mean over every range [t1, t2] and j of the squared error of the range sum; ``mean_tve`` = 004's
@@ -31,9 +31,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from mechanisms.exsub_baselines import TERNARY
-from mechanisms.exsub_stream import sparse_streams, variance_optimal_weights
-from mechanisms.residues import level_count, level_weights, levels, reconstruct
+from wevent.mechanisms.exsub_baselines import TERNARY
+from wevent.mechanisms.exsub_stream import sparse_streams, variance_optimal_weights
+from wevent.mechanisms.residues import level_count, level_weights, levels, reconstruct
 
 __all__ = ["COLUMNS", "Row", "run_exsub_experiment", "simulate_protocol"]
 

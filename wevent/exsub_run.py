@@ -1,9 +1,9 @@
 """`wevent run exsub`: 004's online protocol end to end, every user charged once through the guard.
 
 Each user with a whole-stream requirement ``(w = inf, eps)`` draws its hierarchy level (public,
-data-independent), is charged ``eps`` at slot 1 with `accounting.ExSub` evidence (the exact
+data-independent), is charged ``eps`` at slot 1 with `wevent.accounting.ExSub` evidence (the exact
 exclusion weight its sampler uses), and only then draws the subgroup and runs the online sampler
-over its stream (`mechanisms.exsub_stream`). The server's estimate of ``x_t`` uses only residues
+over its stream (`wevent.mechanisms.exsub_stream`). The server's estimate of ``x_t`` uses only residues
 reported by slot t (004 Algorithm 2 reads levels h at slots ``t'' r^h <= t``), so releasing all
 slots after the last one gives the same numbers as releasing each at its slot.
 
@@ -24,22 +24,22 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from accounting.budget import BudgetError
-from accounting.formats import write_ledger
-from accounting.population import Population
-from accounting.requirements import WholeStream
-from accounting.spending import BudgetExceeded, EvidenceRejected
-from mechanisms.exsub import RandomChooser
-from mechanisms.exsub_stream import (
+from wevent.accounting.budget import BudgetError
+from wevent.accounting.formats import write_ledger
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import WholeStream
+from wevent.accounting.spending import BudgetExceeded, EvidenceRejected
+from wevent.mechanisms.exsub import RandomChooser
+from wevent.mechanisms.exsub_stream import (
     ExSubClient,
     ExSubProtocol,
     ExSubServer,
     change_count,
     sparse_streams,
 )
-from mechanisms.streams import CsvStream
-from verifier.guard import Guard
+from wevent.mechanisms.streams import CsvStream
 from wevent.running import check_output, write_outputs
+from wevent.verifier.guard import Guard
 
 __all__ = ["ExSubRunSummary", "load_streams", "run_exsub"]
 

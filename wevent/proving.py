@@ -9,9 +9,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from accounting.budget import BudgetError
-from accounting.formats import write_requirements
-from proofs.central import ALLOCATORS, AllocatorProof, Scope, prove_allocator
+from wevent.accounting.budget import BudgetError
+from wevent.accounting.formats import write_requirements
+from wevent.proofs.central import ALLOCATORS, AllocatorProof, Scope, prove_allocator
 
 __all__ = [
     "default_scope",
@@ -140,8 +140,8 @@ def run_population_proof(
     horizon: int | None,
     timeout: int,
 ) -> dict[str, Any]:
-    """`proofs.population.prove_population` with a progress bar on a terminal."""
-    from proofs.population import prove_population
+    """`wevent.proofs.population.prove_population` with a progress bar on a terminal."""
+    from wevent.proofs.population import prove_population
 
     return prove_population(
         target,

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pytest
 
 if TYPE_CHECKING:
-    from mechanisms.allocators.api import Allocator
     from wevent.gate import GateReport
+    from wevent.mechanisms.allocators.api import Allocator
 
 __all__ = ["GateFixture", "pytest_addoption", "wevent_gate"]
 

@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from accounting.budget import BudgetError
-from accounting.formats import ledger_kind, write_ledger
-from accounting.ledger import Ledger
-from accounting.population import Population
-from accounting.spending import BudgetExceeded, EvidenceRejected
-from experiments import metrics
-from mechanisms.allocators import (
+from wevent.accounting.budget import BudgetError
+from wevent.accounting.formats import ledger_kind, write_ledger
+from wevent.accounting.ledger import Ledger
+from wevent.accounting.population import Population
+from wevent.accounting.spending import BudgetExceeded, EvidenceRejected
+from wevent.experiments import metrics
+from wevent.mechanisms.allocators import (
     LOCAL_BUDGET,
     ORACLE_CHOICE,
     POPULATION,
@@ -32,21 +32,21 @@ from mechanisms.allocators import (
     classes_of,
     make_kernel,
 )
-from mechanisms.allocators.algebra import ExactAlgebra
-from mechanisms.allocators.local import population_setup
-from mechanisms.allocators.population import PopulationKernel
-from mechanisms.central import CentralRunner, InvalidAllocation, SlotRecord
-from mechanisms.local import LocalBudgetRunner, PopulationRunner, population_arrays
-from mechanisms.pool import PoolExhausted
-from mechanisms.streams import (
+from wevent.mechanisms.allocators.algebra import ExactAlgebra
+from wevent.mechanisms.allocators.local import population_setup
+from wevent.mechanisms.allocators.population import PopulationKernel
+from wevent.mechanisms.central import CentralRunner, InvalidAllocation, SlotRecord
+from wevent.mechanisms.local import LocalBudgetRunner, PopulationRunner, population_arrays
+from wevent.mechanisms.pool import PoolExhausted
+from wevent.mechanisms.streams import (
     SYNTHETIC_KINDS,
     CsvStream,
     PerUserStream,
     Stream,
     SyntheticStream,
 )
-from verifier.guard import Guard
 from wevent.tracing import class_groups
+from wevent.verifier.guard import Guard
 
 __all__ = ["RunSummary", "open_stream", "run_mechanism"]
 
@@ -77,7 +77,7 @@ class RunSummary:
 
     def errors(self) -> dict[str, float]:
         """The error of the released histograms against the truth, averaged over slots and
-        cells, under the papers' names (`experiments.metrics`): ``mae``, the mean absolute
+        cells, under the papers' names (`wevent.experiments.metrics`): ``mae``, the mean absolute
         frequency error; ``amse``, 000 Section VI-B's mean squared error on frequencies
         (counts / users); ``amre``, 001 Eq. 5's (1/T) sum_t (1/d) ||r_t - c_t||^2 on counts
         (despite its name a squared error: ``amre = users^2 * amse``)."""

@@ -15,23 +15,23 @@ from typing import Any
 
 import numpy as np
 
-from accounting.budget import Budget, BudgetError, format_exact, ratio_text
-from accounting.population import Population
-from accounting.spending import BudgetExceeded, Spender
-from mechanisms.allocators import (
+from wevent.accounting.budget import Budget, BudgetError, format_exact, ratio_text
+from wevent.accounting.population import Population
+from wevent.accounting.spending import BudgetExceeded, Spender
+from wevent.mechanisms.allocators import (
     TraceSlot,
     algebra_for,
     classes_of,
     run_trace,
 )
-from mechanisms.allocators.algebra import ExactAlgebra
-from mechanisms.allocators.kernel import Kernel, Plan, first_negative, published_now
-from mechanisms.allocators.local import PopulationSetup, population_setup
-from mechanisms.allocators.population import PopulationKernel
-from mechanisms.allocators.registry import POPULATION_BUILTIN, kernel_for, resolve_population
-from mechanisms.local import Reporters, population_arrays
-from mechanisms.pool import PoolExhausted
-from verifier.guard import Guard
+from wevent.mechanisms.allocators.algebra import ExactAlgebra
+from wevent.mechanisms.allocators.kernel import Kernel, Plan, first_negative, published_now
+from wevent.mechanisms.allocators.local import PopulationSetup, population_setup
+from wevent.mechanisms.allocators.population import PopulationKernel
+from wevent.mechanisms.allocators.registry import POPULATION_BUILTIN, kernel_for, resolve_population
+from wevent.mechanisms.local import Reporters, population_arrays
+from wevent.mechanisms.pool import PoolExhausted
+from wevent.verifier.guard import Guard
 
 __all__ = [
     "PopulationSlot",
@@ -168,7 +168,7 @@ def trace_with_guard(
     arithmetic: str = "exact",
 ) -> TraceResult:
     """Run the kernel of ``mechanism`` (a built-in name, an entry point of ``wevent.allocators``
-    or ``module:attribute``, see `mechanisms.allocators.registry`) and charge every slot to a
+    or ``module:attribute``, see `wevent.mechanisms.allocators.registry`) and charge every slot to a
     fresh guard."""
     alg = algebra_for(arithmetic)
     kernel = kernel_for(mechanism, alg, classes_of(population, mechanism), variant)

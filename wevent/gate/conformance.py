@@ -2,7 +2,7 @@
 claims, and (when symbolic) it computes on Z3 terms what it computes on exact rationals.
 
 The later checks rely on these: the Z3 proof normalizes budgets by the claimed scale invariance
-(`proofs.central`, "Scope and normalization") and reasons about the kernel's terms, and a
+(`wevent.proofs.central`, "Scope and normalization") and reasons about the kernel's terms, and a
 counterexample is only worth printing if running it again gives the same trace.
 """
 
@@ -18,22 +18,8 @@ from typing import Any, TypeVar
 
 import z3
 
-from accounting.budget import format_exact
-from accounting.requirements import Requirement
-from mechanisms.allocators import TraceSlot, algebra_for, run_trace
-from mechanisms.allocators.algebra import ExactAlgebra
-from mechanisms.allocators.api import Allocator
-from mechanisms.allocators.kernel import (
-    ClassReq,
-    Decl,
-    DynamicClass,
-    FixedClass,
-    published_now,
-    scaled_classes,
-)
-from proofs.algebra import real
-from proofs.counterexamples import requirements_csv
-from verifier.symbolic import Z3ScopeAlgebra, fraction_of
+from wevent.accounting.budget import format_exact
+from wevent.accounting.requirements import Requirement
 from wevent.gate.inputs import (
     kernel_classes,
     one_user_per_class,
@@ -41,6 +27,20 @@ from wevent.gate.inputs import (
     random_requirements,
 )
 from wevent.gate.report import ERROR, FAILED, PASSED, SKIPPED, StageResult
+from wevent.mechanisms.allocators import TraceSlot, algebra_for, run_trace
+from wevent.mechanisms.allocators.algebra import ExactAlgebra
+from wevent.mechanisms.allocators.api import Allocator
+from wevent.mechanisms.allocators.kernel import (
+    ClassReq,
+    Decl,
+    DynamicClass,
+    FixedClass,
+    published_now,
+    scaled_classes,
+)
+from wevent.proofs.algebra import real
+from wevent.proofs.counterexamples import requirements_csv
+from wevent.verifier.symbolic import Z3ScopeAlgebra, fraction_of
 
 __all__ = [
     "TargetRaised",

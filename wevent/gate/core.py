@@ -1,7 +1,7 @@
 """`run_gate`: every check of `wevent gate` on one target, in order.
 
 1. conformance: protocol, determinism, the claimed scale invariance, Z3 terms = exact values;
-2. proof: the window theorem by Z3 over the scope (`proofs.central`), when the kernel runs on Z3
+2. proof: the window theorem by Z3 over the scope (`wevent.proofs.central`), when the kernel runs on Z3
    terms and its scaling claim held; with ``arithmetic="float"`` the exhaustive explicit-state
    search on `FloatCountAlgebra` instead (budgets from a grid, one class);
 3. search: hypothesis over fixed (and, for dynamic allocators, dynamic) populations and decision
@@ -26,17 +26,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from accounting.budget import BudgetError
-from accounting.formats import write_requirements
-from mechanisms.allocators.api import Allocator
-from mechanisms.allocators.registry import (
-    BUILTIN,
-    PopulationAllocatorError,
-    resolve,
-    resolve_population,
-)
-from proofs.central import AllocatorProof, Scope, interchangeable, prove_allocator
-from proofs.counterexamples import ProverError
+from wevent.accounting.budget import BudgetError
+from wevent.accounting.formats import write_requirements
 from wevent.gate.conformance import (
     check_determinism,
     check_protocol,
@@ -55,6 +46,15 @@ from wevent.gate.report import (
     StageResult,
 )
 from wevent.gate.search import WideScope, run_search
+from wevent.mechanisms.allocators.api import Allocator
+from wevent.mechanisms.allocators.registry import (
+    BUILTIN,
+    PopulationAllocatorError,
+    resolve,
+    resolve_population,
+)
+from wevent.proofs.central import AllocatorProof, Scope, interchangeable, prove_allocator
+from wevent.proofs.counterexamples import ProverError
 
 __all__ = ["STAGES", "GateOptions", "run_gate"]
 
@@ -64,12 +64,12 @@ STAGES = ("conformance", "proof", "search", "end-to-end")
 # is capped (the search and the end-to-end run still use the full --w-max and --classes).
 DYNAMIC_PROOF_W_MAX = 2
 # The built-in dynamic kernels (dpbd, dpba) are then proved for every horizon by induction
-# (`proofs.dynamic`: one-class shapes, several classes by non-interference) up to this window:
+# (`wevent.proofs.dynamic`: one-class shapes, several classes by non-interference) up to this window:
 # 256 shapes, dpbd 6 s, dpba 12 s on one core (w <= 5: 20 s and 33 s, which would take the dpba
 # gate near its 60 s; w <= 6 is `wevent prove dpba --w-max 6 --unbounded`, 41-44 s on two cores).
 DYNAMIC_INDUCTION_W_MAX = 4
 # The float proof is an explicit-state search over every decision sequence for every grid
-# budget of one class (`proofs.central._prove_explicit`): seconds at w <= 3, over 10 minutes for a
+# budget of one class (`wevent.proofs.central._prove_explicit`): seconds at w <= 3, over 10 minutes for a
 # sound kernel at w <= 6 (bd), so it is capped here; the search still runs at the full scope.
 FLOAT_PROOF_W_MAX = 3
 DYNAMIC_FLOAT_GRID = (Fraction(1, 2), Fraction(1))
@@ -212,7 +212,7 @@ def _every_horizon(
 ) -> AllocatorProof | StageResult | None:
     """The induction (every horizon) after a bounded proof that held: k-induction at the same
     scope for a fixed-requirement kernel whose classes are interchangeable, the one-class
-    induction with non-interference (`proofs.dynamic`) at w <= `DYNAMIC_INDUCTION_W_MAX` for
+    induction with non-interference (`wevent.proofs.dynamic`) at w <= `DYNAMIC_INDUCTION_W_MAX` for
     the built-in dynamic kernels (their step obligations build the built-ins' states): the
     proof, or a refutation when its longer base case finds a (replayed) counterexample, a
     verifier-error stage on a `ProverError`, None when it does not apply or is undecided."""

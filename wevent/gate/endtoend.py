@@ -17,22 +17,22 @@ from typing import Any
 
 import numpy as np
 
-from accounting.ledger import Ledger
-from accounting.population import Population
-from accounting.requirements import Requirement
-from accounting.spending import BudgetExceeded, EvidenceRejected
-from mechanisms.allocators import algebra_for, classes_of
-from mechanisms.allocators.api import Allocator
-from mechanisms.central import CentralRunner, InvalidAllocation, SlotRecord
-from mechanisms.streams import SYNTHETIC_KINDS, SyntheticStream
-from proofs.counterexamples import Counterexample
-from verifier.check import check
-from verifier.guard import Guard
+from wevent.accounting.ledger import Ledger
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Requirement
+from wevent.accounting.spending import BudgetExceeded, EvidenceRejected
 from wevent.gate.conformance import TargetRaised, guarded
 from wevent.gate.inputs import one_user_per_class, random_requirements
 from wevent.gate.report import ERROR, FAILED, PASSED, UNKNOWN, StageResult
 from wevent.gate.search import Probe, counterexample_of, shrink_case, trace_target
+from wevent.mechanisms.allocators import algebra_for, classes_of
+from wevent.mechanisms.allocators.api import Allocator
+from wevent.mechanisms.central import CentralRunner, InvalidAllocation, SlotRecord
+from wevent.mechanisms.streams import SYNTHETIC_KINDS, SyntheticStream
+from wevent.proofs.counterexamples import Counterexample
 from wevent.tracing import class_groups
+from wevent.verifier.check import check
+from wevent.verifier.guard import Guard
 
 __all__ = ["run_end_to_end"]
 

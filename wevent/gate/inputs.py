@@ -4,7 +4,7 @@ Budgets come from a list of decimals and small fractions on purpose: values such
 are not doubles, so a share count computed in floating point lands just below an integer
 (``0.3 / 0.1 == 2.9999999999999996``), the published bug DESIGN.md describes; 1/3 does not
 terminate, so a budget rounded to a few decimals shows. Every budget is positive (the window
-theorems of `proofs.central` are stated for positive budgets).
+theorems of `wevent.proofs.central` are stated for positive budgets).
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from fractions import Fraction
 
 from hypothesis import strategies as st
 
-from accounting.budget import Budget
-from accounting.population import Population
-from accounting.requirements import Declaration, Dynamic, Fixed, Requirement
-from mechanisms.allocators.kernel import ClassReq, Decl, DynamicClass, FixedClass
+from wevent.accounting.budget import Budget
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirement
+from wevent.mechanisms.allocators.kernel import ClassReq, Decl, DynamicClass, FixedClass
 
 __all__ = [
     "AWKWARD_BUDGETS",

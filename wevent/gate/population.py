@@ -1,7 +1,7 @@
 """The gate for the population-division allocators (002 Section 6; 000): ``lpu`` ... ``plba-ops``.
 
 These allocators spend users, not budgets: per slot their population kernel
-(`mechanisms.allocators.population`) says how many users report, a seeded pool draws them, and
+(`wevent.mechanisms.allocators.population`) says how many users report, a seeded pool draws them, and
 every drawn user pays one share ``eps_i / k_i`` of their budget, then waits ``R`` slots before the
 pool hands them out again. What can go wrong is a window with more reports than the split
 allows (a user back too early, a split too coarse) or a draw the pool cannot serve. The stages
@@ -11,16 +11,16 @@ mirror the budget-kernel gate (`wevent.gate.core`):
    pool drew (a run on another pool seed has the same statuses and sample sizes; the same seed
    draws the same users); on Z3 terms it computes what it computes on exact rationals (the
    pool proof runs it on Z3 terms);
-2. proof: `proofs.population.prove_population` - for the OPS allocators the split theorem
+2. proof: `wevent.proofs.population.prove_population` - for the OPS allocators the split theorem
    (n <= 10^4, windows <= 200), then that no draw exceeds the pool and that every drawn user's
-   windows hold (`proofs.population.check_user_windows`: ceil(w_i / R) reports per window, each
+   windows hold (`wevent.proofs.population.check_user_windows`: ceil(w_i / R) reports per window, each
    spending the setup's per-report budget), for every tuple of 1..K distinct windows <= W,
    n = 2 max w .. 3 max w users and every decision sequence; a user-window violation is refuted
    only when a run through the pool and the guard replays it;
 3. search: populations (1..K distinct classes with their user counts) and decision sequences
    through `wevent.tracing.trace_population` (pool + runtime guard): first every one-class
    periodic rhythm and every two-class split of n users publishing at every slot (the shape of
-   the published OPS counterexample, `proofs.population.replay_split_counterexample`), then
+   the published OPS counterexample, `wevent.proofs.population.replay_split_counterexample`), then
    hypothesis, then the wide search (`wide_population_cases`: up to 6 classes, windows up to
    64, 2w .. 100w users); the first failure is shrunk (classes, windows, users, slots,
    publications);
@@ -51,19 +51,10 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
-from accounting.budget import Budget, BudgetError
-from accounting.formats import write_requirements
-from accounting.population import Population
-from accounting.requirements import Fixed, Requirement
-from mechanisms.allocators import classes_of
-from mechanisms.allocators.algebra import ExactAlgebra
-from mechanisms.allocators.api import PopulationAllocator
-from mechanisms.allocators.population import Draw, PopulationKernel
-from mechanisms.allocators.registry import POPULATION_BUILTIN, resolve_population
-from mechanisms.streams import SYNTHETIC_KINDS, SyntheticStream
-from proofs.algebra import Z3Algebra
-from proofs.counterexamples import Counterexample, Failure, ProverError, replayed
-from proofs.population import even_counts, prove_population
+from wevent.accounting.budget import Budget, BudgetError
+from wevent.accounting.formats import write_requirements
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Fixed, Requirement
 from wevent.gate.conformance import TargetRaised, guarded
 from wevent.gate.endtoend import checker_disagreement, never_published
 from wevent.gate.inputs import (
@@ -97,6 +88,15 @@ from wevent.gate.search import (
     shrink_requirements,
     simpler_requirements,
 )
+from wevent.mechanisms.allocators import classes_of
+from wevent.mechanisms.allocators.algebra import ExactAlgebra
+from wevent.mechanisms.allocators.api import PopulationAllocator
+from wevent.mechanisms.allocators.population import Draw, PopulationKernel
+from wevent.mechanisms.allocators.registry import POPULATION_BUILTIN, resolve_population
+from wevent.mechanisms.streams import SYNTHETIC_KINDS, SyntheticStream
+from wevent.proofs.algebra import Z3Algebra
+from wevent.proofs.counterexamples import Counterexample, Failure, ProverError, replayed
+from wevent.proofs.population import even_counts, prove_population
 from wevent.running import run_mechanism
 from wevent.tracing import PopulationTrace, trace_population
 
@@ -548,7 +548,7 @@ def _kernel_run(kernel: PopulationKernel[Any, Any], decisions: Sequence[bool]) -
 def _value(v: Any) -> Any:
     """A kernel value as a Python value (Z3 terms simplified to constants)."""
     if isinstance(v, z3.ExprRef):
-        from verifier.symbolic import fraction_of
+        from wevent.verifier.symbolic import fraction_of
 
         s = z3.simplify(v)
         if z3.is_true(s) or z3.is_false(s):
@@ -710,7 +710,7 @@ def _replayed(
 def _prove(
     target: str, alloc: PopulationAllocator, builtin: bool, symbolic: bool, opts: Any
 ) -> Stage:
-    """`proofs.population.prove_population` over the gate's scope (a third-party allocator: the
+    """`wevent.proofs.population.prove_population` over the gate's scope (a third-party allocator: the
     pool theorem on its own setup and kernel; a kernel that does not run on Z3 terms, or
     computes something else on them, by the exhaustive search over its exact runs)."""
     start = time.perf_counter()
@@ -952,7 +952,7 @@ def run_population_gate(
     target: str, opts: Any, *, save_requirements: Path | None = None
 ) -> GateReport:
     """Every stage of the gate on the population allocator ``target`` (a built-in of
-    `mechanisms.allocators.local.POPULATION` or a third-party `PopulationAllocator`); ``opts``
+    `wevent.mechanisms.allocators.local.POPULATION` or a third-party `PopulationAllocator`); ``opts``
     is a `wevent.gate.GateOptions`."""
     from wevent.gate.core import new_report
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from accounting.requirements import Dynamic, Fixed
-from proofs.counterexamples import Counterexample
+from wevent.accounting.requirements import Dynamic, Fixed
+from wevent.proofs.counterexamples import Counterexample
 
 __all__ = ["EXIT_CODES", "GateReport", "StageResult", "cex_size"]
 
@@ -38,7 +38,7 @@ EXIT_CODES = {
 
 # Stage statuses: "passed", "proved", "failed" (a refutation), "unknown" (Z3 undecided),
 # "skipped" (not applicable, with the reason), "error" (the target's code raised),
-# "verifier-error" (the verifier contradicted itself: `proofs.counterexamples.ProverError`).
+# "verifier-error" (the verifier contradicted itself: `wevent.proofs.counterexamples.ProverError`).
 FAILED, PASSED, PROVED, SKIPPED, UNKNOWN, ERROR, VERIFIER_ERROR = (
     "failed",
     "passed",

@@ -1,5 +1,5 @@
 """Adversarial search: hypothesis draws requirement populations and publish/skip sequences, runs
-the kernel through the runtime guard (`verifier.Guard`, fail closed) and shrinks the first
+the kernel through the runtime guard (`wevent.verifier.Guard`, fail closed) and shrinks the first
 failure to a minimal counterexample.
 
 A failure is what `wevent trace` reports: the guard refuses a charge (a window over its bound,
@@ -26,13 +26,9 @@ from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
-from accounting.budget import Budget, BudgetError
-from accounting.population import Population
-from accounting.requirements import Declaration, Dynamic, Fixed, Requirement
-from mechanisms.allocators import algebra_for, classes_of
-from mechanisms.allocators.api import Allocator
-from mechanisms.allocators.kernel import first_negative
-from proofs.counterexamples import Counterexample, Failure, ProverError, replayed
+from wevent.accounting.budget import Budget, BudgetError
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirement
 from wevent.gate.conformance import TargetRaised, guarded
 from wevent.gate.inputs import (
     AWKWARD_BUDGETS,
@@ -51,6 +47,10 @@ from wevent.gate.inputs import (
     wide_window,
 )
 from wevent.gate.report import ERROR, FAILED, PASSED, SKIPPED, VERIFIER_ERROR, StageResult
+from wevent.mechanisms.allocators import algebra_for, classes_of
+from wevent.mechanisms.allocators.api import Allocator
+from wevent.mechanisms.allocators.kernel import first_negative
+from wevent.proofs.counterexamples import Counterexample, Failure, ProverError, replayed
 from wevent.tracing import TraceResult, trace_kernel
 
 __all__ = [

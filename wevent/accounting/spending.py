@@ -1,0 +1,117 @@
+"""The interface a mechanism spends against, and the refusal it may receive.
+
+Mechanisms depend only on this module: the runtime guard (in `verifier`) implements `Spender`, so a
+mechanism is checked at runtime without importing verifier internals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from wevent.accounting.budget import Budget, format_exact
+from wevent.accounting.evidence import Evidence
+
+__all__ = ["BudgetExceeded", "EvidenceRejected", "Spender", "WindowState"]
+
+
+@dataclass(frozen=True, slots=True)
+class WindowState:
+    """A constraint window at the moment a spend was refused."""
+
+    kind: str  # "fixed", "backward", "forward", "whole-stream", "unregistered"
+    first: int  # first slot of the window
+    last: int | None  # last slot, None for an unbounded (whole-stream) window
+    spent: Fraction  # already spent inside the window
+    bound: Fraction
+
+    def describe(self) -> str:
+        end = "end" if self.last is None else str(self.last)
+        return f"{self.kind} window [{self.first}, {end}]"
+
+
+class BudgetExceeded(Exception):
+    """A spend was refused because it would break a constraint. Nothing was recorded."""
+
+    def __init__(
+        self,
+        *,
+        subject: str,
+        slot: int,
+        asked: Fraction,
+        window: WindowState,
+        requirement: str,
+        affected_users: int = 1,
+    ) -> None:
+        self.subject = subject
+        self.slot = slot
+        self.asked = asked
+        self.window = window
+        self.requirement = requirement
+        self.affected_users = affected_users
+        self.excess = window.spent + asked - window.bound
+        users = "" if affected_users == 1 else f" ({affected_users} users)"
+        super().__init__(
+            f"refused spend at slot {slot} for {subject}{users} [{requirement}]: "
+            f"{window.describe()} already spent {format_exact(window.spent)}, "
+            f"asked {format_exact(asked)}, bound {format_exact(window.bound)}, "
+            f"excess {format_exact(self.excess)}"
+        )
+
+
+class EvidenceRejected(Exception):
+    """A spend was refused because its evidence certifies a cost above the amount charged."""
+
+    def __init__(self, *, subject: str, slot: int, amount: Fraction, lower: Fraction) -> None:
+        self.subject = subject
+        self.slot = slot
+        self.amount = amount
+        self.lower = lower
+        super().__init__(
+            f"refused spend at slot {slot} for {subject}: the evidence certifies a cost of at "
+            f"least {format_exact(lower)} (or could not be certified), more than the "
+            f"{format_exact(amount)} charged"
+        )
+
+
+class Spender(Protocol):
+    """Something a mechanism charges before it draws noise (the runtime guard implements it)."""
+
+    def spend(
+        self,
+        slot: int,
+        amount: Budget,
+        *,
+        user: str | None = None,
+        group: str | None = None,
+        part: str = "",
+        mechanism: str = "",
+        evidence: Evidence | None = None,
+    ) -> None:
+        """Record the charge, or raise `BudgetExceeded` / `EvidenceRejected` and record nothing."""
+        ...
+
+    def define_group(self, name: str, members: tuple[str, ...]) -> None:
+        """Name a set of users once, so later charges can address them together."""
+        ...
+
+    def define_group_by_index(
+        self, name: str, table: Sequence[str], indices: npt.NDArray[np.int64]
+    ) -> None:
+        """`define_group` with the members ``table[i] for i in indices``. A spender that knows
+        ``table`` (the guard knows its population's canonical order, `Population.users`) defines
+        the group without per-member work; any other table is resolved member by member."""
+        ...
+
+    def members(self, group: str) -> tuple[str, ...]:
+        """The members of a defined group."""
+        ...
+
+    def group_size(self, group: str) -> int:
+        """How many members a defined group has."""
+        ...

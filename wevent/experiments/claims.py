@@ -1,0 +1,143 @@
+"""The papers' stated comparisons, checked against our ``results.csv`` files.
+
+A claim "A's error is on average X% lower than B's" is read as the papers compute it: the mean
+over the swept values of 1 - A/B (001 Table 5's TLNS PBA vs BA gives exactly the printed 30.2%
+this way). ``python -m wevent.experiments.claims DIR`` prints a Markdown table of every claim whose
+experiment has ``DIR/EXPERIMENT/results.csv``.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["CLAIMS", "Claim", "evaluate", "load", "reduction"]
+
+Results = dict[tuple[str, str, str, str], float]  # (dataset, mechanism, metric, x) -> mean
+
+
+@dataclass(frozen=True)
+class Claim:
+    """``better`` has a lower ``metric`` than ``baseline`` on ``dataset`` by ``paper`` (a
+    percentage, or None where the paper only states the ordering)."""
+
+    source: str
+    experiment: str
+    dataset: str
+    better: str
+    baseline: str
+    metric: str
+    paper: float | None
+
+
+def load(path: Path) -> Results:
+    """Read a results.csv into (dataset, mechanism, metric, x) -> value, x being the swept
+    value (setting, else epsilon and w)."""
+    out: Results = {}
+    with path.open(newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            x = row.get("setting") or f"{row['epsilon']}/{row['w']}"
+            out[(row["dataset"], row["mechanism"], row["metric"], x)] = float(row["value"])
+    return out
+
+
+def reduction(results: Results, dataset: str, better: str, baseline: str, metric: str) -> float:
+    """Mean over the swept values of 1 - better/baseline (NaN if none is shared)."""
+    ratios = []
+    for (d, m, k, x), base in results.items():
+        if d == dataset and m == baseline and k == metric:
+            other = results.get((dataset, better, metric, x))
+            if other is not None and base > 0:
+                ratios.append(1 - other / base)
+    return sum(ratios) / len(ratios) if ratios else math.nan
+
+
+def _c(src: str, exp: str, ds: str, a: str, b: str, metric: str, pct: float | None) -> Claim:
+    return Claim(src, exp, ds, a, b, metric, pct)
+
+
+DS = {"lns": "TLNS", "sin": "Sin", "log": "Log"}
+CLAIMS: tuple[Claim, ...] = (
+    # 001 Section 6.4, after Table 5 and Table 6 (synthetic data sets)
+    *(
+        _c("001 Table 5", "pwsm-epsilon", d, "pba", "ba", "amre", p)
+        for d, p in (("lns", 30.2), ("sin", 24.6), ("log", 21.1))
+    ),
+    *(
+        _c("001 Table 5", "pwsm-epsilon", d, "dpba", "ba", "amre", p)
+        for d, p in (("lns", 70.6), ("sin", 61.0), ("log", 63.6))
+    ),
+    *(_c("001 Table 5", "pwsm-epsilon", d, "pbd", "bd", "amre", None) for d in DS),
+    *(
+        _c("001 Table 6", "pwsm-w", d, "pba", "ba", "amre", p)
+        for d, p in (("lns", 22.9), ("sin", 11.4), ("log", 11.7))
+    ),
+    *(
+        _c("001 Table 6", "pwsm-w", d, "dpba", "ba", "amre", p)
+        for d, p in (("lns", 66.6), ("sin", 54.6), ("log", 53.6))
+    ),
+    *(_c("001 Table 6", "pwsm-w", d, "pbd", "bd", "amre", None) for d in DS),
+    # 000 Section VI-C: PLPA vs LBA on the synthetic data sets (averaged over the three)
+    *(_c("000 Fig. 2", "pldp-epsilon", d, "plpa", "lba", "amse", 47.27) for d in DS),
+    *(_c("000 Fig. 3", "pldp-w", d, "plpa", "lba", "amse", 36.5) for d in DS),
+    *(_c("000 Fig. 2 (vs LPA)", "pldp-epsilon", d, "plpa", "lpa", "amse", 47.27) for d in DS),
+    *(_c("000 Fig. 3 (vs LPA)", "pldp-w", d, "plpa", "lpa", "amse", 36.5) for d in DS),
+    *(
+        _c("000 Fig. 2", "pldp-epsilon", d, a, b, "amse", None)
+        for d in DS
+        for a, b in (("lba", "lbd"), ("plpa", "plpd"), ("plpa+", "plpd+"))
+    ),
+    *(
+        _c("000 Fig. 3", "pldp-w", d, a, b, "amse", None)
+        for d in DS
+        for a, b in (("lba", "lbd"), ("plpa", "plpd"), ("plpa+", "plpd+"))
+    ),
+    # 002 Section 7.2: population division beats budget division; LBD/LBA beat LBU
+    *(
+        _c("002 Fig. 4", "ldp-ids-epsilon", d, a, b, "mre", None)
+        for d in DS
+        for a, b in (("lpa", "lba"), ("lpd", "lbd"), ("lba", "lbu"), ("lbd", "lbu"))
+    ),
+    *(
+        _c("002 Fig. 5", "ldp-ids-w", d, a, b, "mre", None)
+        for d in DS
+        for a, b in (("lpd", "lpu"), ("lpa", "lpu"), ("lpa", "lba"))
+    ),
+)
+
+
+def evaluate(root: Path, claims: Sequence[Claim] = CLAIMS) -> list[str]:
+    """Markdown lines: one per claim whose experiment ran under ``root``."""
+    lines = [
+        "| source | data | claim | paper | ours (mean of 1 - A/B) | holds |",
+        "|---|---|---|---:|---:|---|",
+    ]
+    cache: dict[str, Results] = {}
+    for c in claims:
+        path = root / c.experiment / "results.csv"
+        if not path.exists():
+            continue
+        results = cache.setdefault(c.experiment, load(path))
+        ours = reduction(results, c.dataset, c.better, c.baseline, c.metric)
+        paper = "lower" if c.paper is None else f"{c.paper:.1f}% lower"
+        holds = "n/a" if math.isnan(ours) else ("yes" if ours > 0 else "no")
+        lines.append(
+            f"| {c.source} | {DS.get(c.dataset, c.dataset)} | {c.better} < {c.baseline} "
+            f"({c.metric.upper()}) | {paper} | {ours * 100:.1f}% | {holds} |"
+        )
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    root = Path(args[0]) if args else Path("reproduction")
+    print("\n".join(evaluate(root)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,305 @@
+"""The papers' experiments as sweeps: what each varies, which mechanisms it compares, on which
+streams, and how big a full (the paper's size) and a quick run are.
+
+* 002 Section 7 (LDP-IDS): ``ldp-ids-epsilon``, ``ldp-ids-w`` (Figures 4-5, MRE), ``cfpu``
+  (Table 2), ``roc`` (Figure 7). Synthetic streams of 800 slots and 200,000 users (7.1.1).
+* 001 Section 6 (PWSM): ``pwsm-epsilon``, ``pwsm-w`` (Tables 5-6, AMRE; AJSD of its Appendix
+  8.2), ``pwsm-ratio`` (Section 6.5, Figures 11-12). T = 10,000 slots (6.1); 001 does not state
+  its synthetic N, we use 10,000 as 000 does.
+* 000 Section VI (PLDP-IDS): ``pldp-epsilon``, ``pldp-w`` (Figures 2-3, AMSE and AJSD),
+  ``pldp-ablation`` (Figures 4-5). n = 10,000 users, T = 10,000 slots (VI-A).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+from wevent.accounting.budget import format_exact
+from wevent.accounting.population import Population
+from wevent.experiments import metrics
+from wevent.experiments.harness import Point, RunResult, Size, Sweep, run_sweep
+from wevent.experiments.populations import (
+    budget_ratio_population,
+    pldp_population,
+    pwsm_dynamic_population,
+    pwsm_population,
+    uniform_population,
+    window_ratio_population,
+)
+
+__all__ = ["SWEEPS", "cfpu_experiment", "roc_experiment", "sweep_experiment"]
+
+SYNTHETIC = ("lns", "sin", "log")
+F = Fraction
+
+# -- 002 (LDP-IDS) -----------------------------------------------------------------------------
+LDP_IDS = ("lbu", "lsp", "lbd", "lba", "lpu", "lpd", "lpa")
+# 002 does not print the axes of Figures 4-5; Table 2 and Figures 6-8 use eps in {1, 2} and
+# w in {20, 30, 40, 50}. We sweep eps over 0.5..2.5 at w = 20 and w over 10..50 at eps = 1.
+LDP_EPS = tuple(Point(F(k, 2), 20) for k in range(1, 6))
+LDP_W = tuple(Point(F(1), w) for w in (10, 20, 30, 40, 50))
+LDP_FULL = Size(200_000, 800)
+LDP_QUICK = Size(5_000, 200, points=(0, 2, 4))
+
+
+def _uniform(point: Point, mechanism: str, users: int, seed: int) -> Population:
+    return uniform_population(users, point.w, point.epsilon)
+
+
+# -- 001 (PWSM) --------------------------------------------------------------------------------
+PWSM = ("bd", "ba", "plbu", "pbd", "pba", "dpbd", "dpba")
+PWSM_EPS = tuple(Point(F(k, 5), 120) for k in range(1, 6))  # Table 4: 0.2..1.0, w = 120
+PWSM_W = tuple(Point(F(3, 5), w) for w in (40, 80, 120, 160, 200))  # E = 0.6
+PWSM_FULL = Size(10_000, 10_000)
+PWSM_QUICK = Size(5_000, 200, points=(0, 2, 4))
+RATIOS = tuple(F(k, 10) for k in (1, 3, 5, 7, 9))  # 001 Section 6.5: o = 0.1..0.9
+PWSM_RATIO_POINTS = tuple(
+    Point(F(3, 5), 120, f"eps:o={format(float(o), 'g')}", o) for o in RATIOS
+) + tuple(Point(F(3, 5), 120, f"w:o={format(float(o), 'g')}", o) for o in RATIOS)
+
+
+def _pwsm(point: Point, mechanism: str, users: int, seed: int) -> Population:
+    if mechanism in ("dpbd", "dpba"):
+        return pwsm_dynamic_population(users, point.epsilon, point.w, seed)
+    return pwsm_population(users, point.epsilon, point.w, seed)
+
+
+def _ratio(point: Point, mechanism: str, users: int, seed: int) -> Population:
+    assert point.ratio is not None
+    if point.setting.startswith("eps:"):
+        return budget_ratio_population(users, point.ratio, seed)
+    return window_ratio_population(users, point.ratio, seed)
+
+
+# -- 000 (PLDP-IDS) ----------------------------------------------------------------------------
+# 000 Section VI-B compares with 002's LBD and LBA; we add 002's population-division LPD and LPA,
+# the closer non-personalized counterparts (000's stated gains over "LBA" fit LPA far better).
+PLDP = ("lbd", "lba", "lpd", "lpa", "plpd", "plpa", "plpd+", "plpa+")
+ABLATION = ("plpd", "plpa", "plbd-rp", "plba-rp", "plbd-ops", "plba-ops", "plpd+", "plpa+")
+PLDP_EPS = tuple(Point(F(k, 2), 120) for k in range(1, 6))  # Table IV: 0.5..2.5, w = 120
+PLDP_W = tuple(Point(F(3, 2), w) for w in (40, 80, 120, 160, 200))  # eps = 1.5
+PLDP_FULL = Size(10_000, 10_000)
+ABLATION_POINTS = tuple(
+    Point(p.epsilon, p.w, f"eps={format_exact(p.epsilon)}") for p in PLDP_EPS
+) + tuple(Point(p.epsilon, p.w, f"w={p.w}") for p in PLDP_W)
+PLDP_QUICK = Size(5_000, 200, points=(0, 2, 4))
+
+
+def _pldp(point: Point, mechanism: str, users: int, seed: int) -> Population:
+    return pldp_population(users, point.epsilon, point.w, seed)
+
+
+SWEEPS: dict[str, Sweep] = {
+    s.experiment: s
+    for s in (
+        Sweep(
+            "ldp-ids-epsilon",
+            "002 Figure 4: MRE of the w-event LDP methods as eps varies (w = 20)",
+            LDP_IDS,
+            SYNTHETIC,
+            "epsilon",
+            LDP_EPS,
+            _uniform,
+            ("mre", "amse", "cfpu"),
+            LDP_FULL,
+            LDP_QUICK,
+            oracle="grr",
+        ),
+        Sweep(
+            "ldp-ids-w",
+            "002 Figure 5: MRE of the w-event LDP methods as w varies (eps = 1)",
+            LDP_IDS,
+            SYNTHETIC,
+            "w",
+            LDP_W,
+            _uniform,
+            ("mre", "amse", "cfpu"),
+            LDP_FULL,
+            LDP_QUICK,
+            oracle="grr",
+        ),
+        Sweep(
+            "pwsm-epsilon",
+            "001 Table 5: AMRE (Eq. 5, counts) as the budget E varies (w = 120)",
+            PWSM,
+            SYNTHETIC,
+            "epsilon",
+            PWSM_EPS,
+            _pwsm,
+            ("amre", "ajsd"),
+            PWSM_FULL,
+            PWSM_QUICK,
+        ),
+        Sweep(
+            "pwsm-w",
+            "001 Table 6: AMRE (Eq. 5, counts) as the window w varies (E = 0.6)",
+            PWSM,
+            SYNTHETIC,
+            "w",
+            PWSM_W,
+            _pwsm,
+            ("amre", "ajsd"),
+            PWSM_FULL,
+            PWSM_QUICK,
+        ),
+        Sweep(
+            "pwsm-ratio",
+            "001 Section 6.5, Figures 11-12: AMRE as the ratio o of users with E = 1.0 "
+            "(eps:o, all w = 120) or with w = 40 (w:o, all E = 0.6) varies",
+            ("bd", "ba", "pbd", "pba"),
+            SYNTHETIC,
+            "setting",
+            PWSM_RATIO_POINTS,
+            _ratio,
+            ("amre",),
+            PWSM_FULL,
+            Size(5_000, 200, points=(0, 2, 4, 5, 7, 9)),
+            note="BD and BA serve every user with the smallest budget and largest window "
+            "(0.6, 120): o changes only the class sizes, and the stream does not depend on "
+            "them (same seed, same data), so their numbers are the same at every o.",
+        ),
+        Sweep(
+            "pldp-epsilon",
+            "000 Figure 2: AMSE of the personalized LDP methods as eps varies (w = 120)",
+            PLDP,
+            SYNTHETIC,
+            "epsilon",
+            PLDP_EPS,
+            _pldp,
+            ("amse", "ajsd"),
+            PLDP_FULL,
+            PLDP_QUICK,
+        ),
+        Sweep(
+            "pldp-w",
+            "000 Figure 3: AMSE of the personalized LDP methods as w varies (eps = 1.5)",
+            PLDP,
+            SYNTHETIC,
+            "w",
+            PLDP_W,
+            _pldp,
+            ("amse", "ajsd"),
+            PLDP_FULL,
+            PLDP_QUICK,
+        ),
+        Sweep(
+            "pldp-ablation",
+            "000 Figures 4-5: ablation of OPS and PUE (AMSE) as eps varies (w = 120) and as w "
+            "varies (eps = 1.5)",
+            ABLATION,
+            SYNTHETIC,
+            "setting",
+            ABLATION_POINTS,
+            _pldp,
+            ("amse", "ajsd"),
+            PLDP_FULL,
+            Size(5_000, 200, points=(0, 2, 4, 5, 7, 9)),
+        ),
+    )
+}
+
+
+def sweep_experiment(
+    name: str, out_dir: Path, repeats: int, quick: bool, seed: int, *, size: Size | None = None
+) -> list[Path]:
+    """Run the registered sweep ``name``; returns the files written."""
+    _, files = run_sweep(SWEEPS[name], out_dir, repeats, quick, seed, size=size)
+    return files
+
+
+# -- 002 Table 2 (CFPU) ------------------------------------------------------------------------
+CFPU_POINTS = (
+    Point(F(1), 20, "eps=1,w=20"),
+    Point(F(2), 20, "eps=2,w=20"),
+    Point(F(2), 40, "eps=2,w=40"),
+)
+CFPU_SWEEP = Sweep(
+    "cfpu",
+    "002 Table 2: communication frequency per user (CFPU)",
+    LDP_IDS,
+    ("lns", "sin", "log"),
+    "setting",
+    CFPU_POINTS,
+    _uniform,
+    ("cfpu",),
+    LDP_FULL,
+    Size(5_000, 200),
+    oracle="grr",
+    log_plot=False,
+)
+
+
+def cfpu_experiment(
+    out_dir: Path, repeats: int, quick: bool, seed: int, *, size: Size | None = None
+) -> list[Path]:
+    """002 Table 2: CFPU of every LDP-IDS method at (eps, w) = (1, 20), (2, 20), (2, 40)."""
+    _, files = run_sweep(CFPU_SWEEP, out_dir, repeats, quick, seed, size=size)
+    return files
+
+
+# -- 002 Figure 7 (ROC) ------------------------------------------------------------------------
+ROC_MECHANISMS = ("lba", "lsp", "lpu", "lpd", "lpa")
+ROC_SWEEP = Sweep(
+    "roc",
+    "002 Figure 7: event monitoring (eps = 1, w = 50): area under the ROC curve",
+    ROC_MECHANISMS,
+    SYNTHETIC,
+    "epsilon",
+    (Point(F(1), 50),),
+    _uniform,
+    ("auc",),
+    LDP_FULL,
+    Size(5_000, 300),
+    oracle="grr",
+    log_plot=False,
+)
+
+
+def roc_experiment(
+    out_dir: Path, repeats: int, quick: bool, seed: int, *, size: Size | None = None
+) -> list[Path]:
+    """002 Section 7.4: AUC per mechanism and dataset, and ROC curves (``roc.png``,
+    ``roc_points.csv``) of the first repeat."""
+    curves: dict[tuple[str, str], metrics.Roc] = {}
+
+    def keep(dataset: str, mech: str, point: Point, r: int, res: RunResult) -> None:
+        if r == 0:
+            rel, tru = res.freq()
+            curves[(dataset, mech)] = metrics.event_roc(
+                metrics.event_statistic(rel), metrics.event_statistic(tru)
+            )
+
+    _, files = run_sweep(ROC_SWEEP, out_dir, repeats, quick, seed, size=size, keep=keep)
+    points = out_dir / "roc_points.csv"
+    with points.open("w", encoding="utf-8") as fh:
+        fh.write("dataset,mechanism,fpr,tpr\n")
+        for (dataset, mech), roc in curves.items():
+            for f, t in zip(roc.fpr.tolist(), roc.tpr.tolist(), strict=True):
+                fh.write(f"{dataset},{mech},{f!r},{t!r}\n")
+    files.append(points)
+    files.append(_roc_plot(curves, out_dir / "roc.png"))
+    return files
+
+
+def _roc_plot(curves: dict[tuple[str, str], metrics.Roc], path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    datasets = list(dict.fromkeys(d for d, _ in curves))
+    fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets), 3.8), squeeze=False)
+    for ax, dataset in zip(axes[0], datasets, strict=True):
+        for (d, mech), roc in curves.items():
+            if d == dataset:
+                ax.plot(roc.fpr, roc.tpr, label=f"{mech} (AUC {roc.auc:.3f})")
+        ax.plot([0, 1], [0, 1], color="grey", linewidth=0.5, linestyle="--")
+        ax.set_xlabel("false positive rate")
+        ax.set_title(dataset)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("true positive rate")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

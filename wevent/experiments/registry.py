@@ -1,0 +1,137 @@
+"""The registry of reproducible experiments: name -> function(out_dir, repeats, quick, seed).
+
+An experiment writes its outputs (at least ``results.csv`` in the long form of
+`wevent.experiments.harness.RESULT_COLUMNS`) into ``out_dir`` and returns the paths it wrote. Further
+experiments plug in with `register`, as ExSub's does at the end of this module. ``all`` runs
+every registered experiment, each into its own subdirectory (``--users``/``--slots`` only for
+experiments registered with ``sized=``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Protocol
+
+from wevent.accounting.budget import BudgetError
+from wevent.experiments.harness import Size
+from wevent.experiments.papers import SWEEPS, cfpu_experiment, roc_experiment, sweep_experiment
+
+__all__ = ["ALL", "EXPERIMENTS", "Experiment", "ExperimentFn", "register", "run_experiment"]
+
+ALL = "all"
+
+ExperimentFn = Callable[[Path, int, bool, int], Sequence[Path]]
+
+
+class SizedFn(Protocol):
+    def __call__(
+        self, out_dir: Path, repeats: int, quick: bool, seed: int, *, size: Size | None = None
+    ) -> Sequence[Path]: ...
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A registered experiment; ``sized`` ones also take ``size=`` (users and slots)."""
+
+    name: str
+    run: ExperimentFn
+    summary: str
+    full_users: int | None = None
+    full_slots: int | None = None
+    sized: SizedFn | None = None
+
+
+EXPERIMENTS: dict[str, Experiment] = {}
+
+
+def register(experiment: Experiment) -> None:
+    """Add an experiment; names are unique and ``all`` is reserved."""
+    if experiment.name == ALL or experiment.name in EXPERIMENTS:
+        raise ValueError(f"experiment name {experiment.name!r} is taken")
+    EXPERIMENTS[experiment.name] = experiment
+
+
+def _register_papers() -> None:
+    for name, sweep in SWEEPS.items():
+        sized = partial(sweep_experiment, name)
+        register(
+            Experiment(name, sized, sweep.title, sweep.full.users, sweep.full.slots, sized=sized)
+        )
+    for other, fn, summary, full in (
+        ("cfpu", cfpu_experiment, "002 Table 2: communication frequency per user", (200_000, 800)),
+        (
+            "roc",
+            roc_experiment,
+            "002 Figure 7: event-monitoring ROC (eps = 1, w = 50)",
+            (200_000, 800),
+        ),
+    ):
+        register(Experiment(other, fn, summary, full[0], full[1], sized=fn))
+
+
+def _exsub(out_dir: Path, repeats: int, quick: bool, seed: int) -> list[Path]:
+    """004 Section VI: ExSub against the baselines (`wevent.exsub_experiment`)."""
+    from wevent.exsub_experiment import run_exsub_experiment
+
+    run_exsub_experiment(out_dir, repeats, quick, seed)
+    return [out_dir / name for name in ("results.csv", "table.md", "exsub.png")]
+
+
+_register_papers()
+register(
+    Experiment(
+        "exsub",
+        _exsub,
+        "004 Section VI: ExSub against sample-grr, sample-oue and split-rr (mean, range MSE)",
+    )
+)
+
+
+def run_experiment(
+    name: str,
+    out_dir: Path,
+    repeats: int,
+    quick: bool,
+    seed: int,
+    *,
+    users: int | None = None,
+    slots: int | None = None,
+) -> list[Path]:
+    """Run ``name`` (or every experiment for ``all``, each into ``out_dir/NAME``).
+
+    ``users``/``slots`` override the size (full or quick) of the experiments that support it."""
+    if name == ALL:
+        unsized = [e.name for e in EXPERIMENTS.values() if e.sized is None]
+        if (users is not None or slots is not None) and unsized:
+            raise BudgetError(
+                f"--users/--slots do not apply to {', '.join(unsized)}; run the others one by one"
+            )
+        out: list[Path] = []
+        for each in list(EXPERIMENTS):
+            out.extend(
+                run_experiment(each, out_dir / each, repeats, quick, seed, users=users, slots=slots)
+            )
+        return out
+    if name not in EXPERIMENTS:
+        raise BudgetError(
+            f"unknown experiment {name!r} (expected one of {', '.join([*EXPERIMENTS, ALL])})"
+        )
+    exp = EXPERIMENTS[name]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if users is None and slots is None:
+        return list(exp.run(out_dir, repeats, quick, seed))
+    if exp.sized is None:
+        raise BudgetError(f"{name} does not take --users/--slots")
+    base = _base_size(name, quick)
+    size = Size(users or base.users, slots or base.slots, base.points, base.datasets)
+    return list(exp.sized(out_dir, repeats, quick, seed, size=size))
+
+
+def _base_size(name: str, quick: bool) -> Size:
+    from wevent.experiments.papers import CFPU_SWEEP, ROC_SWEEP
+
+    sweep = SWEEPS.get(name) or {"cfpu": CFPU_SWEEP, "roc": ROC_SWEEP}[name]
+    return sweep.quick if quick else sweep.full

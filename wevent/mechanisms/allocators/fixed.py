@@ -1,0 +1,221 @@
+"""Kernels for fixed ``(w, eps)`` requirements: Uniform, Sample, BD, BA, PBD, PBA, and the local
+budget-division allocators LBU, LSP, LBD, LBA, PLBU that spend the same way.
+
+* Uniform, Sample (Kellaris et al.; 002 Sections 5.2.1-5.2.2 restate them): ``eps / w`` at every
+  slot, or the whole ``eps`` at slots 1, w+1, 2w+1, ... with the slots between approximated.
+* BD, PBD (002 Algorithm 1, 001 Algorithm 4): a dissimilarity share ``eps / (2w)`` at every slot
+  and half of the remaining publication budget ``eps/2 - sum(last w-1 publications)``.
+* BA, PBA (002 Algorithm 2, 001 Algorithm 5): one publication share ``eps / (2w)`` per slot,
+  absorbed from skipped slots and paid back by nullifying the slots after a publication.
+
+BD, BA, Uniform and Sample are not personalized: every class is served with the largest window
+and the smallest budget of the population (001 Section 6.2). PBD and PBA give each class its own.
+
+Variants. ``published`` is the pseudo-code as printed. ``sound`` (the default) adds an exact
+safety clip: each class's spend is capped by what its tightest window has left, counting the
+dissimilarity and publication halves together, and a slot whose publication budgets are all zero
+is nullified (even a forced one: there is nothing to publish with). In exact arithmetic and with
+positive budgets the clip never binds for these kernels (the property tests check that the two
+variants then spend identically); it binds when the absorption counts are computed in floating
+point (``--arithmetic float``), where the published variant overspends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Generic, TypeVar
+
+from wevent.accounting.budget import BudgetError
+from wevent.mechanisms.allocators.algebra import Algebra, vmax, vmin
+from wevent.mechanisms.allocators.kernel import (
+    ClassReq,
+    FixedClass,
+    Plan,
+    Prefix,
+    check_variant,
+    fixed_classes,
+    uniform_class,
+)
+
+__all__ = ["FixedKernel", "FixedState"]
+
+V = TypeVar("V")
+B = TypeVar("B")
+
+
+# name -> (rule, personalized). The local budget-division allocators of 002 Section 5 (and the
+# personalized uniform baseline of 001 Section 6.2) spend exactly like their central namesakes;
+# only the data path differs (every user reports through a frequency oracle).
+_RULES: dict[str, tuple[str, bool]] = {
+    "uniform": ("uniform", False),
+    "sample": ("sample", False),
+    "bd": ("distribution", False),
+    "ba": ("absorption", False),
+    "pbd": ("distribution", True),
+    "pba": ("absorption", True),
+    "lbu": ("uniform", False),  # 002 Section 5.2.1
+    "lsp": ("sample", False),  # 002 Section 5.2.2
+    "lbd": ("distribution", False),  # 002 Algorithm 1
+    "lba": ("absorption", False),  # 002 Algorithm 2
+    "plbu": ("uniform", True),  # 001 Section 6.2: eps_i / w_i at every slot
+}
+
+# Absorption kernels that follow 001 Algorithm 5 (t_N starts at 0, t_A clipped at 0); the others
+# follow 002 Algorithm 2 (eps_{l,2} starts at 0, so t_N = -1, and t_A = t - (l + t_N)).
+_ALGORITHM_5 = frozenset({"pba"})
+
+
+@dataclass(frozen=True, slots=True)
+class FixedState(Generic[V]):
+    """Per class: dissimilarity and publication spends of the recent slots; the last publication
+    slot (0 before any) and each class's publication budget there."""
+
+    dis: tuple[Prefix[V], ...]
+    pub: tuple[Prefix[V], ...]
+    last: V
+    last_pub: tuple[V, ...]
+
+
+class FixedKernel(Generic[V, B]):
+    """The kernel of one of ``uniform``, ``sample``, ``bd``, ``ba``, ``pbd``, ``pba``."""
+
+    def __init__(
+        self,
+        name: str,
+        alg: Algebra[V, B],
+        classes: Sequence[ClassReq[V]],
+        variant: str = "sound",
+    ) -> None:
+        if name not in _RULES:
+            raise BudgetError(f"unknown fixed-window allocator {name!r}")
+        check_variant(name, variant)
+        self.name = name
+        self.variant = variant
+        self.alg = alg
+        self.classes: tuple[ClassReq[V], ...] = tuple(classes)
+        self.rule, personalized = _RULES[name]
+        if personalized:
+            self.served: tuple[FixedClass[V], ...] = tuple(fixed_classes(classes, name))
+        else:
+            one = uniform_class(classes, alg, name)
+            self.served = tuple(one for _ in self.classes)
+        self._keep = max(c.w for c in self.served)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _share(self, c: FixedClass[V]) -> V:
+        """One share: ``eps / (2w)`` (001 Algorithm 5 line 13; 002 Algorithm 2 line 9)."""
+        return self.alg.scale(c.eps, Fraction(1, 2 * c.w))
+
+    def start(self) -> FixedState[V]:
+        alg = self.alg
+        zero = alg.const(0)
+        # 001 Algorithm 5 line 5 starts every t_N at 0 (as if slot 0 published one share);
+        # 002 Algorithm 2 line 1 starts with eps_{l,2} = 0, so t_N = -1 and slot 1 may absorb two
+        # shares (a phantom slot 0; still sound, see docs/deviations.md).
+        initial = [self._share(c) if self.name in _ALGORITHM_5 else zero for c in self.served]
+        return FixedState(
+            dis=tuple(Prefix(alg, self._keep) for _ in self.served),
+            pub=tuple(Prefix(alg, self._keep) for _ in self.served),
+            last=zero,
+            last_pub=tuple(initial),
+        )
+
+    def plan(self, state: FixedState[V], t: int) -> Plan[V, B]:
+        alg = self.alg
+        zero = alg.const(0)
+        no, yes = alg.truth(False), alg.truth(True)
+        n = len(self.served)
+        if self.rule == "uniform":  # Kellaris: eps/w at every slot, always published
+            pubs = tuple(alg.scale(c.eps, Fraction(1, c.w)) for c in self.served)
+            plan = Plan(no, yes, (zero,) * n, pubs)
+        elif self.rule == "sample":  # Kellaris: all of eps at slots 1, w+1, 2w+1, ...
+            w = self.served[0].w
+            on = (t - 1) % w == 0
+            pubs = tuple(c.eps if on else zero for c in self.served)
+            plan = Plan(alg.truth(not on), alg.truth(on), (zero,) * n, pubs)
+        elif self.rule == "distribution":
+            plan = self._distribution(state, t)
+        else:
+            plan = self._absorption(state, t)
+        if self.variant == "sound":
+            plan = self._clip(state, t, plan)
+        return plan
+
+    def _distribution(self, state: FixedState[V], t: int) -> Plan[V, B]:
+        """001 Algorithm 4 lines 1-5 (PBD); 002 Algorithm 1 lines 3, 7-8 (BD)."""
+        alg = self.alg
+        dis, pub = [], []
+        for c, hist in zip(self.served, state.pub, strict=True):
+            dis.append(self._share(c))
+            remaining = alg.sub(alg.scale(c.eps, Fraction(1, 2)), hist.total(t - c.w + 1, t - 1))
+            pub.append(alg.scale(remaining, Fraction(1, 2)))
+        return Plan(alg.truth(False), alg.truth(False), tuple(dis), tuple(pub))
+
+    def _absorption(self, state: FixedState[V], t: int) -> Plan[V, B]:
+        """001 Algorithm 5 lines 4-13 (PBA); 002 Algorithm 2 lines 4-9 (BA).
+
+        t_N = eps_l / share - 1 per class, nullified while ``t - l <= max t_N``; otherwise
+        ``t_A = t - l - t_N`` slots are absorbed, at most ``w``. The counts go through the
+        algebra's count operations, which are exact unless ``--arithmetic float``.
+        """
+        alg = self.alg
+        zero, one = alg.const(0), alg.const(1)
+        shares = [self._share(c) for c in self.served]
+        t_n = [
+            alg.count_sub(alg.ratio(used, share), one)
+            for used, share in zip(state.last_pub, shares, strict=True)
+        ]
+        now = alg.const(t)
+        since = alg.count_sub(now, state.last)  # t - l
+        nullified = alg.le(since, vmax(alg, *t_n))
+        pub = []
+        for c, share, tn in zip(self.served, shares, t_n, strict=True):
+            if self.name not in _ALGORITHM_5:  # 002 Algorithm 2 line 8: t_A = t - (l + t_N)
+                absorbed = alg.count_sub(now, alg.count_add(state.last, tn))
+            else:  # 001 Algorithm 5 line 12: t_A = max(t - l - t_N, 0)
+                absorbed = vmax(alg, alg.count_sub(since, tn), zero)
+            pub.append(alg.mul(share, vmin(alg, absorbed, alg.const(c.w))))
+        dis = tuple(shares)
+        return Plan(nullified, alg.truth(False), dis, tuple(pub))
+
+    def _clip(self, state: FixedState[V], t: int, plan: Plan[V, B]) -> Plan[V, B]:
+        """The sound variant: cap each class by its tightest window's remaining budget (both
+        halves together, ``eps - spent in [t-w+1, t-1]``), never below zero; nullify a slot in
+        which no class has anything left to publish."""
+        alg = self.alg
+        zero = alg.const(0)
+        dis, pub, empty = [], [], []
+        for i, c in enumerate(self.served):
+            spent = alg.add(
+                state.dis[i].total(t - c.w + 1, t - 1), state.pub[i].total(t - c.w + 1, t - 1)
+            )
+            room = vmax(alg, alg.sub(c.eps, spent), zero)
+            d = vmin(alg, vmax(alg, plan.dissimilarity[i], zero), room)
+            p = vmin(alg, vmax(alg, plan.publication[i], zero), alg.sub(room, d))
+            dis.append(d)
+            pub.append(p)
+            empty.append(alg.le(p, zero))
+        nothing = alg.and_(*empty)
+        return Plan(
+            alg.or_(plan.nullified, nothing),
+            alg.and_(plan.forced, alg.not_(nothing)),
+            tuple(dis),
+            tuple(pub),
+        )
+
+    def step(self, state: FixedState[V], t: int, plan: Plan[V, B], published: B) -> FixedState[V]:
+        alg = self.alg
+        zero = alg.const(0)
+        spent = [alg.select(published, p, zero) for p in plan.publication]
+        return FixedState(
+            dis=tuple(h.push(d) for h, d in zip(state.dis, plan.dissimilarity, strict=True)),
+            pub=tuple(h.push(p) for h, p in zip(state.pub, spent, strict=True)),
+            last=alg.select(published, alg.const(t), state.last),
+            last_pub=tuple(
+                alg.select(published, p, old)
+                for p, old in zip(plan.publication, state.last_pub, strict=True)
+            ),
+        )

@@ -1,0 +1,182 @@
+"""Population kernels: how many users the population-division allocators sample per slot.
+
+Population division (002 Section 6; 000 Sections IV-C and V) spends users instead of budget: each
+sampled user reports once with their (possibly split) budget and is recycled ``R`` slots later, so
+a user never reports twice within ``R`` slots. Per slot the kernel says how many users report for
+the dissimilarity step, how many would report for a publication, and whether the slot is
+nullified; the pool (`wevent.mechanisms.pool`) draws the actual users and the guard checks every one.
+
+* uniform (LPU, 002 Section 6.1): ``floor(n / R)`` users publish at every slot.
+* distribution (LPD, 002 Algorithm 3; PLPD, 000 Algorithm 5; PLPD+, 000 Algorithm 3): ``z`` users
+  for the dissimilarity; ``N_rm = floor(n/2) - (publication users of the last R - 1 slots)`` and a
+  publication would take ``floor(N_rm / 2)`` users; below ``u_min`` (1) the slot is nullified.
+* absorption (LPA, 002 Algorithm 4; PLPA, 000 Algorithm 6; PLPA+, 000 Algorithm 4): one unit of
+  ``z`` users per slot; ``t_N = |U_l| / z - 1`` slots after a publication are nullified and a
+  publication absorbs the units of the ``t_A = t - (l + t_N)`` slots since, at most ``cap``.
+
+Variants. ``published`` follows the listings: PLPA+ absorbs ``z_opt * min(t_A, w_opt)`` users with
+the fractional ``w_opt = n / (2 z_opt)`` (rounded down to whole users), and no request is checked
+against the pool. ``sound`` (the default) absorbs at most ``R`` units (the integer recycle period)
+and caps every request by the users the pool has (``n`` minus those out since ``t - R + 1``); a
+slot with no publication user left is nullified. In the sound variant the cap never binds (the
+property tests and proofs check it): at most ``R z <= n/2`` users are out for dissimilarity and
+at most ``floor(n/2)`` (distribution) or ``R z`` (absorption) for publications.
+
+Counts are computed through the kernel's `Algebra`, so the same code runs on Z3 terms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Final, Generic, TypeVar
+
+from wevent.accounting.budget import BudgetError
+from wevent.mechanisms.allocators.algebra import Algebra, vmax, vmin
+from wevent.mechanisms.allocators.kernel import Prefix, check_variant
+
+__all__ = ["POPULATION_RULES", "Draw", "PopulationConfig", "PopulationKernel", "PopulationState"]
+
+V = TypeVar("V")
+B = TypeVar("B")
+
+POPULATION_RULES: Final = ("uniform", "distribution", "absorption")
+
+
+@dataclass(frozen=True, slots=True)
+class PopulationConfig:
+    """The integers a population kernel allocates with (fixed for the whole stream).
+
+    ``n`` users; ``unit`` users per slot (the dissimilarity sample, or LPU's reporters);
+    ``recycle`` R; ``capacity`` publication users per R slots (distribution); ``absorb_cap`` the
+    most slots one publication absorbs (absorption; a fraction only in published PLPA+);
+    ``u_min`` the fewest users a publication needs.
+    """
+
+    n: int
+    rule: str
+    unit: int
+    recycle: int
+    capacity: int
+    absorb_cap: Fraction
+    u_min: int = 1
+
+    def __post_init__(self) -> None:
+        if self.rule not in POPULATION_RULES:
+            raise BudgetError(f"unknown population rule {self.rule!r}")
+        if self.unit < 1 or self.recycle < 1:
+            raise BudgetError(
+                f"population division with {self.n} users cannot serve a window of "
+                f"{self.recycle} slots: the per-slot sample floor(n/(2w)) is 0 (needs n >= 2w)"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class Draw(Generic[V, B]):
+    """A population kernel's decision for one slot (user counts in the kernel's algebra)."""
+
+    nullified: B
+    forced: B
+    dissimilarity: V  # users drawn now for the dissimilarity step
+    publication: V  # users drawn if the slot publishes
+    available: V  # users in the pool before this slot's draws
+
+
+@dataclass(frozen=True, slots=True)
+class PopulationState(Generic[V]):
+    dis: Prefix[V]  # dissimilarity users drawn per slot
+    pub: Prefix[V]  # publication users drawn per slot (0 when the slot did not publish)
+    last: V  # last publication slot (0 before any)
+    last_pub: V  # users of that publication
+
+
+class PopulationKernel(Generic[V, B]):
+    """The population kernel of one allocator (see the module docstring)."""
+
+    def __init__(
+        self, name: str, alg: Algebra[V, B], config: PopulationConfig, variant: str = "sound"
+    ) -> None:
+        check_variant(name, variant)
+        self.name = name
+        self.variant = variant
+        self.alg = alg
+        self.config = config
+
+    def start(self) -> PopulationState[V]:
+        alg = self.alg
+        keep = self.config.recycle
+        zero = alg.const(0)
+        # 002 Algorithm 4 line 1 / 000 Algorithm 6 (Example 7): |U_{l,2}| = 0 at l = 0, so
+        # t_N = -1 and slot 1 may absorb two units (a phantom slot 0, as in 002's LBA).
+        return PopulationState(Prefix(alg, keep), Prefix(alg, keep), zero, zero)
+
+    def _out(self, state: PopulationState[V], t: int) -> V:
+        """Users drawn in slots ``t - R + 1 .. t - 1``: not back in the pool before slot t."""
+        r = self.config.recycle
+        return self.alg.add(state.dis.total(t - r + 1, t - 1), state.pub.total(t - r + 1, t - 1))
+
+    def plan(self, state: PopulationState[V], t: int) -> Draw[V, B]:
+        alg, cfg = self.alg, self.config
+        zero = alg.const(0)
+        no, yes = alg.truth(False), alg.truth(True)
+        available = alg.sub(alg.const(cfg.n), self._out(state, t))
+        if cfg.rule == "uniform":  # 002 Section 6.1: a fresh group of floor(n / R) every slot
+            draw = Draw(no, yes, zero, alg.const(cfg.unit), available)
+        elif cfg.rule == "distribution":
+            draw = self._distribution(state, t, available)
+        else:
+            draw = self._absorption(state, t, available)
+        if self.variant == "sound":
+            draw = self._cap(draw)
+        return draw
+
+    def _distribution(self, state: PopulationState[V], t: int, available: V) -> Draw[V, B]:
+        """002 Algorithm 3 lines 7-8, 10; 000 Algorithm 5 lines 9-10, 12; 000 Algorithm 3 lines
+        12-13, 17 (with the window ``w_opt`` taken as the integer recycle period)."""
+        alg, cfg = self.alg, self.config
+        r = cfg.recycle
+        remaining = alg.sub(alg.const(cfg.capacity), state.pub.total(t - r + 1, t - 1))
+        candidate = alg.floor(alg.scale(remaining, Fraction(1, 2)))
+        nullified = alg.not_(alg.le(alg.const(cfg.u_min), candidate))
+        return Draw(nullified, alg.truth(False), alg.const(cfg.unit), candidate, available)
+
+    def _absorption(self, state: PopulationState[V], t: int, available: V) -> Draw[V, B]:
+        """002 Algorithm 4 lines 4-9; 000 Algorithm 6 lines 4-9; 000 Algorithm 4 lines 4-9."""
+        alg, cfg = self.alg, self.config
+        unit = alg.const(cfg.unit)
+        t_n = alg.count_sub(alg.ratio(state.last_pub, unit), alg.const(1))
+        now = alg.const(t)
+        nullified = alg.le(alg.count_sub(now, state.last), t_n)
+        absorbed = alg.count_sub(now, alg.count_add(state.last, t_n))
+        cap = alg.const(cfg.absorb_cap if self.variant == "published" else cfg.recycle)
+        candidate = alg.floor(alg.mul(unit, vmin(alg, absorbed, cap)))
+        return Draw(nullified, alg.truth(False), unit, candidate, available)
+
+    def _cap(self, draw: Draw[V, B]) -> Draw[V, B]:
+        """The sound variant: never ask the pool for more users than it has; nullify a slot
+        whose publication would have fewer than ``u_min`` users."""
+        alg = self.alg
+        zero = alg.const(0)
+        dis = vmin(alg, vmax(alg, draw.dissimilarity, zero), vmax(alg, draw.available, zero))
+        left = alg.sub(draw.available, dis)
+        pub = vmin(alg, vmax(alg, draw.publication, zero), vmax(alg, left, zero))
+        empty = alg.not_(alg.le(alg.const(self.config.u_min), pub))
+        return Draw(
+            alg.or_(draw.nullified, empty),
+            alg.and_(draw.forced, alg.not_(empty)),
+            dis,
+            pub,
+            draw.available,
+        )
+
+    def step(
+        self, state: PopulationState[V], t: int, draw: Draw[V, B], published: B
+    ) -> PopulationState[V]:
+        alg = self.alg
+        used = alg.select(published, draw.publication, alg.const(0))
+        return PopulationState(
+            dis=state.dis.push(draw.dissimilarity),
+            pub=state.pub.push(used),
+            last=alg.select(published, alg.const(t), state.last),
+            last_pub=alg.select(published, draw.publication, state.last_pub),
+        )

@@ -1,0 +1,186 @@
+"""The data path of the central allocators, and the runner that drives a kernel over a stream.
+
+Per slot (001 Algorithms 2-5, PWSM; Kellaris's BD/BA with one class):
+
+1. the kernel plans the slot's budgets per requirement class;
+2. dissimilarity (001 Algorithm 3, DC): OBS picks a threshold among the classes' dissimilarity
+   budgets, SM samples each class's histogram, and the mean absolute difference to the last
+   release gets Laplace noise of scale 1 / (d theta); every class is charged first;
+3. unless the slot is nullified or forced, publish iff ``dis > sqrt(err)`` with ``err`` the OBS
+   error of the publication budgets (001 Algorithm 4 line 7);
+4. publication: SM at the OBS threshold of the publication budgets, Laplace noise of scale
+   1 / theta per histogram cell (sensitivity 1), every class charged first;
+5. the kernel records whether the slot published.
+
+Every charge goes through the `Spender` (the guard) before noise is drawn; a refusal propagates
+and nothing more is sampled. Classes with a zero budget are left out of that step (their users are
+sampled with probability 0, so leaving them out is the same distribution) and are not charged.
+OBS weighs each budget by the number of users holding it (class sizes, 001 Definition 12), not by
+data-dependent counts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from wevent.accounting.budget import Budget, BudgetError, format_exact
+from wevent.accounting.spending import Spender
+from wevent.mechanisms.allocators import status_of
+from wevent.mechanisms.allocators.kernel import Kernel, Plan, first_negative
+from wevent.mechanisms.sampling import SamplingMechanism, obs
+from wevent.mechanisms.streams import Stream
+
+__all__ = ["CentralRunner", "InvalidAllocation", "KernelRunner", "SlotRecord"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+class InvalidAllocation(Exception):
+    """The kernel allocated a negative budget (the published dynamic rules can); nothing of the
+    slot was charged or sampled."""
+
+
+@dataclass(frozen=True, slots=True)
+class SlotRecord:
+    slot: int
+    status: str  # "published", "skipped" or "nullified"
+    release: FloatArray
+    truth: IntArray
+
+
+@dataclass
+class _SM:
+    """SM over the classes with a positive budget: per-class keep evidence and sampling."""
+
+    mech: SamplingMechanism
+    classes: list[int]
+    budgets: list[Budget]
+    err: float
+
+
+def _sm(budgets: Sequence[Fraction], sizes: Sequence[int], sensitivity: Fraction) -> _SM | None:
+    live = [c for c, b in enumerate(budgets) if b > 0 and sizes[c] > 0]
+    if not live:
+        return None
+    by_budget: dict[Budget, int] = {}
+    for c in live:
+        b = Budget(budgets[c])
+        by_budget[b] = by_budget.get(b, 0) + sizes[c]
+    theta, err = obs(by_budget)
+    mech = SamplingMechanism.for_budgets(by_budget, theta, sensitivity=sensitivity)
+    return _SM(mech, live, [Budget(budgets[c]) for c in live], err)
+
+
+@dataclass
+class KernelRunner:
+    """What a runner of a budget kernel holds: the kernel, the guard (``spender``), the ledger
+    group and size of every requirement class, the stream and the random generators.
+
+    ``groups[c]`` is the ledger group of requirement class c and ``sizes[c]`` its number of users.
+    ``step()`` runs the next slot and returns its record; a refused charge raises out of it.
+    """
+
+    kernel: Kernel[Fraction, bool, Any]
+    spender: Spender
+    groups: Sequence[str]
+    sizes: Sequence[int]
+    stream: Stream
+    data_rng: np.random.Generator
+    noise_rng: np.random.Generator
+    mechanism: str
+    slot: int = 0
+    last_release: FloatArray = field(init=False)
+    _state: Any = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.last_release = np.zeros(self.stream.domain, dtype=np.float64)
+        self._state = self.kernel.start()
+
+    def _check_signs(self, t: int, plan: Plan[Fraction, bool]) -> None:
+        """Refuse a negative budget that would be spent (dissimilarity always, publication unless
+        the slot is nullified)."""
+        parts = [("dissimilarity", plan.dissimilarity)]
+        if not plan.nullified:
+            parts.append(("publication", plan.publication))
+        bad = first_negative(parts)
+        if bad is not None:
+            part, c, value = bad
+            raise InvalidAllocation(
+                f"slot {t}: {self.mechanism} allocated a negative {part} budget "
+                f"{format_exact(value)} to {self.groups[c]}"
+            )
+
+
+@dataclass
+class CentralRunner(KernelRunner):
+    """Drives ``kernel`` over ``stream`` with ``spender`` (the guard) in the loop."""
+
+    def _charge(self, t: int, sm: _SM, part: str) -> None:
+        for c, b in zip(sm.classes, sm.budgets, strict=True):
+            self.spender.spend(
+                t,
+                b,
+                group=self.groups[c],
+                part=part,
+                mechanism=self.mechanism,
+                evidence=sm.mech.evidence(b),
+            )
+
+    def _sample(self, sm: _SM, hist: IntArray) -> IntArray:
+        counts: dict[Budget, IntArray] = {}
+        for c, b in zip(sm.classes, sm.budgets, strict=True):
+            counts[b] = counts[b] + hist[c] if b in counts else hist[c].astype(np.int64)
+        return sm.mech.sample_counts(counts, self.noise_rng)
+
+    def _dissimilarity(self, t: int, plan: Plan[Fraction, bool], hist: IntArray) -> float | None:
+        """001 Algorithm 3 (DC)."""
+        d = self.stream.domain
+        sm = _sm(plan.dissimilarity, self.sizes, Fraction(1, d))
+        if sm is None:
+            return None
+        self._charge(t, sm, "dissimilarity")
+        sampled = self._sample(sm, hist)
+        mean_abs = float(np.mean(np.abs(sampled - self.last_release)))
+        return mean_abs + float(self.noise_rng.laplace(0.0, sm.mech.laplace.scale))
+
+    def step(self) -> SlotRecord:
+        """Run the next slot (a refused charge raises out of it, nothing more is sampled)."""
+        try:
+            return self._step()
+        except (OverflowError, ZeroDivisionError) as exc:
+            raise BudgetError(
+                f"slot {self.slot + 1}: a budget of this run is outside what the floating-point "
+                f"data path can use (noise scale or sampling probability overflows a double: {exc})"
+            ) from exc
+
+    def _step(self) -> SlotRecord:
+        t = self.slot + 1
+        hist = self.stream.histograms(t, self.data_rng)
+        truth = hist.sum(axis=0).astype(np.int64)
+        plan = self.kernel.plan(self._state, t)
+        self._check_signs(t, plan)
+        dis = self._dissimilarity(t, plan, hist)
+        pub_sm = _sm(plan.publication, self.sizes, Fraction(1))
+        decision = False
+        if not plan.forced and not plan.nullified and pub_sm is not None:
+            decision = dis is not None and dis > math.sqrt(pub_sm.err)
+        # The kernel's rule (forced, else not nullified and decided); a publication with no
+        # positive budget charges nothing and repeats the last release.
+        publish = plan.forced or (not plan.nullified and decision)
+        status = status_of(plan, decision)
+        if publish and pub_sm is not None:
+            self._charge(t, pub_sm, "publication")
+            sampled = self._sample(pub_sm, hist)
+            noise = self.noise_rng.laplace(0.0, pub_sm.mech.laplace.scale, size=sampled.shape)
+            self.last_release = sampled + noise
+        self._state = self.kernel.step(self._state, t, plan, publish)
+        self.slot = t
+        return SlotRecord(t, status, self.last_release.copy(), truth)

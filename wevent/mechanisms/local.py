@@ -1,0 +1,438 @@
+"""The data path of the local allocators: frequency oracles, dissimilarity and error, the pool.
+
+Budget division (002 Algorithms 1-2; 001 Section 6.2's PLBU), per slot:
+
+1. the budget kernel plans each class's dissimilarity and publication budgets;
+2. every user reports with the dissimilarity budget (charged per class first); the server
+   estimates the frequencies and the dissimilarity of 002 Eq. 4,
+   ``dis = mean((c_bar - r_l)^2) - mean(Var c_bar)``;
+3. unless nullified or forced, publish iff ``dis > err`` with ``err`` the average variance of an
+   estimate made with the publication budgets (002 Eq. 6);
+4. on publication every user reports again with the publication budget.
+
+Population division (002 Algorithms 3-4; 000 Algorithms 3-6), per slot:
+
+1. the pool recycles the users drawn ``R`` slots ago; the population kernel says how many users
+   to draw;
+2. ``z`` users are drawn for the dissimilarity; each is charged their class's per-report budget
+   (the full eps, or eps_i / k_i after OPS) before reporting;
+3. the publication error is 002 Eq. 6 (one budget) or 000 Eq. 7 (personalized: sampling plus
+   PLDP variance); the PLPD+/PLPA+ family draws the publication users first and uses their
+   budget mix (000 Algorithm 3 line 14), putting them back untouched if the slot does not publish;
+4. on publication the drawn users are charged and report.
+
+One budget reports through the chosen oracle (GRR or OUE); several budgets through the
+personalized frequency oracle (GRR per budget, 000 Eq. 1), optionally enhanced by PUE (000
+Algorithm 2). Everything is simulated on histograms: a class's reporters' values are drawn without
+replacement from the class's true histogram (multivariate hypergeometric), which is the
+distribution of the values of a uniform sample of its users.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from wevent.accounting.budget import Budget, BudgetError
+from wevent.accounting.population import Population
+from wevent.accounting.spending import Spender
+from wevent.mechanisms.allocators import status_of
+from wevent.mechanisms.allocators.kernel import Plan
+from wevent.mechanisms.allocators.local import PopulationSetup
+from wevent.mechanisms.allocators.population import Draw, PopulationKernel
+from wevent.mechanisms.central import KernelRunner, SlotRecord
+from wevent.mechanisms.oracles import GRR, OUE, FrequencyOracle, charge_reporters
+from wevent.mechanisms.personalized import PersonalizedFO, sampling_variance
+from wevent.mechanisms.pool import UserPool
+from wevent.mechanisms.pue import pue
+from wevent.mechanisms.streams import PerUserStream, Stream
+
+__all__ = [
+    "Estimate",
+    "LocalBudgetRunner",
+    "PopulationRunner",
+    "Reporters",
+    "population_arrays",
+    "report",
+]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+ORACLES = ("grr", "oue")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Frequencies estimated from one round of reports, and their average variance per value."""
+
+    freq: FloatArray
+    variance: float
+
+
+def _single(oracle: str, d: int, eps: Budget) -> FrequencyOracle:
+    if oracle == "oue":
+        return OUE.for_budget(d, eps)
+    if oracle == "grr":
+        return GRR.for_budget(d, eps)
+    raise BudgetError(f"unknown oracle {oracle!r} (expected grr or oue)")
+
+
+def _oracles(
+    budgets: Sequence[Fraction], oracle: str, d: int
+) -> tuple[list[Budget], dict[Budget, FrequencyOracle]]:
+    """The distinct positive budgets (ascending) and one oracle per budget."""
+    distinct = sorted({Budget(b) for b in budgets if b > 0})
+    if len(distinct) == 1:
+        return distinct, {distinct[0]: _single(oracle, d, distinct[0])}
+    return distinct, {b: GRR.for_budget(d, b) for b in distinct}
+
+
+def error_for(budgets: Sequence[Fraction], reporters: Sequence[int], d: int, oracle: str) -> float:
+    """The average variance per value of an estimate from ``reporters[c]`` users of class c
+    reporting with ``budgets[c]`` (002 Eq. 6 for one budget, 000 Eq. 1-2 for several)."""
+    by_budget: dict[Budget, int] = {}
+    for b, k in zip(budgets, reporters, strict=True):
+        if b > 0 and k > 0:
+            by_budget[Budget(b)] = by_budget.get(Budget(b), 0) + k
+    if not by_budget:
+        return math.inf
+    if len(by_budget) == 1:
+        ((b, k),) = by_budget.items()
+        return _single(oracle, d, b).average_variance(k)
+    return PersonalizedFO.for_budgets(d, by_budget).total_variance() / d
+
+
+def report(
+    budgets: Sequence[Fraction],
+    counts: IntArray,
+    d: int,
+    oracle: str,
+    rng: np.random.Generator,
+    *,
+    enhance: bool = False,
+) -> Estimate | None:
+    """Perturb the true value counts ``counts[c]`` of each class's reporters with the class's
+    budget and estimate the frequencies (aggregate path). ``enhance`` applies PUE (000
+    Algorithm 2) across the budget groups. None when nobody reports with a positive budget."""
+    distinct, oracles = _oracles(budgets, oracle, d)
+    if not distinct:
+        return None
+    grouped = {b: np.zeros(d, np.int64) for b in distinct}
+    for b, row in zip(budgets, counts, strict=True):
+        if b > 0:
+            grouped[Budget(b)] += row
+    sizes = [int(grouped[b].sum()) for b in distinct]
+    live = [i for i, s in enumerate(sizes) if s > 0]
+    if not live:
+        return None
+    distinct = [distinct[i] for i in live]
+    sizes = [sizes[i] for i in live]
+    if len(distinct) == 1:
+        o = oracles[distinct[0]]
+        hist = o.perturb_counts(grouped[distinct[0]], rng)
+        return Estimate(o.estimate(hist, sizes[0]), o.average_variance(sizes[0]))
+    grrs = [GRR.for_budget(d, b) for b in distinct]
+    pfo = PersonalizedFO(d, tuple(grrs), tuple(sizes))
+    hists = pfo.perturb_counts([grouped[b] for b in distinct], rng)
+    if enhance:
+        hists = pue(grrs, hists, rng)
+        pfo = PersonalizedFO(d, tuple(grrs), tuple(int(h.sum()) for h in hists))
+    return Estimate(pfo.estimate(hists), pfo.total_variance() / d)
+
+
+def population_arrays(population: Population) -> tuple[tuple[str, ...], IntArray]:
+    """The users in the population's canonical (class) order and each one's class index: the
+    order draws index into, so drawn users are charged by index (`Population.users`)."""
+    return population.users, population.class_index_array()
+
+
+def dissimilarity(estimate: Estimate, last: FloatArray) -> float:
+    """002 Eq. 4 (000 Algorithm 5 line 8): the squared distance to the last release minus the
+    estimate's own average variance, an unbiased estimate of the true squared distance."""
+    return float(np.mean((estimate.freq - last) ** 2)) - estimate.variance
+
+
+def _evidence(oracle: str, d: int, eps: Fraction, personalized: bool) -> Any:
+    if personalized:
+        return GRR.for_budget(d, Budget(eps)).evidence
+    return _single(oracle, d, Budget(eps)).evidence
+
+
+@dataclass
+class LocalBudgetRunner(KernelRunner):
+    """Drives a budget kernel with every user reporting through a frequency oracle."""
+
+    oracle: str = "grr"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._n = sum(self.sizes)
+
+    def _charge(self, t: int, budgets: Sequence[Fraction], part: str) -> None:
+        d = self.stream.domain
+        distinct = {Budget(b) for b in budgets if b > 0}
+        personalized = len(distinct) > 1
+        for c, b in enumerate(budgets):
+            if b > 0 and self.sizes[c] > 0:
+                charge_reporters(
+                    self.spender,
+                    t,
+                    Budget(b),
+                    _evidence(self.oracle, d, b, personalized),
+                    reports=self.sizes[c],
+                    group=self.groups[c],
+                    part=part,
+                    mechanism=self.mechanism,
+                )
+
+    def _round(
+        self, t: int, budgets: Sequence[Fraction], hist: IntArray, part: str
+    ) -> Estimate | None:
+        live = [b if self.sizes[c] > 0 else Fraction(0) for c, b in enumerate(budgets)]
+        if not any(b > 0 for b in live):
+            return None
+        self._charge(t, live, part)
+        return report(live, hist, self.stream.domain, self.oracle, self.noise_rng)
+
+    def step(self) -> SlotRecord:
+        t = self.slot + 1
+        hist = self.stream.histograms(t, self.data_rng)
+        truth = hist.sum(axis=0).astype(np.int64)
+        plan: Plan[Fraction, bool] = self.kernel.plan(self._state, t)
+        self._check_signs(t, plan)
+        est = self._round(t, plan.dissimilarity, hist, "dissimilarity")
+        decision = False
+        if not plan.forced and not plan.nullified:
+            err = error_for(plan.publication, self.sizes, self.stream.domain, self.oracle)
+            decision = est is not None and dissimilarity(est, self.last_release) > err
+        publish = plan.forced or (not plan.nullified and decision)
+        if publish:
+            pub = self._round(t, plan.publication, hist, "publication")
+            if pub is not None:
+                self.last_release = pub.freq
+        self._state = self.kernel.step(self._state, t, plan, publish)
+        self.slot = t
+        return SlotRecord(t, status_of(plan, decision), self.last_release * self._n, truth)
+
+
+class Reporters:
+    """The users of a population allocator who can report (a positive per-report budget), the
+    pool they are drawn from, and the charging of drawn users: shared by `PopulationRunner` and
+    `wevent trace`, so a trace draws exactly as a run does.
+
+    ``users[i]`` is the id of user i and ``class_of[i]`` its class index; draws return user
+    indices."""
+
+    def __init__(
+        self,
+        users: Sequence[str],
+        class_of: IntArray,
+        budgets: Sequence[Fraction],
+        recycle: int,
+        rng: np.random.Generator,
+    ) -> None:
+        self.users, self.class_of, self.budgets = users, class_of, budgets
+        can_report = np.array([b > 0 for b in budgets], dtype=bool)
+        self.eligible: IntArray = np.flatnonzero(can_report[class_of]).astype(np.int64)
+        self._position = np.full(len(users), -1, np.int64)
+        self._position[self.eligible] = np.arange(len(self.eligible))
+        self.pool = UserPool(len(self.eligible), recycle, rng)
+
+    def draw(self, k: int, what: str) -> IntArray:
+        out: IntArray = self.eligible[self.pool.draw(k, what=what)]
+        return out
+
+    def putback(self, idx: IntArray) -> None:
+        self.pool.putback(self._position[idx])
+
+    def charge(
+        self,
+        spender: Spender,
+        t: int,
+        idx: IntArray,
+        part: str,
+        mechanism: str,
+        evidence: Callable[[Fraction], Any] | None = None,
+    ) -> None:
+        """Charge every drawn user their class's per-report budget: one group charge per
+        distinct budget (classes with the same budget share it; a charge means the same amount
+        to every member), defined by index into ``users``, so there is no per-user work when that
+        is the population's canonical order."""
+        by_budget: dict[Budget, list[int]] = {}
+        for c, b in enumerate(self.budgets):
+            if b > 0:
+                by_budget.setdefault(Budget(b), []).append(c)
+        drawn_classes = self.class_of[idx]
+        for b, classes in sorted(by_budget.items()):
+            wanted = np.zeros(len(self.budgets), bool)
+            wanted[classes] = True
+            members = idx[wanted[drawn_classes]]
+            if len(members) == 0:
+                continue
+            charge_reporters(
+                spender,
+                t,
+                b,
+                None if evidence is None else evidence(b),
+                reports=len(members),
+                table=self.users,
+                indices=members,
+                part=part,
+                mechanism=mechanism,
+            )
+
+
+@dataclass
+class PopulationRunner:
+    """Drives a population kernel: users drawn from the pool report through the oracle.
+
+    ``users[i]`` is the id of user i and ``class_of[i]`` its class index; ``step()`` runs the
+    next slot and returns its record together with the users drawn per part."""
+
+    setup: PopulationSetup
+    kernel: PopulationKernel[Fraction, bool]
+    spender: Spender
+    users: Sequence[str]
+    class_of: IntArray
+    stream: Stream
+    data_rng: np.random.Generator
+    noise_rng: np.random.Generator
+    pool_rng: np.random.Generator
+    mechanism: str
+    oracle: str = "grr"
+    slot: int = 0
+    last_release: FloatArray = field(init=False)
+    pool: UserPool = field(init=False)
+    reporters: Reporters = field(init=False)
+    drawn: dict[str, IntArray] = field(init=False)
+    _state: Any = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.last_release = np.zeros(self.stream.domain, dtype=np.float64)
+        self._state = self.kernel.start()
+        self.n_classes = len(self.setup.budgets)
+        self.reporters = Reporters(
+            self.users, self.class_of, self.setup.budgets, self.setup.config.recycle, self.pool_rng
+        )
+        if len(self.reporters.eligible) != self.setup.config.n:
+            raise BudgetError("the population does not match the allocator's set-up")
+        self.pool = self.reporters.pool
+        self._class_sizes: IntArray = self._counts(self.reporters.eligible)
+        self._codes: IntArray | None = None
+        if isinstance(self.stream, PerUserStream):
+            self._codes = self.stream.user_codes(self.users)
+        self.drawn = {}
+
+    def _counts(self, idx: IntArray) -> IntArray:
+        out: IntArray = np.bincount(self.class_of[idx], minlength=self.n_classes).astype(np.int64)
+        return out
+
+    def _values(self, t: int, idx: IntArray, remaining: IntArray) -> IntArray:
+        """Per class, the value counts of the drawn users ``idx``.
+
+        A stream with per-user values (a CSV) gives the drawn users' own values; a synthetic
+        stream has no per-user data, so the values are drawn without replacement from the
+        class's values not yet drawn this slot (``remaining`` is updated)."""
+        d = self.stream.domain
+        out = np.zeros_like(remaining)
+        if self._codes is not None:
+            assert isinstance(self.stream, PerUserStream)
+            vals = self.stream.user_values(t, self._codes[idx])
+            missing = np.flatnonzero(vals < 0)
+            if len(missing):
+                raise BudgetError(
+                    f"slot {t}: user {self.users[int(idx[missing[0]])]!r} has no value in the "
+                    "stream; population allocators need every user's value at every slot"
+                )
+            np.add.at(out, (self.class_of[idx], vals), 1)
+            return out
+        for c, k in enumerate(self._counts(idx).tolist()):
+            if k:
+                out[c] = self.data_rng.multivariate_hypergeometric(remaining[c], k)
+        remaining -= out
+        assert out.shape[1] == d
+        return out
+
+    def _charge(self, t: int, idx: IntArray, part: str) -> None:
+        d, personalized = self.stream.domain, self.setup.personalized
+        self.reporters.charge(
+            self.spender,
+            t,
+            idx,
+            part,
+            self.mechanism,
+            lambda b: _evidence(self.oracle, d, b, personalized),
+        )
+
+    def _report(self, values: IntArray) -> Estimate | None:
+        d, setup = self.stream.domain, self.setup
+        return report(setup.budgets, values, d, self.oracle, self.noise_rng, enhance=setup.pue)
+
+    def _error(self, per_class: IntArray, k: int) -> float:
+        """The publication error with ``k`` reporters of mix ``per_class``: 002 Eq. 6 for one
+        budget; 000 Eq. 7 (sampling + PLDP variance) for the personalized allocators."""
+        d = self.stream.domain
+        if k <= 0:
+            return math.inf
+        if not self.setup.personalized:
+            return _single(self.oracle, d, Budget(self.setup.budgets[0])).average_variance(k)
+        by_budget: dict[Budget, int] = {}
+        for b, m in zip(self.setup.budgets, per_class.tolist(), strict=True):
+            if m > 0:
+                by_budget[Budget(b)] = by_budget.get(Budget(b), 0) + m
+        pfo = PersonalizedFO.for_budgets(d, by_budget)
+        n = len(self.users)
+        smpl = sampling_variance(n, k) if n >= 2 else 0.0
+        return (smpl + pfo.total_variance(k)) / d
+
+    def step(self) -> SlotRecord:
+        t = self.slot + 1
+        self.pool.release(t)
+        hist = self.stream.histograms(t, self.data_rng)
+        truth = hist.sum(axis=0).astype(np.int64)
+        remaining = hist.astype(np.int64).copy()
+        draw: Draw[Fraction, bool] = self.kernel.plan(self._state, t)
+        self.drawn = {}
+        est: Estimate | None = None
+        z = int(draw.dissimilarity)
+        if z > 0:
+            idx = self.reporters.draw(z, "dissimilarity")
+            values = self._values(t, idx, remaining)  # checked before anyone is charged
+            self._charge(t, idx, "dissimilarity")
+            self.drawn["dissimilarity"] = idx
+            est = self._report(values)
+        k = int(draw.publication)
+        decision = False
+        pub_idx: IntArray | None = None
+        if not draw.forced and not draw.nullified and k > 0:
+            if self.setup.ops is not None:  # 000 Algorithm 3 line 14: draw before deciding
+                pub_idx = self.reporters.draw(k, "publication")
+                mix = self._counts(pub_idx)
+            else:
+                mix = self._class_sizes
+            err = self._error(mix, k)
+            decision = est is not None and dissimilarity(est, self.last_release) > err
+            if not decision and pub_idx is not None:
+                self.reporters.putback(pub_idx)
+                pub_idx = None
+        publish = bool(draw.forced) or (not draw.nullified and decision)
+        if publish and k > 0:
+            if pub_idx is None:
+                pub_idx = self.reporters.draw(k, "publication")
+            values = self._values(t, pub_idx, remaining)
+            self._charge(t, pub_idx, "publication")
+            self.drawn["publication"] = pub_idx
+            pub = self._report(values)
+            if pub is not None:
+                self.last_release = pub.freq
+        self._state = self.kernel.step(self._state, t, draw, publish)
+        self.slot = t
+        status = "published" if publish else ("nullified" if draw.nullified else "skipped")
+        return SlotRecord(t, status, self.last_release * len(self.users), truth)

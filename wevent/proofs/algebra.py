@@ -1,0 +1,79 @@
+"""The allocator kernels' `Algebra` on Z3 terms: real-valued budgets, Boolean decisions.
+
+The kernels in `wevent.mechanisms.allocators` compute only through an algebra, so running one with
+`Z3Algebra` turns its budget logic into Z3 terms over symbolic requirement budgets and symbolic
+publish/skip decisions: the proofs reason about the code that runs, not about a model of it.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+import z3
+
+__all__ = ["Z3Algebra", "real"]
+
+
+def real(q: Fraction | int) -> Any:
+    """An exact Z3 rational constant (Z3 terms are immutable, so one term per value is reused:
+    proofs build hundreds of thousands of constants from a few dozen values)."""
+    q = Fraction(q)
+    return _real(q.numerator, q.denominator)
+
+
+@lru_cache(maxsize=4096)
+def _real(numerator: int, denominator: int) -> Any:
+    return z3.RealVal(f"{numerator}/{denominator}")
+
+
+class Z3Algebra:
+    """Z3 reals and Booleans (counts are exact reals too: no float emulation here)."""
+
+    name = "z3"
+
+    def const(self, q: Fraction | int) -> Any:
+        return real(q)
+
+    def add(self, a: Any, b: Any) -> Any:
+        return a + b
+
+    def sub(self, a: Any, b: Any) -> Any:
+        return a - b
+
+    def mul(self, a: Any, b: Any) -> Any:
+        return a * b
+
+    def scale(self, a: Any, k: Fraction | int) -> Any:
+        return a * real(k)
+
+    def le(self, a: Any, b: Any) -> Any:
+        return a <= b
+
+    def select(self, cond: Any, then: Any, other: Any) -> Any:
+        return z3.If(cond, then, other)
+
+    def and_(self, *terms: Any) -> Any:
+        return z3.And(*terms) if terms else z3.BoolVal(True)
+
+    def or_(self, *terms: Any) -> Any:
+        return z3.Or(*terms) if terms else z3.BoolVal(False)
+
+    def not_(self, a: Any) -> Any:
+        return z3.Not(a)
+
+    def truth(self, value: bool) -> Any:
+        return z3.BoolVal(value)
+
+    def ratio(self, a: Any, b: Any) -> Any:
+        return z3.If(b == 0, real(0), a / b)
+
+    def count_add(self, a: Any, b: Any) -> Any:
+        return a + b
+
+    def count_sub(self, a: Any, b: Any) -> Any:
+        return a - b
+
+    def floor(self, a: Any) -> Any:
+        return z3.ToReal(z3.ToInt(a))

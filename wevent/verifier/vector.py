@@ -1,0 +1,418 @@
+"""The runtime guard's vectorized state for fixed-window and whole-stream requirements.
+
+Every user's spend in a window is the sum of two parts: what was charged to their whole
+requirement class (kept once per class, as a `_Prefix` of scaled integers) and what was charged
+to them with only part of their class (population sampling: the drawn users). The second part is
+one integer per user, ``own[code]`` over the ledger's user codes, plus the partial charges still
+inside a window (``events``, one queue per window length), which leave ``own`` when the window
+slides past them.
+
+So a charge to ``k`` drawn users, whatever their classes, is a handful of numpy operations over
+``k`` integers, and a charge to a whole class is O(1) while no member of a class with its window
+length holds a partial charge. The arithmetic is exact: amounts and bounds are numerators over
+the guard's common denominator; the arrays are int64 while every bound stays below 2^62 (a
+window's retained spends never exceed its bound, so nothing stored can overflow), and Python
+integers (object arrays) beyond that.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from wevent.accounting.ledger import Ledger
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Fixed, WholeStream
+from wevent.verifier.state import Window, _Prefix, _scaled
+
+__all__ = ["Refusal", "VectorEngine", "vectorizable"]
+
+I64 = npt.NDArray[np.int64]
+_INT64_SAFE = 2**62  # bounds below this: int64 arrays cannot overflow (see the module docstring)
+_UNKNOWN = -2  # class of a user code not resolved yet (-1: a user without a requirement)
+_PLANS = 64  # group plans kept (class groups are charged every slot; drawn groups once)
+
+_EMPTY: I64 = np.zeros(0, np.int64)
+Event = tuple[int, I64, int]  # (slot, user codes, amount): a partial charge in its window
+Log = list[tuple[deque[Event], Event]]  # events taken out of ``own`` by a check (to undo)
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a spend is refused: the window it breaks, for whom, and how many users it breaks."""
+
+    window: Window
+    member: str | None  # for a group charge: the member named in the message
+    affected: int  # users the spend would push over a bound
+    requirement: str
+
+
+def vectorizable(population: Population) -> bool:
+    """Whether every class of the population has a requirement `VectorEngine` handles."""
+    return all(isinstance(c.requirement, Fixed | WholeStream) for c in population.classes)
+
+
+class _Class:
+    """One requirement class: its bound and the charges made to the whole class."""
+
+    __slots__ = ("common", "describe", "eps", "partial", "size", "w")
+
+    def __init__(self, req: Fixed | WholeStream, size: int, scale: int) -> None:
+        self.w: int | None = req.w if isinstance(req, Fixed) else None  # None: whole stream
+        self.eps = _scaled(req.eps, scale)
+        self.size = size
+        self.describe = req.describe()
+        self.common = _Prefix(req.w if isinstance(req, Fixed) else 1)
+        self.partial = False  # whole stream: a member holds a partial charge (for good)
+
+    def common_spent(self, slot: int) -> int:
+        if self.w is None:
+            return self.common.total
+        return self.common.total - self.common.through(slot - self.w)
+
+    def window(self, slot: int, spent: int) -> Window:
+        if self.w is None:
+            return Window("whole-stream", 1, None, spent, self.eps)
+        return Window("fixed", max(1, slot - self.w + 1), slot, spent, self.eps)
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A charge's members, resolved once per group: codes in group order, each member's index
+    into ``present`` (the classes the group touches, -1 for users without a requirement), which
+    present classes it covers whole, and how its partial members are committed."""
+
+    codes: I64
+    present: tuple[int, ...]
+    member_shifted: I64 | None  # each member's class + 1 (0: no requirement); None: one class
+    full: tuple[bool, ...]
+    windows: tuple[int, ...]  # window lengths of the present fixed classes
+    partial_codes: I64  # members of registered classes the group does not cover whole
+    partial_by_w: tuple[tuple[int, I64], ...]  # those of fixed classes, by window length
+    partial_whole: tuple[int, ...]  # whole-stream classes with partial members
+
+
+@dataclass(frozen=True, slots=True)
+class _UserPlan:
+    """A charge to one user: their code (None if the ledger has not met them: nothing spent
+    of their own yet) and class."""
+
+    user: str
+    code: int | None
+    cls: int
+
+
+class VectorEngine:
+    """Checks and commits charges for a population whose classes are all `Fixed` or
+    `WholeStream` (`vectorizable`). Users the population does not know may only be charged 0.
+
+    The `Guard` drives it: `check` a charge (nothing changes if it is refused), append it to the
+    ledger, then `commit` it; `headroom` and `check` never change what a later check sees."""
+
+    def __init__(self, population: Population, ledger: Ledger, scale: int) -> None:
+        self.population = population
+        self.ledger = ledger
+        self.classes: list[_Class] = []
+        for c in population.classes:
+            req = c.requirement
+            assert isinstance(req, Fixed | WholeStream)
+            self.classes.append(_Class(req, c.count, scale))
+        self._events: dict[int, deque[Event]] = {
+            k.w: deque() for k in self.classes if k.w is not None
+        }
+        self._sizes = [k.size for k in self.classes]
+        # Window lengths of the fixed classes, and each class's index among them (shifted by one
+        # like member classes: entry 0 is "no requirement"; whole-stream classes get len(windows)).
+        self._windows = sorted(self._events)
+        at = {w: i for i, w in enumerate(self._windows)}
+        self._w_index = np.array(
+            [len(self._windows)]
+            + [len(self._windows) if k.w is None else at[k.w] for k in self.classes],
+            np.int16,  # small keys: the stable sort below is a radix sort
+        )
+        self._dtype: Any = np.int64
+        self._own: npt.NDArray[Any] = np.zeros(0, np.int64)
+        self._cls_of: npt.NDArray[np.int32] = np.zeros(0, np.int32)
+        self._plans: OrderedDict[int, _Plan] = OrderedDict()
+        self._widen_if_needed()
+
+    # ------------------------------------------------------------------ user codes and classes
+
+    def _grow(self, n: int) -> None:
+        """Make room for user codes below ``n`` (new codes: nothing spent, class unknown)."""
+        have = len(self._own)
+        if n <= have:
+            return
+        size = max(n, 2 * have, 1024)
+        own = np.zeros(size, self._dtype)
+        own[:have] = self._own
+        cls = np.full(size, _UNKNOWN, np.int32)
+        cls[:have] = self._cls_of
+        self._own, self._cls_of = own, cls
+
+    def note_classes(self, codes: I64, classes: I64) -> None:
+        """Record the classes of users the guard interned by population index."""
+        if len(codes):
+            self._grow(int(codes.max()) + 1)
+            self._cls_of[codes] = classes
+
+    def _classes_of(self, codes: I64) -> I64:
+        if len(codes):
+            self._grow(int(codes.max()) + 1)
+        cls = self._cls_of[codes]
+        unknown = np.flatnonzero(cls == _UNKNOWN)
+        if len(unknown):  # users interned by id: resolve them once, through the population
+            name = self.ledger.user_id
+            found = self.population.class_indices([name(i) for i in codes[unknown].tolist()])
+            self._cls_of[codes[unknown]] = found
+            cls = self._cls_of[codes]
+        return cls.astype(np.int64)
+
+    def _widen_if_needed(self) -> None:
+        """Switch the per-user integers to Python integers once a bound reaches 2^62."""
+        if self._dtype is not object and any(c.eps >= _INT64_SAFE for c in self.classes):
+            self._dtype = object
+            self._own = self._own.astype(object)
+
+    def rescale(self, factor: int) -> None:
+        """Multiply every stored value by ``factor`` (the guard's common denominator grew)."""
+        for c in self.classes:
+            c.eps *= factor
+            c.common.rescale(factor)
+        for w, events in self._events.items():
+            self._events[w] = deque((s, codes, a * factor) for s, codes, a in events)
+        self._widen_if_needed()
+        self._own *= factor
+
+    # ------------------------------------------------------------------ plans
+
+    def _plan_codes(self, codes: I64, classes: I64 | None = None) -> _Plan:
+        cls = self._classes_of(codes) if classes is None else classes
+        shifted = cls + 1  # -1 (no requirement) -> 0
+        counts = np.bincount(shifted, minlength=len(self.classes) + 1).tolist()
+        present = tuple(i - 1 for i, k in enumerate(counts) if k)
+        sizes = self._sizes
+        full = tuple(c >= 0 and counts[c + 1] == sizes[c] for c in present)
+        member_shifted = shifted if len(present) > 1 else None
+        partial_classes = [c for c, f in zip(present, full, strict=True) if c >= 0 and not f]
+        partial_codes, by_w, whole = _EMPTY, [], []
+        if partial_classes:
+            if len(partial_classes) == len(present):  # the usual case: every member is partial
+                partial_codes, partial_shifted = codes, shifted
+            else:
+                in_partial = np.zeros(len(self.classes) + 1, bool)
+                in_partial[[c + 1 for c in partial_classes]] = True
+                mask = in_partial[shifted]
+                partial_codes, partial_shifted = codes[mask], shifted[mask]
+            ws = sorted({w for c in partial_classes if (w := self.classes[c].w) is not None})
+            if len(ws) == 1 and all(self.classes[c].w == ws[0] for c in partial_classes):
+                by_w.append((ws[0], partial_codes))
+            elif ws:  # split by window length: one stable (radix) sort, then runs (views)
+                wi = self._w_index[partial_shifted]
+                by_length = partial_codes[np.argsort(wi, kind="stable")]
+                counts_w = np.bincount(wi, minlength=len(self._windows) + 1).tolist()
+                lo = 0
+                for k, w in enumerate(self._windows):
+                    hi = lo + counts_w[k]
+                    if hi > lo:
+                        by_w.append((w, by_length[lo:hi]))
+                    lo = hi
+            whole = [c for c in partial_classes if self.classes[c].w is None]
+        windows = sorted({w for c in present if c >= 0 and (w := self.classes[c].w) is not None})
+        return _Plan(
+            codes,
+            present,
+            member_shifted,
+            full,
+            tuple(windows),
+            partial_codes,
+            tuple(by_w),
+            tuple(whole),
+        )
+
+    def prepare(self, group_code: int, codes: I64, classes: I64) -> None:
+        """Plan a group just defined whose members' classes the caller knows."""
+        self._plans[group_code] = self._plan_codes(codes, classes)
+        if len(self._plans) > _PLANS:
+            self._plans.popitem(last=False)
+
+    def plan_group(self, group: str) -> _Plan:
+        code = self.ledger.group_code(group)
+        plan = self._plans.get(code)
+        if plan is None:
+            plan = self._plan_codes(self.ledger.member_codes(group))
+            self._plans[code] = plan
+            if len(self._plans) > _PLANS:
+                self._plans.popitem(last=False)
+        else:
+            self._plans.move_to_end(code)
+        return plan
+
+    def plan_user(self, user: str) -> _UserPlan:
+        code = self.ledger.user_code(user)
+        if code is not None and code < len(self._cls_of):
+            known = int(self._cls_of[code])
+            if known != _UNKNOWN:
+                return _UserPlan(user, code, known)
+        return _UserPlan(user, code, self.population.class_indices([user])[0])
+
+    # ------------------------------------------------------------------ checking
+
+    def _expire(self, w: int, slot: int, log: Log) -> None:
+        """Take the partial charges of window length ``w`` that the window at ``slot`` no longer
+        holds out of ``own`` (logged, so `_restore` can put them back)."""
+        events = self._events[w]
+        horizon = slot - w
+        while events and events[0][0] <= horizon:
+            ev = events.popleft()
+            self._own[ev[1]] -= ev[2]
+            log.append((events, ev))
+
+    def _restore(self, log: Log) -> None:
+        for events, ev in reversed(log):
+            self._own[ev[1]] += ev[2]
+            events.appendleft(ev)
+
+    def _has_partial(self, c: int) -> bool:
+        """Whether a member of class ``c`` may hold a partial charge (else all own spends are 0;
+        a queue shared with other classes of the same window only makes this conservative)."""
+        k = self.classes[c]
+        return k.partial if k.w is None else bool(self._events[k.w])
+
+    def _rooms(self, slot: int, asked: int, present: tuple[int, ...]) -> tuple[list[int], bool]:
+        """Per present class: what each member's own spend may be after ``asked`` (bound minus
+        the class-wide spend minus ``asked``; -1 stands for any negative room), and whether any
+        member may hold an own spend."""
+        rooms, partial = [], False
+        for c in present:
+            if c < 0:  # no requirement: only a zero charge fits
+                rooms.append(0 if asked == 0 else -1)
+                continue
+            k = self.classes[c]
+            rooms.append(max(k.eps - k.common_spent(slot) - asked, -1))
+            partial = partial or self._has_partial(c)
+        return rooms, partial
+
+    def check(self, slot: int, asked: int, plan: _Plan | _UserPlan) -> tuple[Refusal | None, Log]:
+        """The refusal of the spend (its first breaking member in group order), or None, with
+        the expiry log `commit` makes permanent (a refused check has already been undone)."""
+        log: Log = []
+        if isinstance(plan, _UserPlan):
+            return self._check_user(slot, asked, plan, log), log
+        for w in plan.windows:
+            self._expire(w, slot, log)
+        rooms, partial = self._rooms(slot, asked, plan.present)
+        if not partial and min(rooms) >= 0:
+            return None, log
+        member_room = self._member_rooms(plan, rooms, self._dtype)
+        own = self._own[plan.codes] if partial else np.zeros(len(plan.codes), self._dtype)
+        bad = np.flatnonzero(own > member_room)
+        if not len(bad):
+            return None, log
+        self._restore(log)
+        i = int(bad[0])
+        c = plan.present[0] if plan.member_shifted is None else int(plan.member_shifted[i]) - 1
+        name = self.ledger.user_id(int(plan.codes[i]))
+        if c < 0:
+            return self._unregistered(slot, name, len(bad)), log
+        k = self.classes[c]
+        window = k.window(slot, k.common_spent(slot) + int(own[i]))
+        return Refusal(window, name, len(bad), k.describe), log
+
+    def _check_user(self, slot: int, asked: int, plan: _UserPlan, log: Log) -> Refusal | None:
+        if plan.cls < 0:
+            return self._unregistered(slot, plan.user, 1) if asked > 0 else None
+        k = self.classes[plan.cls]
+        if k.w is not None:
+            self._expire(k.w, slot, log)
+        own = self._own_of(plan.code)
+        spent = k.common_spent(slot) + own
+        if spent + asked <= k.eps:
+            return None
+        self._restore(log)
+        return Refusal(k.window(slot, spent), plan.user, 1, k.describe)
+
+    def _member_rooms(self, plan: _Plan, rooms: list[int], dtype: Any) -> Any:
+        """Each member's room (an array in group order), or the one class's room (an int)."""
+        if plan.member_shifted is None:
+            return rooms[0]
+        by_class = np.zeros(len(self.classes) + 1, dtype)
+        by_class[[c + 1 for c in plan.present]] = rooms
+        return by_class[plan.member_shifted]
+
+    def _own_of(self, code: int | None) -> int:
+        """A user's own spend in window (0 for a user nothing was committed to yet)."""
+        return 0 if code is None or code >= len(self._own) else int(self._own[code])
+
+    @staticmethod
+    def _unregistered(slot: int, name: str | None, affected: int) -> Refusal:
+        return Refusal(Window("unregistered", slot, slot, 0, 0), name, affected, "no requirement")
+
+    def commit(self, slot: int, asked: int, plan: _Plan | _UserPlan) -> None:
+        """Record an accepted spend (after `check` and the ledger append)."""
+        if asked == 0:
+            return
+        if isinstance(plan, _UserPlan):
+            self._commit_user(slot, asked, plan)
+            return
+        for c, full in zip(plan.present, plan.full, strict=True):
+            if full:
+                self.classes[c].common.add(slot, asked)
+        if len(plan.partial_codes):
+            self._own[plan.partial_codes] += asked
+            for w, codes in plan.partial_by_w:
+                self._events[w].append((slot, codes, asked))
+            for c in plan.partial_whole:
+                self.classes[c].partial = True
+
+    def _commit_user(self, slot: int, asked: int, plan: _UserPlan) -> None:
+        if plan.cls < 0:
+            return
+        code = plan.code if plan.code is not None else self.ledger.user_code(plan.user)
+        assert code is not None  # the charge was appended: the ledger knows the user now
+        self._grow(code + 1)
+        self._cls_of[code] = plan.cls
+        k = self.classes[plan.cls]
+        if k.size == 1:  # the user is the whole class
+            k.common.add(slot, asked)
+            return
+        self._own[code] += asked
+        if k.w is None:
+            k.partial = True
+        else:
+            self._events[k.w].append((slot, np.array([code], np.int64), asked))
+
+    def headroom(self, slot: int, plan: _Plan | _UserPlan) -> int:
+        """The smallest room (bound minus spent, scaled) over the members' windows at ``slot``;
+        changes nothing."""
+        log: Log = []
+        try:
+            if isinstance(plan, _UserPlan):
+                if plan.cls < 0:
+                    return 0
+                k = self.classes[plan.cls]
+                if k.w is not None:
+                    self._expire(k.w, slot, log)
+                own = self._own_of(plan.code)
+                return k.eps - k.common_spent(slot) - own
+            for w in plan.windows:
+                self._expire(w, slot, log)
+            rooms = [
+                0 if c < 0 else self.classes[c].eps - self.classes[c].common_spent(slot)
+                for c in plan.present
+            ]
+            partial = any(c >= 0 and self._has_partial(c) for c in plan.present)
+            if not partial:
+                return min(rooms)
+            member_room = self._member_rooms(plan, rooms, object)  # exact, any magnitude
+            return int(np.min(member_room - self._own[plan.codes].astype(object)))
+        finally:
+            self._restore(log)
+
+    def describe(self) -> str:
+        held = sum(len(e) for e in self._events.values())
+        return f"vector engine, {len(self.classes)} classes, {held} partial charges in window"

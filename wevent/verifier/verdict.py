@@ -1,0 +1,191 @@
+"""Verdicts of the batch checker: violations, evidence failures and utilization, all exact.
+
+How violations are reported (the same for the fast checker and the reference checker):
+
+* ``fixed``: a set of consecutive spends of one user that lie within ``w`` slots and alone exceed
+  ``eps``, minimal under inclusion (no smaller such set inside it also exceeds ``eps``). ``first`` and
+  ``last`` are the slots of its first and last spend; ``anchor`` is ``last``.
+* ``backward`` / ``forward``: one per violated declared window (001 Definition 10); ``anchor`` is
+  the slot t whose window ``[t-w_B+1, t]`` / ``[t, t+w_F-1]`` is exceeded; ``first``/``last``
+  trim it to the spends inside. Windows that trim to the same spends under the same bound are
+  reported once, with the smallest anchor.
+* ``whole-stream``: the user's total exceeds ``eps``; ``first``/``last`` span all spends.
+* ``unregistered``: positive spends while no requirement was in force (a user absent from the
+  requirements, or a dynamic user before their first declaration); the bound is 0.
+
+Violations of users whose spends are identical (the same group charges, the same requirement) are
+reported once, listing every such user.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from wevent.accounting.budget import approx, format_exact, ratio_text
+from wevent.accounting.evidence import Evidence, evidence_to_json
+
+__all__ = ["EvidenceFailure", "Verdict", "Violation", "ratio"]
+
+
+def ratio(total: Fraction, bound: Fraction) -> Fraction | None:
+    """Utilization of one window: total / bound; None for a positive total against bound 0."""
+    if bound == 0:
+        return Fraction(0) if total == 0 else None
+    return total / bound
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One exceeded constraint, exact."""
+
+    kind: str
+    users: tuple[str, ...]
+    first: int
+    last: int
+    anchor: int
+    spends: tuple[tuple[int, Fraction], ...]
+    total: Fraction
+    bound: Fraction
+    requirement: str
+
+    @classmethod
+    def from_spends(
+        cls,
+        kind: str,
+        users: tuple[str, ...],
+        spends: tuple[tuple[int, Fraction], ...],
+        total: Fraction,
+        bound: Fraction,
+        requirement: str,
+        *,
+        anchor: int | None = None,
+    ) -> Violation:
+        """A violation whose window is trimmed to ``spends`` (anchor: the last spend slot)."""
+        last = spends[-1][0]
+        return cls(
+            kind,
+            users,
+            spends[0][0],
+            last,
+            last if anchor is None else anchor,
+            spends,
+            total,
+            bound,
+            requirement,
+        )
+
+    @property
+    def excess(self) -> Fraction:
+        return self.total - self.bound
+
+    @property
+    def user(self) -> str:
+        return self.users[0]
+
+    def sort_key(self) -> tuple[str, str, int, int, int]:
+        return (self.users[0], self.kind, self.first, self.last, self.anchor)
+
+    def describe(self) -> str:
+        who = f"user {self.users[0]!r}"
+        if len(self.users) > 1:
+            who += f" (and {len(self.users) - 1} more with identical spends)"
+        span = f"spends in slots [{self.first}, {self.last}]"
+        where = {
+            "fixed": f"fixed window, {span}",
+            "backward": f"backward window at slot {self.anchor}, {span}",
+            "forward": f"forward window from slot {self.anchor}, {span}",
+            "whole-stream": f"whole stream, {span}",
+            "unregistered": f"no requirement in force, {span}",
+        }.get(self.kind, self.kind)
+        spends = ", ".join(f"{s}:{format_exact(a)}" for s, a in self.spends[:12])
+        if len(self.spends) > 12:
+            spends += f", ... ({len(self.spends)} slots)"
+        return (
+            f"{who} [{self.requirement}]: {where}: sum {format_exact(self.total)} > bound "
+            f"{format_exact(self.bound)}, excess {format_exact(self.excess)} (spends {spends})"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "users": list(self.users),
+            "window": [self.first, self.last],
+            "anchor": self.anchor,
+            "spends": [[s, ratio_text(a)] for s, a in self.spends],
+            "sum": ratio_text(self.total),
+            "bound": ratio_text(self.bound),
+            "excess": ratio_text(self.excess),
+            "requirement": self.requirement,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceFailure:
+    """Charges whose evidence certifies a cost above the amount charged (or could not be
+    certified below it)."""
+
+    evidence: Evidence
+    amount: Fraction
+    cost_lower: Fraction
+    cost_upper: Fraction
+    rows: int
+    first_row: int
+    first_slot: int
+
+    def describe(self) -> str:
+        return (
+            f"{self.rows} charge(s) of {format_exact(self.amount)} "
+            f"(first: row {self.first_row + 1}, slot {self.first_slot}) carry evidence {evidence_to_json(self.evidence)} whose cost "
+            f"is in [{approx(self.cost_lower)}, {approx(self.cost_upper)}], not <= the amount"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "evidence": evidence_to_json(self.evidence),
+            "amount": ratio_text(self.amount),
+            "cost_lower": ratio_text(self.cost_lower),
+            "cost_upper": ratio_text(self.cost_upper),
+            "rows": self.rows,
+            "first_row": self.first_row + 1,
+            "first_slot": self.first_slot,
+        }
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The batch checker's answer for one ledger against one population.
+
+    ``user_utilization`` maps each charged user to the largest window sum divided by its bound
+    (None where a positive spend meets a zero bound); ``class_utilization`` maps each requirement
+    class name to the largest utilization among its charged members.
+    """
+
+    violations: tuple[Violation, ...]
+    evidence_failures: tuple[EvidenceFailure, ...]
+    user_utilization: Mapping[str, Fraction | None] = field(repr=False)
+    class_utilization: dict[str, Fraction | None]
+    horizon: int
+    per_user_charges: int
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations and not self.evidence_failures
+
+    def to_json(self) -> dict[str, Any]:
+        def u(x: Fraction | None) -> str:
+            return "inf" if x is None else ratio_text(x)
+
+        return {
+            "ok": self.ok,
+            "violations": [v.to_json() for v in self.violations],
+            "evidence_failures": [e.to_json() for e in self.evidence_failures],
+            "utilization": {
+                "classes": {k: u(v) for k, v in self.class_utilization.items()},
+                "users": {k: u(v) for k, v in self.user_utilization.items()},
+            },
+            "horizon": self.horizon,
+            "per_user_charges": self.per_user_charges,
+        }
