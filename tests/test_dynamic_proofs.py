@@ -15,7 +15,9 @@ from wevent.mechanisms.allocators import dynamic as dynamic_module
 from wevent.mechanisms.allocators.dynamic import DynamicKernel, DynamicState
 from wevent.mechanisms.allocators.kernel import DynamicClass, Plan, Prefix
 from wevent.proofs import dynamic as dynamic_proofs
+from wevent.proofs.algebra import strict_truth
 from wevent.proofs.central import Scope, prove_allocator
+from wevent.proofs.counterexamples import ProverError
 from wevent.proofs.dynamic import (
     Obligation,
     Shape,
@@ -301,3 +303,58 @@ def test_partition_keeps_last_forward_windows_together() -> None:
     owner = {shapes[i][-1][1]: k for k, p in enumerate(parts) for i in p}
     assert all(owner[shapes[i][-1][1]] == k for k, p in enumerate(parts) for i in p)
     assert len(dynamic_proofs._partition(all_shapes(1, 2), 4)) == 1
+
+
+def _branches_on_forward_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mutant: the kernel branches in Python on a later E_F being 2 (``==`` on a Z3 term,
+    which Z3 answers by structural identity) and overspends there, for forward windows >= 3."""
+    original = dynamic_module._class_plan
+
+    def branching(
+        alg: Any, name: str, variant: str, s: Any, dis_h: Any, pub_h: Any, t: int
+    ) -> tuple[Any, Any, list[Any]]:
+        dis, pub, null = original(alg, name, variant, s, dis_h, pub_h, t)
+        later = s.decls[1] if len(s.decls) > 1 else None
+        if later is not None and later.w_fwd >= 3 and later.eps_fwd == alg.const(2):
+            dis = alg.add(dis, alg.const(1))
+        return dis, pub, null
+
+    monkeypatch.setattr(dynamic_module, "_class_plan", branching)
+
+
+def test_a_python_branch_on_a_budget_is_never_proved(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Z3's structural ``bool(a == b)`` would let the placeholder E_F take the "not 2" branch
+    and the shape be proved; under `strict_truth` the branch raises, and for a built-in the
+    proof is a verifier error, never "proved"."""
+    _branches_on_forward_budget(monkeypatch)
+    with pytest.raises(z3.Z3Exception, match="branched in Python"):
+        prove_shape("dpba", "sound", ((1, 1), (1, 3)), (1, 2))
+    with pytest.raises(ProverError, match="branched in Python"):
+        prove_allocator("dpba", scope=Scope(classes=1, w_max=3), unbounded=True)
+    # outside a proof, Z3's own behaviour is back
+    x = z3.Real("outside")
+    assert bool(x == x) and not bool(x == real(2))
+
+
+def test_strict_truth_is_reentrant_and_restores_z3() -> None:
+    x = z3.Real("nested")
+    with strict_truth():
+        with strict_truth(), pytest.raises(z3.Z3Exception):
+            bool(x == x)
+        with pytest.raises(z3.Z3Exception):
+            bool(x < 1)
+        assert bool(z3.BoolVal(True)) and not bool(z3.BoolVal(False))
+    assert bool(x == x)
+
+
+def test_a_nonlinear_claim_falls_back_to_the_general_solver(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The linear solver gives up on a division by a variable; the claim then goes to Z3's
+    general solver instead of being reported unknown."""
+    monkeypatch.setattr(dynamic_proofs, "_UNSAT", {})
+    x, y = z3.Reals("nl_x nl_y")
+    claim = z3.simplify(z3.And(y > 0, x > 0, x / y < 0))
+    assert dynamic_proofs._discharge(claim, 10_000)[0] == z3.unsat
+    sat = z3.simplify(z3.And(y > 0, x > 0, x / y > 3))
+    assert dynamic_proofs._discharge(sat, 10_000)[0] == z3.sat

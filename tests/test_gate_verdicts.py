@@ -56,6 +56,18 @@ class _PlainMiscount(_PlainUniform):
         return eps / w
 
 
+class _EqualityBranch(_PlainUniform):
+    """Sound, but decides with ``==`` on a budget: a window of 1 or a budget of exactly 1 gets
+    eps / w, any other budget too (the branch only looks different). Z3 answers ``bool()`` of
+    an equality between terms by structural identity and would silently pick a branch, so the
+    kernel must not count as running on Z3 terms."""
+
+    def _share(self, eps: Any, w: int) -> Any:
+        if eps == 1:  # a branch on a budget, written as an equality
+            return eps / w
+        return eps / w
+
+
 def _factory(cls: type[_PlainUniform]) -> Any:
     def factory(alg: Any, classes: Sequence[ClassReq[Any]], variant: str) -> Any:
         return cls(alg, classes, variant)
@@ -65,6 +77,9 @@ def _factory(cls: type[_PlainUniform]) -> Any:
 
 PLAIN_SOUND = AllocatorSpec("plain-sound", "fixed", "per-class", "", _factory(_PlainUniform))
 PLAIN_BROKEN = AllocatorSpec("plain-broken", "fixed", "none", "", _factory(_PlainMiscount))
+EQUALITY_BRANCH = AllocatorSpec(
+    "equality-branch", "fixed", "per-class", "", _factory(_EqualityBranch)
+)
 
 
 def test_a_proof_states_its_scope_and_the_search_its_reach(tmp_path: Path) -> None:
@@ -109,6 +124,18 @@ def test_a_plain_python_kernel_is_searched_not_proved_and_says_where() -> None:
         GateOptions(w_max=3, search_runs=40, examples=40, require_proof=True),
     )
     assert strict.exit_code == 3 and strict.headline().startswith("UNPROVED (--require-proof")
+
+
+def test_an_equality_on_a_budget_is_a_branch_too() -> None:
+    report = run_gate(
+        "tests.test_gate_verdicts:EQUALITY_BRANCH",
+        GateOptions(w_max=3, search_runs=20, examples=20, stages=("conformance", "proof")),
+    )
+    symbolic = report.stage("conformance/symbolic")
+    assert symbolic.status == "skipped" and "branched in Python" in symbolic.detail
+    assert "if eps == 1:" in symbolic.detail
+    assert report.stage("proof").status == "skipped"
+    assert "PROVED" not in report.headline()
 
 
 def test_a_broken_plain_python_kernel_is_refuted_by_the_search() -> None:

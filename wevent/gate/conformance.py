@@ -38,7 +38,8 @@ from wevent.mechanisms.allocators.kernel import (
     published_now,
     scaled_classes,
 )
-from wevent.proofs.algebra import real
+from wevent.proofs import algebra as _proof_algebra
+from wevent.proofs.algebra import real, strict_truth
 from wevent.proofs.counterexamples import requirements_csv
 from wevent.verifier.symbolic import Z3ScopeAlgebra, fraction_of
 
@@ -298,17 +299,20 @@ def check_scaling(
 
 # ---------------------------------------------------------------------------- symbolic
 
+# `strict_truth` raises from there: not where the kernel left the algebra.
+_STRICT_TRUTH_FILE = str(Path(_proof_algebra.__file__))
+
 
 def where_it_left_the_algebra(exc: BaseException) -> str | None:
     """Where a kernel stopped running on Z3 terms: the innermost frame of the traceback outside
     Z3 and outside this module (typically the kernel's ``if budget > x:`` or ``float(budget)``),
     as ``file:line: source``."""
     z3_dir = str(Path(z3.__file__).parent)
-    here = str(Path(__file__))
+    ours = (str(Path(__file__)), _STRICT_TRUTH_FILE)
     frames = [
         f
         for f in traceback.extract_tb(exc.__traceback__)
-        if not f.filename.startswith(z3_dir) and f.filename != here
+        if not f.filename.startswith(z3_dir) and f.filename not in ours
     ]
     if not frames:
         return None
@@ -360,6 +364,7 @@ class _ProofTerms:
         return fraction_of(v)
 
 
+@strict_truth()
 def check_symbolic(
     target: str,
     alloc: Allocator,

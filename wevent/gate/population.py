@@ -94,7 +94,7 @@ from wevent.mechanisms.allocators.api import PopulationAllocator
 from wevent.mechanisms.allocators.population import Draw, PopulationKernel
 from wevent.mechanisms.allocators.registry import POPULATION_BUILTIN, resolve_population
 from wevent.mechanisms.streams import SYNTHETIC_KINDS, SyntheticStream
-from wevent.proofs.algebra import Z3Algebra
+from wevent.proofs.algebra import Z3Algebra, strict_truth
 from wevent.proofs.counterexamples import Counterexample, Failure, ProverError, replayed
 from wevent.proofs.population import even_counts, prove_population
 from wevent.running import run_mechanism
@@ -648,7 +648,9 @@ def _conformance(target: str, alloc: PopulationAllocator, opts: Any) -> list[Sta
         except TargetRaised as exc:
             return [*stages, Stage(name, ERROR, time.perf_counter() - start, str(exc))]
         try:
-            terms = _kernel_run(alloc.kernel(Z3Algebra(), setup.config, opts.variant), decisions)
+            with strict_truth():
+                kernel = alloc.kernel(Z3Algebra(), setup.config, opts.variant)
+                terms = _kernel_run(kernel, decisions)
         except Exception as exc:
             lines = str(exc).strip().splitlines()
             why = f"{type(exc).__name__}{': ' + lines[0] if lines else ''}"

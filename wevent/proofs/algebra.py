@@ -7,13 +7,49 @@ publish/skip decisions: the proofs reason about the code that runs, not about a 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
 import z3
 
-__all__ = ["Z3Algebra", "real"]
+__all__ = ["BRANCHED", "Z3Algebra", "real", "strict_truth"]
+
+BRANCHED = (
+    "the kernel branched in Python on a Z3 term (an if or == on a budget); it must decide "
+    "through the algebra (select, vmin, vmax)"
+)
+_Z3_BOOL = z3.AstRef.__bool__
+_strict_depth = 0
+
+
+def _strict_bool(self: Any) -> bool:
+    if z3.is_true(self):
+        return True
+    if z3.is_false(self):
+        return False
+    raise z3.Z3Exception(BRANCHED)
+
+
+@contextmanager
+def strict_truth() -> Iterator[None]:
+    """While kernels run on Z3 terms for a proof: ``bool()`` of any Z3 term but the literals
+    True and False raises. Z3's own ``bool(a == b)`` answers by *structural* identity, so a
+    kernel's ``if budget == x:`` would silently take one branch for a symbolic budget (a
+    placeholder or parameter is never structurally a number) and the proof would be about other
+    code than the one that runs. Re-entrant; restores Z3's behaviour on exit."""
+    global _strict_depth
+    if _strict_depth == 0:
+        z3.AstRef.__bool__ = _strict_bool
+    _strict_depth += 1
+    try:
+        yield
+    finally:
+        _strict_depth -= 1
+        if _strict_depth == 0:
+            z3.AstRef.__bool__ = _Z3_BOOL
 
 
 def real(q: Fraction | int) -> Any:

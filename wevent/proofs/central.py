@@ -53,10 +53,12 @@ from __future__ import annotations
 import itertools
 import math
 import time
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import z3
@@ -76,7 +78,8 @@ from wevent.mechanisms.allocators.kernel import (
     published_now,
 )
 from wevent.mechanisms.allocators.registry import BUILTIN
-from wevent.proofs.counterexamples import Counterexample, Failure, replayed
+from wevent.proofs.algebra import BRANCHED, strict_truth
+from wevent.proofs.counterexamples import Counterexample, Failure, ProverError, replayed
 from wevent.proofs.dynamic import all_shapes, noninterference, prove_shapes, sample_pairs
 from wevent.proofs.explicit import explore
 from wevent.verifier.symbolic import (
@@ -535,6 +538,43 @@ def prove_allocator(
         raise BudgetError(
             f"unknown allocator {mechanism!r} (expected one of {', '.join(ALLOCATORS)})"
         )
+    try:
+        with strict_truth():
+            return _prove_checked(
+                alloc,
+                allocator,
+                mechanism,
+                variant,
+                arithmetic,
+                scope,
+                unbounded,
+                progress,
+                workers,
+            )
+    except z3.Z3Exception as exc:
+        if BRANCHED not in str(exc) or not interchangeable(alloc):
+            raise  # a third-party kernel: the gate reports it as not provable
+        raise ProverError(f"{mechanism}: {BRANCHED} ({_innermost(exc)}): a bug in wevent") from exc
+
+
+def _innermost(exc: BaseException) -> str:
+    """The innermost frame of ``exc`` outside Z3 and `wevent.proofs.algebra`, as file:line."""
+    skip = (str(Path(z3.__file__).parent), str(Path(__file__).with_name("algebra.py")))
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(skip)]
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "unknown place"
+
+
+def _prove_checked(
+    alloc: AllocatorLike,
+    allocator: AllocatorLike | None,
+    mechanism: str,
+    variant: str,
+    arithmetic: str,
+    scope: Scope | None,
+    unbounded: bool,
+    progress: Progress | None,
+    workers: int,
+) -> AllocatorProof:
     scope = scope or Scope()
     if unbounded:
         if arithmetic != "exact":
@@ -983,8 +1023,8 @@ def _prove_dynamic_inductive(
     notes = [
         f"induction: {len(shapes)} one-class shapes, {obligations} step obligations "
         "(slots 1 .. T* = last declaration + 2 max w; later slots repeat T*); "
-        f"Z3 solved {solved} of them; each other one was a claim already proved in the same "
-        "process"
+        f"Z3 solved {solved} of them in this run; each other one was a claim already "
+        "proved in the same process"
     ]
     if scope.classes >= 2:
         pairs = sample_pairs(shapes, NONINTERFERENCE_PAIRS)

@@ -41,6 +41,7 @@ import z3
 
 from wevent.mechanisms.allocators.local import POPULATION
 from wevent.mechanisms.allocators.population import PopulationConfig
+from wevent.proofs.algebra import strict_truth
 
 __all__ = [
     "POPULATION_TARGETS",
@@ -294,6 +295,7 @@ def explore_pool(
     return PoolResult(*base, "proved", seconds=time.perf_counter() - start)
 
 
+@strict_truth()
 def check_pool(
     mechanism: str,
     cfg: PopulationConfig,
