@@ -1,0 +1,141 @@
+"""`import wevent` is the public API: a pinned surface, and the task a user has (spend through
+the guard, keep a durable ledger, check and audit it) written with nothing but ``wevent.``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import wevent
+
+PUBLIC = {
+    "GRR",
+    "OUE",
+    "Allocator",
+    "AllocatorError",
+    "AllocatorSpec",
+    "AuditResult",
+    "Budget",
+    "BudgetError",
+    "BudgetExceeded",
+    "ChainedJsonlWriter",
+    "Charge",
+    "Declaration",
+    "DiscreteLaplace",
+    "DiscreteLaplaceMechanism",
+    "Dynamic",
+    "Evidence",
+    "EvidenceRejected",
+    "ExSub",
+    "Fixed",
+    "FormatError",
+    "Guard",
+    "Integrity",
+    "Laplace",
+    "LaplaceMechanism",
+    "Ledger",
+    "Population",
+    "PopulationAllocatorError",
+    "PopulationSpec",
+    "PostProcessing",
+    "Requirement",
+    "RequirementClass",
+    "Sampled",
+    "SegmentWriter",
+    "Verdict",
+    "Violation",
+    "WholeStream",
+    "__version__",
+    "audit",
+    "check",
+    "read_ledger",
+    "read_ledgers",
+    "read_requirements",
+    "resolve",
+    "run_trace",
+    "write_ledger",
+    "write_requirements",
+}
+
+SCRIPT = """
+import sys
+from fractions import Fraction
+import numpy as np
+import wevent
+
+ledger_path = sys.argv[1]
+pop = wevent.Population({
+    "alice": wevent.Fixed(3, wevent.Budget("0.3")),
+    "bob": wevent.Fixed(2, wevent.Budget("1/2")),
+})
+guard = wevent.Guard(pop)
+noise = wevent.LaplaceMechanism.for_budget(1, wevent.Budget("0.1"))
+rng = np.random.default_rng(7)
+for slot in (1, 2, 3):
+    for user in ("alice", "bob"):
+        noise.release(guard, slot, [1.0], rng, user=user, part="publication")
+try:
+    noise.release(guard, 3, [1.0], rng, user="alice")
+except wevent.BudgetExceeded as refusal:
+    print("refused:", refusal.slot)
+with wevent.ChainedJsonlWriter(ledger_path) as out:
+    for charge in guard.ledger:
+        out.append_charge(charge)
+    out.commit()
+    head = out.head
+assert wevent.check(guard.ledger, pop).ok
+result = wevent.audit([__import__("pathlib").Path(ledger_path)], pop, expect_head=head)
+print("audit ok:", result.ok, "charges:", len(guard.ledger), "head:", head)
+"""
+
+
+def test_the_public_surface_is_pinned() -> None:
+    assert set(wevent.__all__) == PUBLIC
+    for name in PUBLIC:
+        assert getattr(wevent, name) is not None, name
+    assert isinstance(wevent.__version__, str) and wevent.__version__
+
+
+def test_importing_wevent_loads_no_optional_dependency() -> None:
+    code = (
+        "import sys, wevent; "
+        "print(sorted(m for m in ('z3', 'duckdb', 'pyarrow', 'pyspark', 'matplotlib', "
+        "'hypothesis') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_a_user_script_with_only_wevent_spends_keeps_a_durable_ledger_and_audits_it(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "task.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    assert len(SCRIPT.strip().splitlines()) <= 30
+    ledger = tmp_path / "run.jsonl"
+    done = subprocess.run(
+        [sys.executable, str(script), str(ledger)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "refused: 3" in done.stdout
+    assert "audit ok: True charges: 6" in done.stdout
+    # the ledger is chained: lowering a recorded amount breaks the audit against the same head
+    head = done.stdout.split("head: ")[1].split()[0]
+    pop = wevent.Population(
+        {
+            "alice": wevent.Fixed(3, wevent.Budget("0.3")),
+            "bob": wevent.Fixed(2, wevent.Budget("1/2")),
+        }
+    )
+    assert wevent.audit([ledger], pop, expect_head=head).ok
+    lines = ledger.read_text().splitlines()
+    assert '"epsilon":"0.1"' in lines[0]
+    lines[0] = lines[0].replace('"epsilon":"0.1"', '"epsilon":"0.01"')
+    ledger.write_text("\n".join(lines) + "\n")
+    assert not wevent.audit([ledger], pop, expect_head=head).ok
