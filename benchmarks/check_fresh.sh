@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Repeat what CI does: clone the committed HEAD of this repository into a temporary directory
 # and run the README's two commands there, `make demo` then `make test`, with CI=true and no
-# standard input, timing each. Uncommitted changes are not in the clone (CI does not see them
+# standard input, timing each; then `pip install .` without extras into a new venv, where
+# `wevent check` must work and `wevent prove` must name the extra it needs. Uncommitted changes are not in the clone (CI does not see them
 # either). A `shared/` folder beside this repository is linked beside the clone, as CI has it.
 #
 #   benchmarks/check_fresh.sh [--runs N] [--cold-pip] [--keep]
@@ -59,13 +60,35 @@ step() {  # step RUN DIR NAME: run `make NAME` in DIR, log it, print the result 
   return "$rc"
 }
 
+core() {  # core RUN DIR: `pip install .` without extras in a new venv: check works, prove hints
+  local k="$1" dir="$2" log="$root/run-$1/core.log" ex="$2/wevent/wevent/examples" rc=0
+  {
+    python3 -m venv "$dir/core-venv" &&
+      "$dir/core-venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+        -c "$dir/wevent/constraints.txt" "$dir/wevent" &&
+      (cd "$dir" && core-venv/bin/wevent check "$ex/compliant.jsonl" -r "$ex/requirements.csv" \
+        -r "$ex/requirements.dynamic.csv" -r "$ex/requirements.wholestream.csv")
+  } >"$log" 2>&1 || rc=1
+  (cd "$dir" && core-venv/bin/wevent prove pba >>"$log" 2>&1)
+  [ $? = 2 ] && grep -q "needs the prove extra" "$log" || rc=1
+  if [ "$rc" = 0 ]; then
+    echo "run $k/$runs core install (no extras): ok, check works, prove names its extra;" \
+      "venv $(du -sh "$dir/core-venv" | cut -f1)"
+  else
+    echo "run $k/$runs core install (no extras): FAILED; last lines of $log:"
+    tail -n 15 "$log" | sed 's/^/    /'
+  fi
+  rm -rf "$dir/core-venv"
+  return "$rc"
+}
+
 status=0
 for k in $(seq 1 "$runs"); do
   dir="$root/run-$k"
   mkdir -p "$dir"
   git clone --quiet --no-hardlinks "$repo" "$dir/wevent" || { status=1; break; }
   [ -d "$repo/../shared" ] && ln -s "$(cd "$repo/../shared" && pwd)" "$dir/shared"
-  step "$k" "$dir" demo && step "$k" "$dir" test || { status=1; break; }
+  step "$k" "$dir" demo && step "$k" "$dir" test && core "$k" "$dir" || { status=1; break; }
   [ "$keep" = 1 ] || rm -rf "$dir/wevent"
 done
 exit "$status"

@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 
+from wevent._extras import missing_extra
 from wevent.accounting.budget import MAX_SLOT, BudgetError, approx, format_exact
 from wevent.accounting.formats import read_ledger, read_requirements
 from wevent.accounting.population import Population
@@ -261,6 +262,9 @@ def audit_cmd(
         hint = " (--engine duckdb audits out of core)" if engine == "numpy" else ""
         _fail(f"{engine} engine ran out of memory: {exc or 'MemoryError'}{hint}")
     except Exception as exc:  # engine failures (e.g. a Spark or DuckDB error): one line
+        missing = missing_extra(exc, "audit")
+        if missing is not None:
+            _fail(missing)
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         _fail(f"{engine} engine failed: {first}")
     finally:
@@ -1486,8 +1490,14 @@ def main(argv: Sequence[str] | None = None) -> Any:
     """Console-script entry point."""
     # Exact sums can have many digits; printing them must not hit Python's int-to-str limit.
     sys.set_int_max_str_digits(0)
+    args = list(argv) if argv is not None else sys.argv[1:]
     try:
-        return cli.main(args=list(argv) if argv is not None else None, prog_name="wevent")
+        return cli.main(args=args, prog_name="wevent")
     except BudgetError as exc:  # a safety net: commands catch their own
         _fail(str(exc))
+    except ModuleNotFoundError as exc:  # an optional dependency: name the extra, one line
+        hint = missing_extra(exc, next((a for a in args if not a.startswith("-")), ""))
+        if hint is None:
+            raise
+        _fail(hint)
     return None

@@ -1,0 +1,96 @@
+"""Without an extra, a command that needs it says so in one line (exit 2), and the core commands
+still work: each optional dependency is blocked in turn in a fresh interpreter, as if
+`pip install wevent` had not installed it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from wevent._extras import EXTRA_OF, missing_extra
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "wevent" / "examples"
+
+RUNNER = textwrap.dedent(
+    """\
+    import importlib.abc, sys
+    BLOCKED = set(sys.argv[1].split(","))
+
+    class Blocker(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in BLOCKED:
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+            return None
+
+    sys.meta_path.insert(0, Blocker())
+    from wevent.cli import main
+    main(sys.argv[2:])
+    """
+)
+
+ALL_OPTIONAL = ",".join(EXTRA_OF)
+
+
+def _run(blocked: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", RUNNER, blocked, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
+
+
+def test_the_core_checks_a_ledger_without_any_extra(tmp_path: Path) -> None:
+    reqs = [
+        a
+        for kind in ("", ".dynamic", ".wholestream")
+        for a in ("-r", str(EXAMPLES / f"requirements{kind}.csv"))
+    ]
+    good = _run(ALL_OPTIONAL, "check", str(EXAMPLES / "compliant.jsonl"), *reqs, cwd=tmp_path)
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "verdict: COMPLIANT" in good.stdout
+    bad = _run(ALL_OPTIONAL, "check", str(EXAMPLES / "violating.jsonl"), *reqs, cwd=tmp_path)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("extra", "args"),
+    [
+        ("prove", ["prove", "pba", "--w-max", "2"]),
+        ("prove", ["gate", "uniform", "--w-max", "2"]),
+        ("audit", ["check", "LEDGER.parquet", "-r", "REQS"]),
+        ("audit", ["audit", "LEDGER.jsonl", "-r", "REQS", "--engine", "duckdb"]),
+        ("spark", ["audit", "LEDGER.jsonl", "-r", "REQS", "--engine", "spark"]),
+        ("report", ["audit", "LEDGER.jsonl", "-r", "REQS", "--html", "out.html"]),
+    ],
+)
+def test_a_missing_extra_is_one_line(extra: str, args: list[str], tmp_path: Path) -> None:
+    args = [a.replace("REQS", str(EXAMPLES / "requirements.csv")) for a in args]
+    args = [str(EXAMPLES / "compliant.jsonl") if a == "LEDGER.jsonl" else a for a in args]
+    if "LEDGER.parquet" in args:  # a Parquet ledger needs pyarrow (audit extra) to be read
+        from wevent.accounting.formats import read_ledger, write_ledger
+
+        ledger = tmp_path / "run.parquet"
+        write_ledger(read_ledger(EXAMPLES / "compliant.jsonl"), ledger)
+        args = [str(ledger) if a == "LEDGER.parquet" else a for a in args]
+    blocked = ",".join(m for m, e in EXTRA_OF.items() if e == extra)
+    done = _run(blocked, *args, cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr
+    assert f"`wevent {args[0]}` needs the {extra} extra" in lines[0]
+    assert f"pip install 'wevent[{extra}]'" in lines[0]
+
+
+def test_the_hint_names_only_optional_modules() -> None:
+    assert missing_extra(ModuleNotFoundError("x", name="z3"), "prove") == (
+        "`wevent prove` needs the prove extra (z3): pip install 'wevent[prove]'"
+    )
+    assert missing_extra(ModuleNotFoundError("x", name="numpy"), "check") is None
+    assert missing_extra(ValueError("z3"), "prove") is None
