@@ -31,6 +31,7 @@ PUBLIC = {
     "ExSub",
     "Fixed",
     "FormatError",
+    "InputError",
     "Guard",
     "Integrity",
     "Laplace",
@@ -40,12 +41,15 @@ PUBLIC = {
     "PopulationAllocatorError",
     "PopulationSpec",
     "PostProcessing",
+    "ProverError",
+    "Refused",
     "Requirement",
     "RequirementClass",
     "Sampled",
     "SegmentWriter",
     "Verdict",
     "Violation",
+    "WeventError",
     "WholeStream",
     "__version__",
     "audit",
@@ -139,3 +143,35 @@ def test_a_user_script_with_only_wevent_spends_keeps_a_durable_ledger_and_audits
     lines[0] = lines[0].replace('"epsilon":"0.1"', '"epsilon":"0.01"')
     ledger.write_text("\n".join(lines) + "\n")
     assert not wevent.audit([ledger], pop, expect_head=head).ok
+
+
+def test_every_error_wevent_raises_on_purpose_has_one_root() -> None:
+    from wevent.mechanisms.central import InvalidAllocation
+    from wevent.mechanisms.exsub import SparsityExceeded
+    from wevent.mechanisms.pool import PoolExhausted
+    from wevent.verifier.sql import EngineError
+
+    for error in (
+        wevent.BudgetError,
+        wevent.FormatError,
+        wevent.AllocatorError,
+        wevent.PopulationAllocatorError,
+        EngineError,
+        SparsityExceeded,
+    ):
+        assert issubclass(error, wevent.InputError) and issubclass(error, ValueError), error
+    for refusal in (wevent.BudgetExceeded, wevent.EvidenceRejected):
+        assert issubclass(refusal, wevent.Refused)
+        assert not issubclass(refusal, wevent.InputError)
+    for root_child in (wevent.InputError, wevent.Refused, wevent.ProverError, InvalidAllocation):
+        assert issubclass(root_child, wevent.WeventError)
+    assert issubclass(PoolExhausted, wevent.WeventError)
+    pop = wevent.Population({"a": wevent.Fixed(1, wevent.Budget("0.1"))})
+    guard = wevent.Guard(pop)
+    guard.spend(1, wevent.Budget("0.1"), user="a")
+    try:
+        guard.spend(1, wevent.Budget("0.1"), user="a")
+    except wevent.Refused as refusal:  # one except for every refusal
+        assert isinstance(refusal, wevent.BudgetExceeded)
+    else:
+        raise AssertionError("the guard accepted a spend over the bound")

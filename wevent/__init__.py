@@ -66,7 +66,9 @@ from wevent.api import (
     resolve,
     run_trace,
 )
+from wevent.errors import InputError, Refused, WeventError
 from wevent.mechanisms.noise import DiscreteLaplaceMechanism, LaplaceMechanism
+from wevent.proofs.counterexamples import ProverError
 from wevent.verifier import Guard, Verdict, Violation, check
 from wevent.verifier.audit import AuditResult
 from wevent.verifier.audit import run_audit as audit
@@ -98,6 +100,7 @@ __all__ = [
     "Fixed",
     "FormatError",
     "Guard",
+    "InputError",
     "Integrity",
     "Laplace",
     "LaplaceMechanism",
@@ -106,12 +109,15 @@ __all__ = [
     "PopulationAllocatorError",
     "PopulationSpec",
     "PostProcessing",
+    "ProverError",
+    "Refused",
     "Requirement",
     "RequirementClass",
     "Sampled",
     "SegmentWriter",
     "Verdict",
     "Violation",
+    "WeventError",
     "WholeStream",
     "__version__",
     "audit",

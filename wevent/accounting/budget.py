@@ -13,6 +13,8 @@ from enum import Enum
 from fractions import Fraction
 from typing import Final
 
+from wevent.errors import InputError
+
 __all__ = [
     "MAX_SLOT",
     "Budget",
@@ -35,7 +37,7 @@ _MAX_LENGTH: Final = 1000  # characters of one exact number (guards against absu
 MAX_SLOT: Final = 2**62 - 1  # slot numbers stay clear of int64 limits in every engine
 
 
-class BudgetError(ValueError):
+class BudgetError(InputError):
     """A value that cannot be used as an exact budget, window or evidence parameter."""
 
 

@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from wevent.accounting.budget import Budget, format_exact
 from wevent.accounting.evidence import Evidence
+from wevent.errors import Refused
 
 __all__ = ["BudgetExceeded", "EvidenceRejected", "Spender", "WindowState"]
 
@@ -35,7 +36,7 @@ class WindowState:
         return f"{self.kind} window [{self.first}, {end}]"
 
 
-class BudgetExceeded(Exception):
+class BudgetExceeded(Refused):
     """A spend was refused because it would break a constraint. Nothing was recorded."""
 
     def __init__(
@@ -64,7 +65,7 @@ class BudgetExceeded(Exception):
         )
 
 
-class EvidenceRejected(Exception):
+class EvidenceRejected(Refused):
     """A spend was refused because its evidence certifies a cost above the amount charged."""
 
     def __init__(self, *, subject: str, slot: int, amount: Fraction, lower: Fraction) -> None:

@@ -32,6 +32,7 @@ import numpy.typing as npt
 
 from wevent.accounting.budget import Budget, BudgetError, format_exact
 from wevent.accounting.spending import Spender
+from wevent.errors import WeventError
 from wevent.mechanisms.allocators import status_of
 from wevent.mechanisms.allocators.kernel import Kernel, Plan, first_negative
 from wevent.mechanisms.sampling import SamplingMechanism, obs
@@ -43,7 +44,7 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 
-class InvalidAllocation(Exception):
+class InvalidAllocation(WeventError):
     """The kernel allocated a negative budget (the published dynamic rules can); nothing of the
     slot was charged or sampled."""
 

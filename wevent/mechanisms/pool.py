@@ -20,13 +20,14 @@ import numpy as np
 import numpy.typing as npt
 
 from wevent.accounting.budget import BudgetError
+from wevent.errors import WeventError
 
 __all__ = ["PoolExhausted", "UserPool"]
 
 IntArray = npt.NDArray[np.int64]
 
 
-class PoolExhausted(Exception):
+class PoolExhausted(WeventError):
     """A draw asked for more users than the pool holds (the published PLPA+/OPS rules can)."""
 
     def __init__(self, slot: int, asked: int, available: int, what: str) -> None:

@@ -17,6 +17,7 @@ from wevent.accounting.budget import format_exact, ratio_text
 from wevent.accounting.formats import requirement_paths, write_requirements
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Dynamic, Fixed, Requirement
+from wevent.errors import WeventError
 
 if TYPE_CHECKING:
     from wevent.accounting.spending import BudgetExceeded
@@ -34,7 +35,7 @@ __all__ = [
 ]
 
 
-class ProverError(Exception):
+class ProverError(WeventError):
     """The verifier contradicted itself: a counterexample its proof found does not replay
     through the kernel and the runtime guard (or the proof's algebra disagrees with an exact
     run). A bug in wevent, never a verdict on the allocator: `wevent prove` and `wevent gate`
