@@ -20,8 +20,8 @@ from wevent.mechanisms.allocators import CENTRAL, algebra_for, classes_of, make_
 from wevent.mechanisms.allocators.kernel import published_now
 from wevent.mechanisms.central import CentralRunner
 from wevent.mechanisms.streams import SyntheticStream
-from wevent.tracing import class_groups
 from wevent.verifier.guard import Guard
+from wevent.verifier.tracing import class_groups
 
 
 def requirements(dynamic: bool) -> list[Requirement]:

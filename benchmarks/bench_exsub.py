@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from wevent.exsub_experiment import padded_residues
+from wevent.experiments.exsub_experiment import padded_residues
 from wevent.mechanisms.exsub import RandomChooser
 from wevent.mechanisms.exsub_baselines import exsub_estimates
 from wevent.mechanisms.exsub_stream import ExSubClient, ExSubProtocol, sparse_streams

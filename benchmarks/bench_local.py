@@ -22,9 +22,9 @@ from wevent.accounting.budget import Budget
 from wevent.accounting.formats import read_ledger, write_ledger, write_requirements
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Fixed, Requirement
+from wevent.experiments.running import run_mechanism
 from wevent.mechanisms.allocators import LOCAL
 from wevent.mechanisms.streams import SyntheticStream
-from wevent.running import run_mechanism
 from wevent.verifier.check import check
 
 

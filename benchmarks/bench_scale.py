@@ -2,7 +2,7 @@
 and how they grow with n, d, w and the number of classes (docs/performance.md has the figures).
 
 Every configuration runs in a fresh process (so its peak resident memory is its own) through
-`wevent.running.run_mechanism`, on a categorical Sin stream. Per-slot time is measured between
+`wevent.experiments.running.run_mechanism`, on a categorical Sin stream. Per-slot time is measured between
 the first and the last slot's progress callbacks (set-up and the first slot excluded); set-up is
 the guard, the class groups and the allocator's configuration, plus one full garbage collection
 after the first slot (the one-time traversal of what set-up built: at 10^7 users the guard's
@@ -113,7 +113,7 @@ def requirements(classes: int, w_max: int) -> list[Requirement]:
 
 def one(cfg: dict[str, Any]) -> dict[str, Any]:
     """Run one configuration in this process and return its measurements."""
-    import wevent.running as running
+    import wevent.experiments.running as running
     from wevent.mechanisms.streams import SyntheticStream
 
     inside = [0.0]  # seconds spent inside the guard's methods (guard on)

@@ -20,8 +20,8 @@ from wevent.demo import example_path
 from wevent.mechanisms.allocators import make_kernel, run_trace
 from wevent.mechanisms.allocators.algebra import ExactAlgebra
 from wevent.mechanisms.allocators.kernel import classes_of
-from wevent.tracing import trace_with_guard
 from wevent.verifier.guard import Guard
+from wevent.verifier.tracing import trace_with_guard
 
 F = Fraction
 

@@ -33,7 +33,7 @@ from wevent.mechanisms.allocators.kernel import (
 )
 from wevent.proofs.central import ALLOCATORS, Allocator, Scope, prove_allocator
 from wevent.proofs.explicit import explore
-from wevent.verifier.symbolic import fixed_windows
+from wevent.proofs.symbolic import fixed_windows
 
 FIXED = ("uniform", "sample", "bd", "ba", "pbd", "pba")
 F = Fraction
@@ -137,7 +137,7 @@ def test_unsound_combinations_refuted_and_replayed(
         assert result.refusal is not None
         assert cex.failure.spent > cex.failure.bound
     # The same population and decisions pass the sound kernel in exact arithmetic.
-    from wevent.tracing import trace_with_guard
+    from wevent.verifier.tracing import trace_with_guard
 
     assert trace_with_guard(mechanism, cex.population, list(cex.decisions)).ok
     data = proof.to_json()
@@ -276,7 +276,7 @@ def test_certificates_are_well_formed(tmp_path: Path) -> None:
 
     from wevent.accounting.formats import read_requirements
     from wevent.proofs.certify import recorded
-    from wevent.tracing import parse_decisions, trace_with_guard
+    from wevent.verifier.tracing import parse_decisions, trace_with_guard
 
     paths = sorted(
         p

@@ -23,7 +23,7 @@ from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirem
 from wevent.mechanisms.allocators import CENTRAL, TraceSlot, make_kernel, run_trace
 from wevent.mechanisms.allocators.algebra import ExactAlgebra
 from wevent.mechanisms.allocators.kernel import classes_of
-from wevent.tracing import trace_with_guard
+from wevent.verifier.tracing import trace_with_guard
 
 F = Fraction
 FIXED_KERNELS = ("uniform", "sample", "bd", "ba", "pbd", "pba")

@@ -30,7 +30,7 @@ from wevent.proofs.dynamic import (
     stationary_slot,
     step_obligation,
 )
-from wevent.verifier.symbolic import Z3ScopeAlgebra, real
+from wevent.proofs.symbolic import Z3ScopeAlgebra, real
 
 
 # The default suite proves windows <= 4 (256 shapes; dpba about 12 s on one core, measured with

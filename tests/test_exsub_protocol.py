@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from wevent.accounting.budget import BudgetError
-from wevent.exsub_experiment import errors, padded_residues
+from wevent.experiments.exsub_experiment import errors, padded_residues
 from wevent.mechanisms.exsub import RandomChooser
 from wevent.mechanisms.exsub_stream import (
     ExSubClient,

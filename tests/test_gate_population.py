@@ -149,7 +149,7 @@ def test_shortage_counterexamples_replay_as_shortages(monkeypatch: pytest.Monkey
         cfg = PopulationConfig(c.n, c.rule, c.unit, c.recycle, c.n, c.absorb_cap)
         return dataclasses.replace(setup, config=cfg)
 
-    monkeypatch.setattr("wevent.tracing.population_setup", greedy)
+    monkeypatch.setattr("wevent.verifier.tracing.population_setup", greedy)
     probe = PopulationProbe("lpd", "published", 0)
     classes: list[ClassCount] = [(Fixed(3, Budget(1)), 12)]
     assert probe((classes, [True] * 9))

@@ -377,7 +377,7 @@ def test_user_window_counterexample_that_never_replays_is_not_a_refutation(
     def patient(self: Any, users: Any, class_of: Any, budgets: Any, recycle: int, rng: Any) -> None:
         real(self, users, class_of, budgets, recycle + 10, rng)
 
-    monkeypatch.setattr(Reporters, "__init__", patient)  # the class `wevent.tracing` uses
+    monkeypatch.setattr(Reporters, "__init__", patient)  # the class `wevent.verifier.tracing` uses
     report = _gate("tests.gate_mutants:recycled_user_reused_early", OLD, w_max=3, stages=("proof",))
     proof = report.stage("proof")
     assert proof.status == "unknown", proof.detail

@@ -15,9 +15,9 @@ from wevent.accounting.budget import Budget, BudgetError
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirement, WholeStream
 from wevent.accounting.spending import BudgetExceeded
-from wevent.tracing import class_groups
 from wevent.verifier.check import check
 from wevent.verifier.guard import Guard
+from wevent.verifier.tracing import class_groups
 from wevent.verifier.vector import VectorEngine
 
 flat_requirements: st.SearchStrategy[Requirement] = st.one_of(

@@ -21,7 +21,7 @@ from wevent.mechanisms.allocators.local import population_setup
 from wevent.mechanisms.allocators.population import PopulationConfig, PopulationKernel
 from wevent.mechanisms.ops import OPSClass, ops, reports_within, sample_size
 from wevent.mechanisms.pool import PoolExhausted, UserPool
-from wevent.tracing import trace_population, trace_with_guard
+from wevent.verifier.tracing import trace_population, trace_with_guard
 
 
 def fx(w: int, eps: int | str) -> Fixed:

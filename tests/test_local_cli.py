@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from wevent.accounting.formats import read_ledger, read_requirements
 from wevent.cli import cli
+from wevent.experiments.running import open_stream, run_mechanism
 from wevent.mechanisms.allocators import LOCAL, POPULATION
-from wevent.running import open_stream, run_mechanism
 from wevent.verifier.check import check
 
 

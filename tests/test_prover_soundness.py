@@ -29,7 +29,7 @@ from wevent.mechanisms.allocators.kernel import ClassReq, Decl, DynamicClass, Fi
 from wevent.mechanisms.allocators.registry import BUILTIN
 from wevent.proofs.central import Scope, interchangeable, prove_allocator
 from wevent.proofs.counterexamples import Counterexample, ProverError
-from wevent.verifier.symbolic import Z3ScopeAlgebra, fraction_of
+from wevent.proofs.symbolic import Z3ScopeAlgebra, fraction_of
 
 
 def test_the_ten_lines() -> None:

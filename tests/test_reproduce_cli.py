@@ -92,7 +92,7 @@ def test_execute_returns_releases_truth_and_reports() -> None:
 
 
 def test_a_guard_refusal_stops_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    import wevent.running as running
+    import wevent.experiments.running as running
     from wevent.mechanisms.central import InvalidAllocation
 
     real = running.run_mechanism

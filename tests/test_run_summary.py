@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from wevent.experiments import metrics
+from wevent.experiments.running import RunSummary
 from wevent.mechanisms.central import SlotRecord
-from wevent.running import RunSummary
 
 
 def summary() -> RunSummary:

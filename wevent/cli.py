@@ -12,19 +12,17 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import click
 
 from wevent._extras import missing_extra
-from wevent.accounting.budget import MAX_SLOT, BudgetError, approx, format_exact
+from wevent.accounting.budget import MAX_SLOT, BudgetError, format_exact
 from wevent.accounting.formats import read_ledger, read_requirements
-from wevent.accounting.population import Population
 from wevent.mechanisms.allocators import CENTRAL, LOCAL_BUDGET, MECHANISMS, POPULATION
 from wevent.verifier.check import check
-from wevent.verifier.verdict import Verdict
+from wevent.verifier.verdict import percent_text, render_verdict
 
 __all__ = ["main"]
 
@@ -64,41 +62,6 @@ def _reading_bar(path: Path) -> Callable[[int, int], None] | None:
         bar.update(done - bar.n)
 
     return update
-
-
-def _percent(x: Fraction | None) -> str:
-    """Utilization as a percentage: exact where it terminates, else to 0.1% (display only)."""
-    if x is None:
-        return "unbounded (positive spend against a zero bound)"
-    text = format_exact(x * 100)
-    shown = text if "/" not in text and len(text) <= 8 else f"~{approx(x * 100, 4)}"
-    note = " (at the bound)" if x == 1 else " (over the bound)" if x > 1 else ""
-    return f"{shown}%{note}"
-
-
-def render_verdict(verdict: Verdict, population: Population, *, limit: int = 50) -> str:
-    """Human-readable verdict: violations exactly, then utilization per class."""
-    lines = []
-    status = "COMPLIANT" if verdict.ok else "NOT COMPLIANT"
-    lines.append(
-        f"verdict: {status} ({len(verdict.violations)} window violation(s), "
-        f"{len(verdict.evidence_failures)} evidence failure(s); "
-        f"{verdict.per_user_charges} per-user charges, horizon {verdict.horizon} slots)"
-    )
-    for i, v in enumerate(verdict.violations[:limit], start=1):
-        lines.append(f"  {i}. {v.describe()}")
-    if len(verdict.violations) > limit:
-        lines.append(f"  ... {len(verdict.violations) - limit} more (use --json for all)")
-    for e in verdict.evidence_failures[:limit]:
-        lines.append(f"  evidence: {e.describe()}")
-    if verdict.class_utilization:
-        lines.append("utilization (largest window sum / bound):")
-        names = {c.name: c for c in population.classes}
-        for name, util in sorted(verdict.class_utilization.items()):
-            cls = names.get(name)
-            label = f"{name} [{cls.requirement.describe()}, {cls.count} user(s)]" if cls else name
-            lines.append(f"  {label}: {_percent(util)}")
-    return "\n".join(lines)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -280,7 +243,7 @@ def audit_cmd(
     close = closest_users(result, 5)
     if close:
         click.echo(
-            "closest to their bounds: " + ", ".join(f"{u} ({_percent(x)})" for u, _, x in close)
+            "closest to their bounds: " + ", ".join(f"{u} ({percent_text(x)})" for u, _, x in close)
         )
     renderers: list[tuple[Path | None, Callable[[], str]]] = [
         (json_out, lambda: json.dumps(report_json(result), indent=2)),
@@ -824,7 +787,7 @@ def trace_cmd(
       wevent trace dpba -r table3.csv --decisions 1,0,1,0,1 --variant published
     """
     from wevent.mechanisms.allocators.registry import is_population, resolve
-    from wevent.tracing import parse_decisions, trace_population, trace_with_guard
+    from wevent.verifier.tracing import parse_decisions, trace_population, trace_with_guard
 
     population_target = mechanism in _POPULATION or is_population(mechanism)
     if not population_target:
@@ -1209,7 +1172,7 @@ def run_cmd(
       wevent run pba -r requirements.csv --stream sin --slots 1000 --ledger run.jsonl
       wevent check run.jsonl -r requirements.csv
     """
-    from wevent.running import open_stream, run_mechanism
+    from wevent.experiments.running import open_stream, run_mechanism
 
     if mechanism == "exsub":
         _run_exsub(

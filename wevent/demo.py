@@ -43,7 +43,7 @@ def run_demo(echo: Callable[[str], None]) -> bool:
     Returns True when every verdict came out as the examples intend (compliant ledger passes,
     violating ledger fails, guard refuses).
     """
-    from wevent.cli import render_verdict
+    from wevent.verifier.verdict import render_verdict
 
     req_files = [example_path("requirements.csv"), example_path("requirements.dynamic.csv")]
     population = read_requirements(req_files)
@@ -141,9 +141,9 @@ def _allocators(echo: Callable[[str], None]) -> bool:
     """A PBA run with the guard in the loop, then two published pseudo-codes refuted."""
     from wevent.accounting.budget import Budget
     from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirement
+    from wevent.experiments.running import run_mechanism
     from wevent.mechanisms.streams import SyntheticStream
-    from wevent.running import run_mechanism
-    from wevent.tracing import trace_with_guard
+    from wevent.verifier.tracing import trace_with_guard
 
     intended = True
     classes: dict[Requirement, int] = {
@@ -207,9 +207,9 @@ def _local(echo: Callable[[str], None], population: Population) -> bool:
     """A PLPA+ run (OPS and PUE) on the same population, then the published OPS split refuted."""
     from wevent.accounting.budget import Budget
     from wevent.accounting.requirements import Fixed
+    from wevent.experiments.running import run_mechanism
     from wevent.mechanisms.streams import SyntheticStream
-    from wevent.running import run_mechanism
-    from wevent.tracing import trace_population
+    from wevent.verifier.tracing import trace_population
 
     sizes = [c.count for c in population.classes]
     echo("")

@@ -29,6 +29,7 @@ from wevent.accounting.formats import write_ledger
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import WholeStream
 from wevent.accounting.spending import BudgetExceeded, EvidenceRejected
+from wevent.experiments.running import check_output, write_outputs
 from wevent.mechanisms.exsub import RandomChooser
 from wevent.mechanisms.exsub_stream import (
     ExSubClient,
@@ -38,7 +39,6 @@ from wevent.mechanisms.exsub_stream import (
     sparse_streams,
 )
 from wevent.mechanisms.streams import CsvStream
-from wevent.running import check_output, write_outputs
 from wevent.verifier.guard import Guard
 
 __all__ = ["ExSubRunSummary", "load_streams", "run_exsub"]

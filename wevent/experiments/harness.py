@@ -1,4 +1,4 @@
-"""Running the papers' sweeps: every run through `wevent.running.run_mechanism` (the guard in the
+"""Running the papers' sweeps: every run through `wevent.experiments.running.run_mechanism` (the guard in the
 loop), metrics per run, mean and standard deviation over repeats, and the outputs: ``results.csv``
 (long form), ``runs.csv`` (one line per run: its seed, statuses and ledger size), a Markdown table
 per metric in the papers' layout (datasets x mechanisms by the swept parameter) and PNG plots.
@@ -198,7 +198,7 @@ def execute(
 ) -> RunResult:
     """One run of ``mechanism`` on the synthetic ``dataset`` (001 Section 6.1 / 002 Section
     7.1.1 / 000 Section VI-A) with the guard in the loop; a refusal raises `GuardRefused`."""
-    from wevent.running import run_mechanism
+    from wevent.experiments.running import run_mechanism
 
     sizes = [c.count for c in population.classes]
     stream: Stream = SyntheticStream(dataset, slots, sizes, seed, domain)

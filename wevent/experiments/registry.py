@@ -73,8 +73,8 @@ def _register_papers() -> None:
 
 
 def _exsub(out_dir: Path, repeats: int, quick: bool, seed: int) -> list[Path]:
-    """004 Section VI: ExSub against the baselines (`wevent.exsub_experiment`)."""
-    from wevent.exsub_experiment import run_exsub_experiment
+    """004 Section VI: ExSub against the baselines (`wevent.experiments.exsub_experiment`)."""
+    from wevent.experiments.exsub_experiment import run_exsub_experiment
 
     run_exsub_experiment(out_dir, repeats, quick, seed)
     return [out_dir / name for name in ("results.csv", "table.md", "exsub.png")]

@@ -41,7 +41,7 @@ from wevent.mechanisms.allocators.kernel import (
 from wevent.proofs import algebra as _proof_algebra
 from wevent.proofs.algebra import real, strict_truth
 from wevent.proofs.counterexamples import requirements_csv
-from wevent.verifier.symbolic import Z3ScopeAlgebra, fraction_of
+from wevent.proofs.symbolic import Z3ScopeAlgebra, fraction_of
 
 __all__ = [
     "TargetRaised",

@@ -21,7 +21,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ from wevent.gate.report import (
     VERIFIER_ERROR,
     GateReport,
     StageResult,
+    new_report,
 )
 from wevent.gate.search import WideScope, run_search
 from wevent.mechanisms.allocators.api import Allocator
@@ -266,16 +267,6 @@ def _names_population(target: str) -> bool:
         return True
     except BudgetError:
         return False
-
-
-def new_report(target: str, opts: GateOptions) -> GateReport:
-    """An empty report for ``target`` that records the options it runs with."""
-    optjson = asdict(opts)
-    optjson["stages"] = list(opts.stages)
-    optjson["horizon"] = opts.slots
-    return GateReport(
-        target, opts.variant, opts.arithmetic, optjson, require_proof=opts.require_proof
-    )
 
 
 def run_gate(

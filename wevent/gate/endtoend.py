@@ -30,9 +30,9 @@ from wevent.mechanisms.allocators.api import Allocator
 from wevent.mechanisms.central import CentralRunner, InvalidAllocation, SlotRecord
 from wevent.mechanisms.streams import SYNTHETIC_KINDS, SyntheticStream
 from wevent.proofs.counterexamples import Counterexample
-from wevent.tracing import class_groups
 from wevent.verifier.check import check
 from wevent.verifier.guard import Guard
+from wevent.verifier.tracing import class_groups
 
 __all__ = ["run_end_to_end"]
 

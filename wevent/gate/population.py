@@ -18,7 +18,7 @@ mirror the budget-kernel gate (`wevent.gate.core`):
    n = 2 max w .. 3 max w users and every decision sequence; a user-window violation is refuted
    only when a run through the pool and the guard replays it;
 3. search: populations (1..K distinct classes with their user counts) and decision sequences
-   through `wevent.tracing.trace_population` (pool + runtime guard): first every one-class
+   through `wevent.verifier.tracing.trace_population` (pool + runtime guard): first every one-class
    periodic rhythm and every two-class split of n users publishing at every slot (the shape of
    the published OPS counterexample, `wevent.proofs.population.replay_split_counterexample`), then
    hypothesis, then the wide search (`wide_population_cases`: up to 6 classes, windows up to
@@ -27,7 +27,7 @@ mirror the budget-kernel gate (`wevent.gate.core`):
 
 Populations an allocator's setup refuses (BudgetError: it needs more users) are skipped and
 counted in every stage, never an "unusable" verdict.
-4. end to end: `wevent.running.run_mechanism` on synthetic streams with the guard in the loop,
+4. end to end: `wevent.experiments.running.run_mechanism` on synthetic streams with the guard in the loop,
    its ledger then batch-checked.
 
 Every counterexample holds the whole population (its size sets the sample sizes) and the pool
@@ -55,6 +55,7 @@ from wevent.accounting.budget import Budget, BudgetError
 from wevent.accounting.formats import write_requirements
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Fixed, Requirement
+from wevent.experiments.running import run_mechanism
 from wevent.gate.conformance import TargetRaised, guarded
 from wevent.gate.endtoend import checker_disagreement, never_published
 from wevent.gate.inputs import (
@@ -97,8 +98,7 @@ from wevent.mechanisms.streams import SYNTHETIC_KINDS, SyntheticStream
 from wevent.proofs.algebra import Z3Algebra, strict_truth
 from wevent.proofs.counterexamples import Counterexample, Failure, ProverError, replayed
 from wevent.proofs.population import even_counts, prove_population
-from wevent.running import run_mechanism
-from wevent.tracing import PopulationTrace, trace_population
+from wevent.verifier.tracing import PopulationTrace, trace_population
 
 __all__ = [
     "ClassCount",
@@ -548,7 +548,7 @@ def _kernel_run(kernel: PopulationKernel[Any, Any], decisions: Sequence[bool]) -
 def _value(v: Any) -> Any:
     """A kernel value as a Python value (Z3 terms simplified to constants)."""
     if isinstance(v, z3.ExprRef):
-        from wevent.verifier.symbolic import fraction_of
+        from wevent.proofs.symbolic import fraction_of
 
         s = z3.simplify(v)
         if z3.is_true(s) or z3.is_false(s):
@@ -956,7 +956,7 @@ def run_population_gate(
     """Every stage of the gate on the population allocator ``target`` (a built-in of
     `wevent.mechanisms.allocators.local.POPULATION` or a third-party `PopulationAllocator`); ``opts``
     is a `wevent.gate.GateOptions`."""
-    from wevent.gate.core import new_report
+    from wevent.gate.report import new_report
 
     start = time.perf_counter()
     report = new_report(target, opts)

@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wevent.accounting.requirements import Dynamic, Fixed
 from wevent.proofs.counterexamples import Counterexample
 
-__all__ = ["EXIT_CODES", "GateReport", "StageResult", "cex_size"]
+if TYPE_CHECKING:  # the options are the caller's (gate.core imports this module)
+    from wevent.gate.core import GateOptions
+
+__all__ = ["EXIT_CODES", "GateReport", "StageResult", "cex_size", "new_report"]
 
 EXIT_CODES = {
     "proved": 0,
@@ -392,4 +395,14 @@ def _searched_text(scope: dict[str, Any] | None) -> str:
     return (
         f"searched {scope['runs']:,} populations up to w = {scope['w_max']}, "
         f"{scope['classes']} classes, {scope['horizon']} slots{pool}: no violation"
+    )
+
+
+def new_report(target: str, opts: GateOptions) -> GateReport:
+    """An empty report for ``target`` that records the options it runs with."""
+    optjson = asdict(opts)
+    optjson["stages"] = list(opts.stages)
+    optjson["horizon"] = opts.slots
+    return GateReport(
+        target, opts.variant, opts.arithmetic, optjson, require_proof=opts.require_proof
     )

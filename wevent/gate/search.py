@@ -51,7 +51,7 @@ from wevent.mechanisms.allocators import algebra_for, classes_of
 from wevent.mechanisms.allocators.api import Allocator
 from wevent.mechanisms.allocators.kernel import first_negative
 from wevent.proofs.counterexamples import Counterexample, Failure, ProverError, replayed
-from wevent.tracing import TraceResult, trace_kernel
+from wevent.verifier.tracing import TraceResult, trace_kernel
 
 __all__ = [
     "CaseProbe",

@@ -2,7 +2,7 @@
 
 Each mechanism maps n padded s-sparse ternary vectors (shape (n, d'), exactly s non-zero entries
 per row) to n unbiased estimates of those vectors (``E[estimate] = R``), every row eps-LDP. They
-feed 004's hierarchical protocol in `wevent.exsub_experiment`. These are *simulations* for
+feed 004's hierarchical protocol in `wevent.experiments.exsub_experiment`. These are *simulations* for
 measuring error: the ledger-producing runtime path is `wevent.mechanisms.exsub_stream` (exact sampler,
 charged through the guard); the tests tie the two together statistically.
 

@@ -1,6 +1,6 @@
 """Window theorems of the central allocator kernels, proved with Z3 on the kernels' own code.
 
-The kernels of `wevent.mechanisms.allocators` run unchanged on Z3 terms (`wevent.verifier.symbolic`): budgets
+The kernels of `wevent.mechanisms.allocators` run unchanged on Z3 terms (`wevent.proofs.symbolic`): budgets
 are symbolic, the publish/skip decision of every slot is a free Boolean (the data-dependent
 ``dis > err`` outcome is adversarial), and the engine asserts the negation of the theorem.
 
@@ -82,7 +82,7 @@ from wevent.proofs.algebra import BRANCHED, strict_truth
 from wevent.proofs.counterexamples import Counterexample, Failure, ProverError, replayed
 from wevent.proofs.dynamic import all_shapes, noninterference, prove_shapes, sample_pairs
 from wevent.proofs.explicit import explore
-from wevent.verifier.symbolic import (
+from wevent.proofs.symbolic import (
     Outcome,
     SlotTerms,
     Unrolling,

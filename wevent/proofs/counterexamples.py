@@ -2,7 +2,7 @@
 sequence and the failure, which replays through the kernel and the runtime guard.
 
 A counterexample comes from a Z3 model of the negated theorem at its first failing slot (see
-`wevent.verifier.symbolic.first_failure`), so the replay meets the same failure at the same slot: the
+`wevent.proofs.symbolic.first_failure`), so the replay meets the same failure at the same slot: the
 guard refuses a spend there, or the kernel allocates a negative budget there.
 """
 
@@ -22,7 +22,7 @@ from wevent.errors import WeventError
 if TYPE_CHECKING:
     from wevent.accounting.spending import BudgetExceeded
     from wevent.mechanisms.allocators.api import Allocator
-    from wevent.tracing import PopulationTrace, TraceResult
+    from wevent.verifier.tracing import PopulationTrace, TraceResult
 
 __all__ = [
     "Counterexample",
@@ -182,7 +182,7 @@ class Counterexample:
         test), else the kernel ``mechanism`` names, as `wevent trace` does."""
         from wevent.mechanisms.allocators.algebra import algebra_for
         from wevent.mechanisms.allocators.kernel import classes_of
-        from wevent.tracing import trace_kernel, trace_with_guard
+        from wevent.verifier.tracing import trace_kernel, trace_with_guard
 
         if self.draws_users:
             raise ValueError(f"{self.mechanism} draws users: use replay_population()")
@@ -208,7 +208,7 @@ class Counterexample:
     def replay_population(self) -> PopulationTrace:
         """Run a population allocator on the decisions, its users drawn from the pool seeded
         with ``seed`` and charged to the runtime guard, as `wevent trace` does."""
-        from wevent.tracing import trace_population
+        from wevent.verifier.tracing import trace_population
 
         return trace_population(
             self.mechanism,

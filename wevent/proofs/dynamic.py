@@ -75,7 +75,7 @@ from wevent.accounting.budget import BudgetError
 from wevent.mechanisms.allocators.dynamic import DynamicKernel, DynamicState
 from wevent.mechanisms.allocators.kernel import Decl, DynamicClass, Prefix
 from wevent.proofs.algebra import strict_truth
-from wevent.verifier.symbolic import WindowSpec, Z3ScopeAlgebra, dynamic_windows, real
+from wevent.proofs.symbolic import WindowSpec, Z3ScopeAlgebra, dynamic_windows, real
 
 __all__ = [
     "FORWARD_RATIOS",

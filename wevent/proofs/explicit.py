@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import Any
 
 from wevent.mechanisms.allocators.kernel import Prefix, published_now
-from wevent.verifier.symbolic import WindowSpec
+from wevent.proofs.symbolic import WindowSpec
 
 __all__ = ["ExplicitOutcome", "explore", "state_digest"]
 

@@ -451,7 +451,7 @@ def replay_window_counterexample(
     from wevent.accounting.budget import Budget
     from wevent.accounting.population import Population
     from wevent.accounting.requirements import Fixed
-    from wevent.tracing import trace_population
+    from wevent.verifier.tracing import trace_population
 
     users: dict[str, Fixed] = {}
     for w, e, k in zip(bad["windows"], bad["budgets"], bad["counts"], strict=True):
@@ -640,7 +640,7 @@ def replay_split_counterexample(
     from wevent.accounting.budget import Budget
     from wevent.accounting.population import Population
     from wevent.accounting.requirements import Fixed
-    from wevent.tracing import trace_population
+    from wevent.verifier.tracing import trace_population
 
     n, w_o, w = cex["n"], cex["w_o"], cex["w"]
     if w_o == w:

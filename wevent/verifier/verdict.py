@@ -22,12 +22,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wevent.accounting.budget import approx, format_exact, ratio_text
 from wevent.accounting.evidence import Evidence, evidence_to_json
 
-__all__ = ["EvidenceFailure", "Verdict", "Violation", "ratio"]
+if TYPE_CHECKING:
+    from wevent.accounting.population import Population
+
+__all__ = [
+    "EvidenceFailure",
+    "Verdict",
+    "Violation",
+    "percent_text",
+    "ratio",
+    "render_verdict",
+]
 
 
 def ratio(total: Fraction, bound: Fraction) -> Fraction | None:
@@ -189,3 +199,41 @@ class Verdict:
             "horizon": self.horizon,
             "per_user_charges": self.per_user_charges,
         }
+
+
+# ---------------------------------------------------------------------------- text
+
+
+def percent_text(x: Fraction | None) -> str:
+    """Utilization as a percentage: exact where it terminates, else to 0.1% (display only)."""
+    if x is None:
+        return "unbounded (positive spend against a zero bound)"
+    text = format_exact(x * 100)
+    shown = text if "/" not in text and len(text) <= 8 else f"~{approx(x * 100, 4)}"
+    note = " (at the bound)" if x == 1 else " (over the bound)" if x > 1 else ""
+    return f"{shown}%{note}"
+
+
+def render_verdict(verdict: Verdict, population: Population, *, limit: int = 50) -> str:
+    """Human-readable verdict: violations exactly, then utilization per class."""
+    lines = []
+    status = "COMPLIANT" if verdict.ok else "NOT COMPLIANT"
+    lines.append(
+        f"verdict: {status} ({len(verdict.violations)} window violation(s), "
+        f"{len(verdict.evidence_failures)} evidence failure(s); "
+        f"{verdict.per_user_charges} per-user charges, horizon {verdict.horizon} slots)"
+    )
+    for i, v in enumerate(verdict.violations[:limit], start=1):
+        lines.append(f"  {i}. {v.describe()}")
+    if len(verdict.violations) > limit:
+        lines.append(f"  ... {len(verdict.violations) - limit} more (use --json for all)")
+    for e in verdict.evidence_failures[:limit]:
+        lines.append(f"  evidence: {e.describe()}")
+    if verdict.class_utilization:
+        lines.append("utilization (largest window sum / bound):")
+        names = {c.name: c for c in population.classes}
+        for name, util in sorted(verdict.class_utilization.items()):
+            cls = names.get(name)
+            label = f"{name} [{cls.requirement.describe()}, {cls.count} user(s)]" if cls else name
+            lines.append(f"  {label}: {percent_text(util)}")
+    return "\n".join(lines)

@@ -45,8 +45,8 @@ from wevent.mechanisms.streams import (
     Stream,
     SyntheticStream,
 )
-from wevent.tracing import class_groups
 from wevent.verifier.guard import Guard
+from wevent.verifier.tracing import class_groups
 
 __all__ = ["RunSummary", "open_stream", "run_mechanism"]
 
