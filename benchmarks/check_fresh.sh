@@ -12,7 +12,7 @@
 #   --keep       keep the clones (their logs are kept in any case)
 #
 # Prints one line per command and run: "run 1/3 make test: ok, 512.3 s". Logs go to
-# $TMPDIR/wevent-fresh-<stamp>/run-K/{demo,test}.log. Exit 0 when every run passed, 1 otherwise,
+# $TMPDIR/wevent-fresh-<stamp>/run-K/{demo,test,core}.log. Exit 0 when every run passed, 1 otherwise,
 # 2 for a usage error.
 set -uo pipefail
 
@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
             runs="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
     --cold-pip) cold=1; shift ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "check_fresh: unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
 done

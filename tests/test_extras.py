@@ -28,8 +28,13 @@ RUNNER = textwrap.dedent(
             return None
 
     sys.meta_path.insert(0, Blocker())
-    from wevent.cli import main
-    main(sys.argv[2:])
+    if sys.argv[2].endswith(".py"):  # a user script
+        import runpy
+        sys.argv = sys.argv[2:]
+        runpy.run_path(sys.argv[0], run_name="__main__")
+    else:
+        from wevent.cli import main
+        main(sys.argv[2:])
     """
 )
 
@@ -67,6 +72,7 @@ def test_the_core_checks_a_ledger_without_any_extra(tmp_path: Path) -> None:
         ("audit", ["check", "LEDGER.parquet", "-r", "REQS"]),
         ("audit", ["audit", "LEDGER.jsonl", "-r", "REQS", "--engine", "duckdb"]),
         ("spark", ["audit", "LEDGER.jsonl", "-r", "REQS", "--engine", "spark"]),
+        ("report", ["reproduce", "pwsm-w", "--quick", "--out", "rep"]),
         ("report", ["audit", "LEDGER.jsonl", "-r", "REQS", "--html", "out.html"]),
     ],
 )
@@ -84,8 +90,9 @@ def test_a_missing_extra_is_one_line(extra: str, args: list[str], tmp_path: Path
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in done.stderr
-    assert f"`wevent {args[0]}` needs the {extra} extra" in lines[0]
+    assert f"`wevent {args[0]}" in lines[0] and f"needs the {extra} extra" in lines[0]
     assert f"pip install 'wevent[{extra}]'" in lines[0]
+    assert not (tmp_path / "rep").exists()  # reproduce says so before it runs anything
 
 
 def test_the_hint_names_only_optional_modules() -> None:
@@ -94,3 +101,54 @@ def test_the_hint_names_only_optional_modules() -> None:
     )
     assert missing_extra(ModuleNotFoundError("x", name="numpy"), "check") is None
     assert missing_extra(ValueError("z3"), "prove") is None
+
+
+def test_the_demo_names_every_extra_it_needs_before_it_starts(tmp_path: Path) -> None:
+    done = _run(ALL_OPTIONAL, "demo", cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "pip install 'wevent[audit,prove,report]'" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_facade_script_and_an_audit_run_in_the_core(tmp_path: Path) -> None:
+    """The user script of `tests/test_facade.py` (guard, chained JSONL, check, audit against
+    its head) and `wevent audit` of that ledger, with every optional module missing; a tampered
+    line is an integrity failure (exit 1), not a missing extra."""
+    from tests.test_facade import SCRIPT
+
+    script = tmp_path / "task.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    ledger = tmp_path / "run.jsonl"
+    done = _run(ALL_OPTIONAL, str(script), str(ledger), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "audit ok: True" in done.stdout
+    reqs = tmp_path / "reqs.csv"
+    reqs.write_text("user,w,epsilon\nalice,3,0.3\nbob,2,1/2\n")
+    audit = _run(ALL_OPTIONAL, "audit", str(ledger), "-r", str(reqs), cwd=tmp_path)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    lines = ledger.read_text().splitlines()
+    lines[0] = lines[0].replace('"epsilon":"0.1"', '"epsilon":"0.01"')
+    ledger.write_text("\n".join(lines) + "\n")
+    tampered = _run(ALL_OPTIONAL, "audit", str(ledger), "-r", str(reqs), cwd=tmp_path)
+    assert tampered.returncode == 1, tampered.stdout + tampered.stderr
+    assert "integrity: FAILED" in tampered.stdout and "extra" not in tampered.stderr
+
+
+def test_a_run_on_a_synthetic_stream_needs_no_extra(tmp_path: Path) -> None:
+    reqs = tmp_path / "reqs.csv"
+    reqs.write_text("user,w,epsilon\nalice,3,0.3\nbob,2,1/2\n")
+    done = _run(
+        ALL_OPTIONAL,
+        "run",
+        "pba",
+        "-r",
+        str(reqs),
+        "--stream",
+        "sin",
+        "--slots",
+        "12",
+        "--ledger",
+        str(tmp_path / "run.jsonl"),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

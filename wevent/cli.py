@@ -17,9 +17,10 @@ from typing import Any
 
 import click
 
-from wevent._extras import missing_extra
+from wevent._extras import missing_extra, require
 from wevent.accounting.budget import MAX_SLOT, BudgetError, format_exact
 from wevent.accounting.formats import read_ledger, read_requirements
+from wevent.errors import InputError
 from wevent.mechanisms.allocators import CENTRAL, LOCAL_BUDGET, MECHANISMS, POPULATION
 from wevent.verifier.check import check
 from wevent.verifier.verdict import percent_text, render_verdict
@@ -226,6 +227,8 @@ def audit_cmd(
         _fail(f"{engine} engine ran out of memory: {exc or 'MemoryError'}{hint}")
     except Exception as exc:  # engine failures (e.g. a Spark or DuckDB error): one line
         missing = missing_extra(exc, "audit")
+        if missing is not None and engine == "spark":  # [spark] brings pyarrow too
+            missing = require("audit --engine spark", "spark")
         if missing is not None:
             _fail(missing)
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -1295,6 +1298,9 @@ def reproduce_cmd(
       wevent reproduce pwsm-epsilon --quick --out out/pwsm
       wevent reproduce ldp-ids-w --users 20000 --slots 800 --repeats 3
     """
+    missing = require("reproduce", "report")  # plots, checked before hours of runs
+    if missing is not None:
+        _fail(missing)
     from wevent.experiments.harness import GuardRefused
     from wevent.experiments.registry import run_experiment
 
@@ -1444,6 +1450,9 @@ def demo_cmd() -> None:
     0.1 under a bound of 0.3, and one with fixed, dynamic backward, dynamic forward and
     whole-stream violations and a charge whose evidence does not cover it.
     """
+    missing = require("demo", "audit", "prove", "report")  # it shows every part of wevent
+    if missing is not None:
+        _fail(missing)
     from wevent.demo import run_demo
 
     sys.exit(EXIT_OK if run_demo(click.echo) else EXIT_VIOLATION)
@@ -1456,7 +1465,7 @@ def main(argv: Sequence[str] | None = None) -> Any:
     args = list(argv) if argv is not None else sys.argv[1:]
     try:
         return cli.main(args=args, prog_name="wevent")
-    except BudgetError as exc:  # a safety net: commands catch their own
+    except InputError as exc:  # a safety net: commands catch their own
         _fail(str(exc))
     except ModuleNotFoundError as exc:  # an optional dependency: name the extra, one line
         hint = missing_extra(exc, next((a for a in args if not a.startswith("-")), ""))

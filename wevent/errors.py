@@ -2,7 +2,7 @@
 
     WeventError
     ├── InputError (also a ValueError): a value, file or option wevent cannot use; the CLI
-    │   │   prints it in one line and exits 2
+    │   │   prints it in one line and exits 2 (`wevent.cli.main` catches every InputError)
     │   └── BudgetError (wevent.accounting.budget): budgets, windows, evidence parameters,
     │       │   requirements, ledgers
     │       ├── FormatError: a malformed file, with its file and line
@@ -26,7 +26,10 @@ __all__ = ["InputError", "Refused", "WeventError"]
 
 
 class WeventError(Exception):
-    """The root of every exception wevent raises on purpose."""
+    """The root of wevent's error types (the tree above). Not yet under it: a few internal
+    signals (`GuardRefused` in the experiments, `TargetRaised` in the gate) and Python's own
+    TypeError/ValueError for some API misuse (an unknown engine name, evidence of a wrong
+    type)."""
 
 
 class InputError(WeventError, ValueError):

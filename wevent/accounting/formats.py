@@ -581,13 +581,13 @@ def read_ledgers(paths: Iterable[Path | str]) -> Ledger:
     """One ledger from several files read in order, as if concatenated (a group defined in one
     file may be charged in a later one). One file is `read_ledger`; several are combined as
     Arrow tables in the Parquet columns (text files converted first) and parsed once."""
-    import pyarrow as pa
-
     files = [Path(p) for p in paths]
     if not files:
         raise FormatError("no ledger files given")
-    if len(files) == 1:
+    if len(files) == 1:  # no pyarrow needed for one JSONL or CSV file (the core install)
         return read_ledger(files[0])
+    import pyarrow as pa
+
     tables = []
     for f in files:
         if ledger_kind(f) == "parquet":

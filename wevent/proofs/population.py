@@ -608,11 +608,14 @@ def _prove_cases(
 POPULATION_TARGETS = (*POPULATION, "ops")
 
 
-def certify(directory: str = "wevent/proofs/certificates") -> list[dict[str, Any]]:
+def certify(directory: str | None = None) -> list[dict[str, Any]]:
     """Regenerate the population certificates (``python -m wevent.proofs.population``): every target
     and variant at the default scope, one JSON file each."""
     import json
     from pathlib import Path
+
+    if directory is None:  # beside this module, wherever the command runs
+        directory = str(Path(__file__).with_name("certificates"))
 
     out_dir = Path(directory)
     out_dir.mkdir(parents=True, exist_ok=True)

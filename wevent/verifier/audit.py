@@ -8,6 +8,7 @@ Anything else is reported, never audited silently and never dropped silently.
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -68,10 +69,16 @@ def run_audit(
                 # Audit exactly the verified prefix (a torn tail or a tampered line is excluded).
                 from wevent.accounting.durable import verified_records
 
-                prefix = Path(tmp) / f"verified-{k}.parquet"
-                import pyarrow.parquet as pq
-
-                pq.write_table(records_table(verified_records(found.path)), prefix)
+                try:
+                    import pyarrow.parquet as pq
+                except ModuleNotFoundError:  # the core install: the prefix as plain JSONL
+                    prefix = Path(tmp) / f"verified-{k}.jsonl"
+                    with prefix.open("w", encoding="utf-8") as out:
+                        for rec in verified_records(found.path):
+                            out.write(json.dumps(rec, ensure_ascii=True) + "\n")
+                else:
+                    prefix = Path(tmp) / f"verified-{k}.parquet"
+                    pq.write_table(records_table(verified_records(found.path)), prefix)
                 files.append(prefix)
             else:
                 files.extend(Path(f) for f in found.files)
