@@ -97,20 +97,33 @@ print("audit ok:", result.ok, "charges:", len(guard.ledger), "head:", head)
 
 def test_the_public_surface_is_pinned() -> None:
     assert set(wevent.__all__) == PUBLIC
+    assert set(wevent._LAZY) | {"__version__"} == PUBLIC  # every public name loads lazily
     for name in PUBLIC:
         assert getattr(wevent, name) is not None, name
     assert isinstance(wevent.__version__, str) and wevent.__version__
 
 
 def test_importing_wevent_loads_no_optional_dependency() -> None:
+    """`import wevent` loads nothing (the pytest plugin imports it in every session of a
+    project that has wevent installed); using every public name loads no optional module."""
+    optional = "('z3', 'duckdb', 'pyarrow', 'pyspark', 'matplotlib', 'hypothesis')"
     code = (
-        "import sys, wevent; "
-        "print(sorted(m for m in ('z3', 'duckdb', 'pyarrow', 'pyspark', 'matplotlib', "
-        "'hypothesis') if m in sys.modules))"
+        "import sys, wevent, wevent.errors; "
+        "print(sorted(m for m in ('numpy', 'wevent.verifier') if m in sys.modules)); "
+        "[getattr(wevent, n) for n in wevent.__all__]; "
+        f"print(sorted(m for m in {optional} if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
+    assert done.stdout.split("\n")[:2] == ["[]", "[]"]
+
+
+def test_unknown_names_are_attribute_errors() -> None:
+    import pytest
+
+    with pytest.raises(AttributeError, match="no attribute 'Gaurd'"):
+        _ = wevent.Gaurd  # type: ignore[attr-defined]
+    assert "Guard" in dir(wevent)
 
 
 def test_a_user_script_with_only_wevent_spends_keeps_a_durable_ledger_and_audits_it(

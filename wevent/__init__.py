@@ -15,68 +15,145 @@ audit it, and bring an allocator of one's own::
 
 The names below are the public surface (`tests/test_facade.py` pins it); the subpackages
 (`wevent.accounting`, `wevent.mechanisms`, `wevent.verifier`, `wevent.proofs`,
-`wevent.experiments`, `wevent.gate`) hold the implementation. Importing this module needs only
-the core dependencies (numpy): the proofs (Z3), the SQL engines (DuckDB, pyarrow), Spark and the
-plots load when used.
+`wevent.experiments`, `wevent.gate`) hold the implementation. Importing this module loads
+nothing else: each name loads its module on first use, and none needs an optional dependency
+(the proofs (Z3), the SQL engines (DuckDB, pyarrow), Spark and the plots load when used).
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _version
+from typing import TYPE_CHECKING, Any
 
-from wevent.accounting import (
-    GRR,
-    OUE,
-    Budget,
-    BudgetError,
-    BudgetExceeded,
-    Charge,
-    Declaration,
-    DiscreteLaplace,
-    Dynamic,
-    Evidence,
-    EvidenceRejected,
-    ExSub,
-    Fixed,
-    Laplace,
-    Ledger,
-    Population,
-    PostProcessing,
-    Requirement,
-    RequirementClass,
-    Sampled,
-    WholeStream,
-)
-from wevent.accounting.durable import ChainedJsonlWriter, Integrity, SegmentWriter
-from wevent.accounting.formats import (
-    FormatError,
-    read_ledger,
-    read_ledgers,
-    read_requirements,
-    write_ledger,
-    write_requirements,
-)
-from wevent.api import (
-    Allocator,
-    AllocatorError,
-    AllocatorSpec,
-    PopulationAllocatorError,
-    PopulationSpec,
-    resolve,
-    run_trace,
-)
-from wevent.errors import InputError, Refused, WeventError
-from wevent.mechanisms.noise import DiscreteLaplaceMechanism, LaplaceMechanism
-from wevent.proofs.counterexamples import ProverError
-from wevent.verifier import Guard, Verdict, Violation, check
-from wevent.verifier.audit import AuditResult
-from wevent.verifier.audit import run_audit as audit
+if TYPE_CHECKING:  # the same names, for type checkers; at runtime they load on first use
+    from wevent.accounting import (
+        GRR,
+        OUE,
+        Budget,
+        BudgetError,
+        BudgetExceeded,
+        Charge,
+        Declaration,
+        DiscreteLaplace,
+        Dynamic,
+        Evidence,
+        EvidenceRejected,
+        ExSub,
+        Fixed,
+        Laplace,
+        Ledger,
+        Population,
+        PostProcessing,
+        Requirement,
+        RequirementClass,
+        Sampled,
+        WholeStream,
+    )
+    from wevent.accounting.durable import ChainedJsonlWriter, Integrity, SegmentWriter
+    from wevent.accounting.formats import (
+        FormatError,
+        read_ledger,
+        read_ledgers,
+        read_requirements,
+        write_ledger,
+        write_requirements,
+    )
+    from wevent.api import (
+        Allocator,
+        AllocatorError,
+        AllocatorSpec,
+        PopulationAllocatorError,
+        PopulationSpec,
+        resolve,
+        run_trace,
+    )
+    from wevent.errors import InputError, Refused, WeventError
+    from wevent.mechanisms.noise import DiscreteLaplaceMechanism, LaplaceMechanism
+    from wevent.proofs.counterexamples import ProverError
+    from wevent.verifier import Guard, Verdict, Violation, check
+    from wevent.verifier.audit import AuditResult
+    from wevent.verifier.audit import run_audit as audit
 
-try:
-    __version__ = _version("wevent")
-except PackageNotFoundError:  # a source tree that was never installed
-    __version__ = "0+unknown"
+    __version__: str
+
+# name -> (module, attribute): loaded on first access, so `import wevent.errors` (or the pytest
+# plugin entry point, which imports this package in every pytest session of a project that has
+# wevent installed) does not load numpy and the checker.
+_LAZY: dict[str, tuple[str, str]] = {
+    "Allocator": ("wevent.api", "Allocator"),
+    "AllocatorError": ("wevent.api", "AllocatorError"),
+    "AllocatorSpec": ("wevent.api", "AllocatorSpec"),
+    "AuditResult": ("wevent.verifier.audit", "AuditResult"),
+    "Budget": ("wevent.accounting", "Budget"),
+    "BudgetError": ("wevent.accounting", "BudgetError"),
+    "BudgetExceeded": ("wevent.accounting", "BudgetExceeded"),
+    "ChainedJsonlWriter": ("wevent.accounting.durable", "ChainedJsonlWriter"),
+    "Charge": ("wevent.accounting", "Charge"),
+    "Declaration": ("wevent.accounting", "Declaration"),
+    "DiscreteLaplace": ("wevent.accounting", "DiscreteLaplace"),
+    "DiscreteLaplaceMechanism": ("wevent.mechanisms.noise", "DiscreteLaplaceMechanism"),
+    "Dynamic": ("wevent.accounting", "Dynamic"),
+    "Evidence": ("wevent.accounting", "Evidence"),
+    "EvidenceRejected": ("wevent.accounting", "EvidenceRejected"),
+    "ExSub": ("wevent.accounting", "ExSub"),
+    "Fixed": ("wevent.accounting", "Fixed"),
+    "FormatError": ("wevent.accounting.formats", "FormatError"),
+    "GRR": ("wevent.accounting", "GRR"),
+    "Guard": ("wevent.verifier", "Guard"),
+    "InputError": ("wevent.errors", "InputError"),
+    "Integrity": ("wevent.accounting.durable", "Integrity"),
+    "Laplace": ("wevent.accounting", "Laplace"),
+    "LaplaceMechanism": ("wevent.mechanisms.noise", "LaplaceMechanism"),
+    "Ledger": ("wevent.accounting", "Ledger"),
+    "OUE": ("wevent.accounting", "OUE"),
+    "Population": ("wevent.accounting", "Population"),
+    "PopulationAllocatorError": ("wevent.api", "PopulationAllocatorError"),
+    "PopulationSpec": ("wevent.api", "PopulationSpec"),
+    "PostProcessing": ("wevent.accounting", "PostProcessing"),
+    "ProverError": ("wevent.proofs.counterexamples", "ProverError"),
+    "Refused": ("wevent.errors", "Refused"),
+    "Requirement": ("wevent.accounting", "Requirement"),
+    "RequirementClass": ("wevent.accounting", "RequirementClass"),
+    "Sampled": ("wevent.accounting", "Sampled"),
+    "SegmentWriter": ("wevent.accounting.durable", "SegmentWriter"),
+    "Verdict": ("wevent.verifier", "Verdict"),
+    "Violation": ("wevent.verifier", "Violation"),
+    "WeventError": ("wevent.errors", "WeventError"),
+    "WholeStream": ("wevent.accounting", "WholeStream"),
+    "audit": ("wevent.verifier.audit", "run_audit"),
+    "check": ("wevent.verifier", "check"),
+    "read_ledger": ("wevent.accounting.formats", "read_ledger"),
+    "read_ledgers": ("wevent.accounting.formats", "read_ledgers"),
+    "read_requirements": ("wevent.accounting.formats", "read_requirements"),
+    "resolve": ("wevent.api", "resolve"),
+    "run_trace": ("wevent.api", "run_trace"),
+    "write_ledger": ("wevent.accounting.formats", "write_ledger"),
+    "write_requirements": ("wevent.accounting.formats", "write_requirements"),
+}
+
+
+if not TYPE_CHECKING:  # type checkers see the imports above, and flag unknown names
+
+    def __getattr__(name: str) -> Any:
+        if name == "__version__":
+            try:
+                value: Any = _version("wevent")
+            except PackageNotFoundError:  # a source tree that was never installed
+                value = "0+unknown"
+        elif name in _LAZY:
+            module, attribute = _LAZY[name]
+            value = getattr(import_module(module), attribute)
+        else:
+            raise AttributeError(f"module 'wevent' has no attribute {name!r}")
+        globals()[name] = value
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "GRR",
