@@ -329,8 +329,9 @@ def test_a_python_branch_on_a_budget_is_never_proved(monkeypatch: pytest.MonkeyP
     _branches_on_forward_budget(monkeypatch)
     with pytest.raises(z3.Z3Exception, match="branched in Python"):
         prove_shape("dpba", "sound", ((1, 1), (1, 3)), (1, 2))
-    with pytest.raises(ProverError, match="branched in Python"):
+    with pytest.raises(ProverError, match="branched in Python") as raised:
         prove_allocator("dpba", scope=Scope(classes=1, w_max=3), unbounded=True)
+    assert "test_dynamic_proofs.py:" in str(raised.value)  # the mutant's line
     # outside a proof, Z3's own behaviour is back
     x = z3.Real("outside")
     assert bool(x == x) and not bool(x == real(2))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -38,8 +37,7 @@ from wevent.mechanisms.allocators.kernel import (
     published_now,
     scaled_classes,
 )
-from wevent.proofs import algebra as _proof_algebra
-from wevent.proofs.algebra import real, strict_truth
+from wevent.proofs.algebra import real, strict_truth, where_it_left_the_algebra
 from wevent.proofs.counterexamples import requirements_csv
 from wevent.proofs.symbolic import Z3ScopeAlgebra, fraction_of
 
@@ -299,27 +297,6 @@ def check_scaling(
 
 # ---------------------------------------------------------------------------- symbolic
 
-# `strict_truth` raises from there: not where the kernel left the algebra.
-_STRICT_TRUTH_FILE = str(Path(_proof_algebra.__file__))
-
-
-def where_it_left_the_algebra(exc: BaseException) -> str | None:
-    """Where a kernel stopped running on Z3 terms: the innermost frame of the traceback outside
-    Z3 and outside this module (typically the kernel's ``if budget > x:`` or ``float(budget)``),
-    as ``file:line: source``."""
-    z3_dir = str(Path(z3.__file__).parent)
-    ours = (str(Path(__file__)), _STRICT_TRUTH_FILE)
-    frames = [
-        f
-        for f in traceback.extract_tb(exc.__traceback__)
-        if not f.filename.startswith(z3_dir) and f.filename not in ours
-    ]
-    if not frames:
-        return None
-    f = frames[-1]
-    code = (f.line or "").strip()
-    return f"{f.filename}:{f.lineno}" + (f": {code}" if code else "")
-
 
 class _ProofTerms:
     """A kernel's classes as the proof sees them: every budget a Z3 parameter, pinned to the
@@ -427,7 +404,7 @@ def check_symbolic(
         except Exception as exc:
             first = str(exc).strip().splitlines()
             why = f"{type(exc).__name__}{': ' + first[0] if first else ''}"
-            where = where_it_left_the_algebra(exc)
+            where = where_it_left_the_algebra(exc, str(Path(__file__)))
             return StageResult(
                 name,
                 SKIPPED,

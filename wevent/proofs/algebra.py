@@ -7,15 +7,17 @@ publish/skip decisions: the proofs reason about the code that runs, not about a 
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from fractions import Fraction
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import z3
 
-__all__ = ["BRANCHED", "Z3Algebra", "real", "strict_truth"]
+__all__ = ["BRANCHED", "Z3Algebra", "real", "strict_truth", "where_it_left_the_algebra"]
 
 BRANCHED = (
     "the kernel branched in Python on a Z3 term (an if or == on a budget); it must decide "
@@ -62,6 +64,24 @@ def real(q: Fraction | int) -> Any:
 @lru_cache(maxsize=4096)
 def _real(numerator: int, denominator: int) -> Any:
     return z3.RealVal(f"{numerator}/{denominator}")
+
+
+def where_it_left_the_algebra(exc: BaseException, *also_skip: str) -> str | None:
+    """Where a kernel stopped running on Z3 terms: the innermost frame of the traceback outside
+    Z3, this module (`strict_truth` raises here) and the files ``also_skip`` (typically the
+    kernel's ``if budget > x:`` or ``float(budget)``), as ``file:line: source``."""
+    z3_dir = str(Path(z3.__file__).parent)
+    skip = {str(Path(__file__)), *also_skip}
+    frames = [
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not f.filename.startswith(z3_dir) and f.filename not in skip
+    ]
+    if not frames:
+        return None
+    f = frames[-1]
+    code = (f.line or "").strip()
+    return f"{f.filename}:{f.lineno}" + (f": {code}" if code else "")
 
 
 class Z3Algebra:

@@ -53,12 +53,10 @@ from __future__ import annotations
 import itertools
 import math
 import time
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import z3
@@ -78,7 +76,7 @@ from wevent.mechanisms.allocators.kernel import (
     published_now,
 )
 from wevent.mechanisms.allocators.registry import BUILTIN
-from wevent.proofs.algebra import BRANCHED, strict_truth
+from wevent.proofs.algebra import BRANCHED, strict_truth, where_it_left_the_algebra
 from wevent.proofs.counterexamples import Counterexample, Failure, ProverError, replayed
 from wevent.proofs.dynamic import all_shapes, noninterference, prove_shapes, sample_pairs
 from wevent.proofs.explicit import explore
@@ -554,14 +552,8 @@ def prove_allocator(
     except z3.Z3Exception as exc:
         if BRANCHED not in str(exc) or not interchangeable(alloc):
             raise  # a third-party kernel: the gate reports it as not provable
-        raise ProverError(f"{mechanism}: {BRANCHED} ({_innermost(exc)}): a bug in wevent") from exc
-
-
-def _innermost(exc: BaseException) -> str:
-    """The innermost frame of ``exc`` outside Z3 and `wevent.proofs.algebra`, as file:line."""
-    skip = (str(Path(z3.__file__).parent), str(Path(__file__).with_name("algebra.py")))
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(skip)]
-    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "unknown place"
+        where = where_it_left_the_algebra(exc) or "unknown place"
+        raise ProverError(f"{mechanism}: {BRANCHED} (at {where}): a bug in wevent") from exc
 
 
 def _prove_checked(

@@ -362,10 +362,11 @@ def _partition(shapes: Sequence[Shape], workers: int) -> list[list[int]]:
         groups.setdefault(shape[-1][1], []).append(i)
     parts: list[list[int]] = [[] for _ in range(min(workers, len(groups)))]
     load = [0] * len(parts)
-    for members in sorted(groups.values(), key=lambda m: -sum(_keep(shapes[i]) for i in m)):
+    costs = [(sum(_keep(shapes[i]) for i in m), m) for m in groups.values()]
+    for cost, members in sorted(costs, key=lambda c: -c[0]):
         k = load.index(min(load))
         parts[k] += members
-        load[k] += sum(_keep(shapes[i]) for i in members)
+        load[k] += cost
     return [sorted(p) for p in parts]
 
 
