@@ -1,8 +1,8 @@
 """`wevent prove` of every built-in budget allocator at w <= 6, 2 classes, 18 slots (run on
 demand: ``python benchmarks/bench_prove_scope.py [--timeout S] [--jobs N] [NAME ...]``).
 
-Runs ``wevent prove NAME --w-max 6 --classes 2 --horizon 18`` (bounded) and
-``wevent prove NAME --w-max 6 --classes 2 --unbounded`` (every horizon) in a fresh process per
+Runs ``wevent prove allocator NAME --w-max 6 --classes 2 --unroll 18`` (bounded) and
+``wevent prove allocator NAME --w-max 6 --classes 2 --unbounded`` (every horizon) in a fresh process per
 allocator, with a wall-clock limit, and prints one row each: the method that answered, status,
 cases, seconds (or "> limit"). For dpbd and dpba the bounded scope (841,752 and 7.6 M cases) is
 answered by the induction (every horizon), which `wevent prove` runs instead and says so.
@@ -26,7 +26,7 @@ def _run(args: list[str], timeout: float) -> tuple[str, str, str, float]:
     start = time.perf_counter()
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "wevent", "prove", *args, "--json"],
+            [sys.executable, "-m", "wevent", "prove", "allocator", *args, "--json"],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|")
     for name in args.names:
         for label, extra in (
-            ("bounded, w <= 6, 2 classes, 18 slots", ["--horizon", "18", "--jobs", str(args.jobs)]),
+            ("bounded, w <= 6, 2 classes, 18 slots", ["--unroll", "18", "--jobs", str(args.jobs)]),
             ("every horizon, w <= 6, 2 classes", ["--unbounded", "--jobs", str(args.jobs)]),
         ):
             status, method, cases, seconds = _run(

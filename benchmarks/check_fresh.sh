@@ -69,7 +69,7 @@ core() {  # core RUN DIR: `pip install .` without extras in a new venv: check wo
       (cd "$dir" && core-venv/bin/wevent check "$ex/compliant.jsonl" -r "$ex/requirements.csv" \
         -r "$ex/requirements.dynamic.csv" -r "$ex/requirements.wholestream.csv")
   } >"$log" 2>&1 || rc=1
-  (cd "$dir" && core-venv/bin/wevent prove pba >>"$log" 2>&1)
+  (cd "$dir" && core-venv/bin/wevent prove allocator pba >>"$log" 2>&1)
   [ $? = 2 ] && grep -q "needs the prove extra" "$log" || rc=1
   if [ "$rc" = 0 ]; then
     echo "run $k/$runs core install (no extras): ok, check works, prove names its extra;" \

@@ -170,7 +170,7 @@ def test_run_ledger_equals_the_kernel_trace(
         # in doubles end to end a share can round up past the exact requirement (uniform:
         # 0.4 / 8 as a double, eight times, exceeds 0.4): the guard stops the run there, and
         # what ran is still the kernel's trace
-        assert "STOPPED: refused spend" in out + err
+        assert "REFUSED, the run stopped: refused spend" in out + err
     else:
         assert code == 0, out + err
     statuses = {}
@@ -264,7 +264,7 @@ def test_published_dynamic_run_stops_and_keeps_its_ledger(tmp_path: Path) -> Non
         str(ledger),
     )
     assert code == 1 and "published 1" in out
-    assert "STOPPED" in out and "negative publication budget -0.025" in out
+    assert "REFUSED, the run stopped" in out and "negative publication budget -0.025" in out
     assert ledger.exists() and run("check", str(ledger), "-r", req)[0] == 0
     assert run("run", "dpbd", "-r", req, "--stream", stream, "--ledger", str(ledger))[0] == 0
 

@@ -51,7 +51,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     bad.write_text('{"slot": 1, "user": "alice", "epsilon": "NaN"}\n')
     for engine in ("numpy", "duckdb"):
         code, _, err = _audit(str(bad), *REQ_ARGS, "--engine", engine)
-        assert code == 2 and err.startswith("wevent: error:") and err.count("\n") == 1, err
+        assert code == 2 and err.startswith("wevent audit: error:") and err.count("\n") == 1, err
     import pyarrow as pa
     import pyarrow.parquet as pq
 

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.strategies import ledgers, populations
-from wevent.accounting.budget import Budget
+from wevent.accounting.budget import Budget, BudgetError
 from wevent.accounting.formats import FormatError, read_ledger, read_requirements, write_ledger
 from wevent.accounting.ledger import Ledger
 from wevent.accounting.population import Population
@@ -47,8 +47,32 @@ def _write(tmp: Path, ledger: Ledger, name: str = "l.parquet") -> Path:
 def cases(draw: st.DrawFn) -> tuple[Population, Ledger, int | None]:
     population = draw(populations())
     ledger = draw(ledgers(population))
-    horizon = draw(st.one_of(st.none(), st.integers(1, 15)))
+    last = max((c.slot for c in ledger), default=0)
+    horizon = draw(st.one_of(st.none(), st.integers(max(last, 1), last + 8)))
     return population, ledger, horizon
+
+
+@pytest.mark.parametrize("engine", ["numpy", "duckdb"])
+def test_every_engine_refuses_a_horizon_before_the_last_slot(engine: str, tmp_path: Path) -> None:
+    """A check cannot stop before the ledger's last charge: the engines refuse alike (Spark
+    runs the same SQL audit, `wevent.verifier.sql`, as DuckDB)."""
+    population = Population({"u": Fixed(3, Budget(1))})
+    ledger = Ledger()
+    for slot in (1, 4):
+        ledger.append(slot, "1/4", user="u")
+    path = _write(tmp_path, ledger)
+    messages = set()
+    for use in ("check", engine):
+        with pytest.raises(BudgetError) as caught:
+            if use == "check":
+                check(ledger, population, horizon=3)
+            else:
+                make_engine(engine).audit([path], population, horizon=3)
+        messages.add(str(caught.value))
+    assert messages == {
+        "--until 3 is before the ledger's last slot 4: every charge is checked, so the check "
+        "cannot stop before the last one"
+    }
 
 
 @pytest.mark.heavy

@@ -22,7 +22,7 @@ def run(*args: str) -> tuple[int, str, str]:
 
 def test_run_exsub_writes_a_ledger_the_checker_accepts(tmp_path: Path) -> None:
     ledger, releases = tmp_path / "run.jsonl", tmp_path / "rel.csv"
-    args = ["run", "exsub", "-r", WHOLE, "--stream", "sparse", "--slots", "8", "--d", "2"]
+    args = ["run", "exsub", "-r", WHOLE, "--stream", "sparse", "--slots", "8", "--domain", "2"]
     code, out, err = run(
         *args, "--sparsity", "2", "--ledger", str(ledger), "--releases", str(releases)
     )
@@ -74,7 +74,7 @@ def test_run_exsub_on_a_csv_stream(tmp_path: Path) -> None:
     stream = tmp_path / "s.csv"
     stream.write_text("user,slot,value\na,1,0\na,3,1\nb,2,2\nb,3,2\nb,4,2\n")
     code, out, err = run(
-        "run", "exsub", "-r", str(req), "--stream", str(stream), "--sparsity", "3", "--d", "3"
+        "run", "exsub", "-r", str(req), "--stream", str(stream), "--sparsity", "3", "--domain", "3"
     )
     assert code == 0, err
     assert "2 of 2 users report, 4 slots, d = 3" in out
@@ -92,7 +92,7 @@ def test_run_exsub_user_mistakes_are_one_line(tmp_path: Path) -> None:
         (["-r", WHOLE, "--stream", "nope", "--slots", "4"], "neither the synthetic stream"),
         (["-r", WHOLE, "--stream", "sparse", "--slots", "4", "--oracle", "oue"], "no --oracle"),
         (
-            ["-r", WHOLE, "--stream", "sparse", "--slots", "2", "--d", "1", "--sparsity", "3"],
+            ["-r", WHOLE, "--stream", "sparse", "--slots", "2", "--domain", "1", "--sparsity", "3"],
             "do not fit",
         ),
     ]
@@ -103,26 +103,37 @@ def test_run_exsub_user_mistakes_are_one_line(tmp_path: Path) -> None:
 
 
 def test_prove_exsub_exit_codes() -> None:
-    code, out, _ = run("prove", "exsub", "--dprime", "4", "--s", "2", "--m", "2")
+    code, out, _ = run("prove", "exsub", "--domain", "4", "--sparsity", "2", "--m", "2")
     assert code == 0 and "PROVED" in out
-    code, out, _ = run("prove", "exsub", "--dprime", "4", "--s", "2", "--m", "2", "--eps", "1/2")
+    code, out, _ = run(
+        "prove", "exsub", "--domain", "4", "--sparsity", "2", "--m", "2", "--eps", "1/2"
+    )
     assert code == 0 and "runtime's x" in out
     code, out, _ = run(
-        "prove", "exsub", "--dprime", "4", "--s", "2", "--m", "2", "--variant", "printed-online"
+        "prove",
+        "exsub",
+        "--domain",
+        "4",
+        "--sparsity",
+        "2",
+        "--m",
+        "2",
+        "--variant",
+        "printed-online",
     )
     assert code == 1 and "REFUTED" in out and "counterexample" in out
-    code, out, _ = run("prove", "exsub", "--dprime", "3", "--s", "1", "--m", "2", "--json")
+    code, out, _ = run("prove", "exsub", "--domain", "3", "--sparsity", "1", "--m", "2", "--json")
     assert code == 0 and json.loads(out)["result"] == "proved"
     for bad in (
-        ["--s", "4", "--dprime", "4"],
+        ["--sparsity", "4", "--domain", "4"],
         ["--eps", "0"],
         ["--eps", "abc"],
         ["--variant", "published"],
     ):
         code, _, err = run("prove", "exsub", *bad)
         assert code == 2 and err.count("\n") == 1, (bad, err)
-    code, _, err = run("prove", "grr", "--variant", "printed-online")
-    assert code == 2 and "exsub only" in err
+    code, _, err = run("prove", "primitive", "grr", "--variant", "printed-online")
+    assert code == 2 and "No such option '--variant'" in err
 
 
 def test_reproduce_exsub_quick_writes_results(tmp_path: Path) -> None:
@@ -152,8 +163,8 @@ def test_reproduce_exsub_quick_writes_results(tmp_path: Path) -> None:
 def test_help_teaches_exsub() -> None:
     code, out, _ = run("run", "--help")
     assert code == 0 and "Whole-stream local model (004)" in out and "--sparsity" in out
-    code, out, _ = run("prove", "--help")
-    assert "wevent prove exsub --dprime 5 --s 2 --m 3" in out
+    code, out, _ = run("prove", "exsub", "--help")
+    assert code == 0 and "wevent prove exsub --domain 5 --sparsity 2 --m 3" in out
     code, out, _ = run("reproduce", "--help")
     assert code == 0 and "sample-grr" in out
 

@@ -67,7 +67,7 @@ def test_the_core_checks_a_ledger_without_any_extra(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("extra", "args"),
     [
-        ("prove", ["prove", "pba", "--w-max", "2"]),
+        ("prove", ["prove", "allocator", "pba", "--w-max", "2"]),
         ("prove", ["gate", "uniform", "--w-max", "2"]),
         ("audit", ["check", "LEDGER.parquet", "-r", "REQS"]),
         ("audit", ["audit", "LEDGER.jsonl", "-r", "REQS", "--engine", "duckdb"]),

@@ -54,7 +54,7 @@ def test_trace_prove_and_gate_refute_pba_in_doubles(tmp_path: Path) -> None:
     assert "slot 10" in traced.output and "[7, 10]" in traced.output
     exact = runner.invoke(cli, ["trace", "pba", "-r", str(req), "--decisions", decisions])
     assert exact.exit_code == 0, exact.output
-    proved = runner.invoke(cli, ["prove", "pba", "--arithmetic", "float"])
+    proved = runner.invoke(cli, ["prove", "allocator", "pba", "--arithmetic", "float"])
     assert proved.exit_code == 1 and "REFUTED" in proved.output
     gated = runner.invoke(cli, ["gate", "pba", "--arithmetic", "float", "--search-runs", "20"])
     assert gated.exit_code == 1 and "REFUTED" in gated.output

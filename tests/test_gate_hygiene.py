@@ -58,7 +58,17 @@ def test_a_gate_replay_line_names_no_missing_file(tmp_path: Path) -> None:
 
 
 def test_a_prove_replay_line_names_the_saved_file(tmp_path: Path) -> None:
-    args = ["prove", "dpba", "--variant", "published", "--w-max", "2", "--classes", "1"]
+    args = [
+        "prove",
+        "allocator",
+        "dpba",
+        "--variant",
+        "published",
+        "--w-max",
+        "2",
+        "--classes",
+        "1",
+    ]
     done = _wevent(tmp_path, *args)
     assert done.returncode == 1
     assert "save the requirements above as" in _replay(done.stdout)

@@ -306,7 +306,7 @@ def test_cli_search_options(tmp_path: Any) -> None:
     result = CliRunner().invoke(
         cli,
         ["gate", "tests.gate_scope_kernels:share_short_at_five", "--search-runs", "200",
-         "--search-w-max", "8", "--search-classes", "2", "--search-horizon", "40"],
+         "--search-w-max", "8", "--search-classes", "2", "--search-unroll", "40"],
     )  # fmt: skip
     assert result.exit_code == 1, result.output
     ok = CliRunner().invoke(

@@ -70,7 +70,7 @@ def test_every_local_allocator_runs_with_a_clean_ledger(mechanism: str, tmp_path
     ledger = tmp_path / "run.jsonl"
     releases = tmp_path / "rel.csv"
     code, out = run(
-        "run", mechanism, "-r", str(req), "--stream", "sin", "--slots", "20", "--d", "3",
+        "run", mechanism, "-r", str(req), "--stream", "sin", "--slots", "20", "--domain", "3",
         "--ledger", str(ledger), "--releases", str(releases),
     )  # fmt: skip
     assert code == 0, out
@@ -113,7 +113,7 @@ def test_population_allocators_are_listed_in_help() -> None:
 
 
 def test_prove_population_allocator_and_ops_split() -> None:
-    code, out = run("prove", "plpa+", "--w-max", "2", "--json")
+    code, out = run("prove", "population", "plpa+", "--w-max", "2", "--json")
     assert code == 0, out
     doc = json.loads(out)
     assert doc["result"] == "proved"
@@ -122,15 +122,15 @@ def test_prove_population_allocator_and_ops_split() -> None:
         "pool-never-short",
         "user-windows",
     ]
-    code, out = run("prove", "ops", "--variant", "published")
+    code, out = run("prove", "population", "ops", "--variant", "published")
     assert code == 1
     assert "n=10, candidate window 2 (z=2, R=2), user window 5: 3 reports fit" in out
-    code, out = run("prove", "lpd", "--arithmetic", "float")
-    assert code == 2 and "bounded and exact" in out
+    code, out = run("prove", "population", "lpd", "--arithmetic", "float")
+    assert code == 2 and "No such option '--arithmetic'" in out
 
 
 def test_prove_local_budget_division_uses_the_fixed_kernel_theorem() -> None:
-    code, out = run("prove", "lba", "--w-max", "2", "--classes", "1")
+    code, out = run("prove", "allocator", "lba", "--w-max", "2", "--classes", "1")
     assert code == 0, out
     assert "PROVED" in out and "every w_i consecutive slots" in out
 
@@ -198,9 +198,9 @@ def test_csv_population_runs_perturb_the_drawn_users_own_values(
 
 def test_csv_population_runs_need_every_value(tmp_path: Path) -> None:
     stream, req = _csv_stream(tmp_path, 40, 20, skip=7)
-    code, out = run("run", "lpd", "-r", str(req), "--stream", str(stream), "--d", "3")
+    code, out = run("run", "lpd", "-r", str(req), "--stream", str(stream), "--domain", "3")
     assert code == 2 and "every user needs a row at every slot" in out
-    code, out = run("run", "lbd", "-r", str(req), "--stream", str(stream), "--d", "3")
+    code, out = run("run", "lbd", "-r", str(req), "--stream", str(stream), "--domain", "3")
     assert code == 0, out  # budget division charges whole classes: gaps are harmless
 
 
@@ -232,7 +232,7 @@ def test_dynamic_requirements_are_refused_with_a_local_hint(tmp_path: Path) -> N
 
 
 def test_prove_ops_counterexample_replays_through_wevent_trace(tmp_path: Path) -> None:
-    code, out = run("prove", "ops", "--variant", "published", "--json")
+    code, out = run("prove", "population", "ops", "--variant", "published", "--json")
     assert code == 1
     replay = json.loads(out)["replay"]
     req = tmp_path / "cex.csv"
@@ -264,7 +264,7 @@ def test_a_ledger_too_large_to_write_is_one_line_and_keeps_the_releases(
     monkeypatch.setattr(formats, "_parquet_table", fail)
     ledger, releases = tmp_path / "run.parquet", tmp_path / "rel.csv"
     code, out = run(
-        "run", "plpa+", "-r", req, "--stream", "sin", "--slots", "6", "--d", "2",
+        "run", "plpa+", "-r", req, "--stream", "sin", "--slots", "6", "--domain", "2",
         "--ledger", str(ledger), "--releases", str(releases),
     )  # fmt: skip
     assert code == 2

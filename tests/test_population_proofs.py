@@ -132,7 +132,7 @@ def test_a_kernel_spending_every_user_on_publications_is_refuted_and_replays() -
 
 
 def test_cli_targets_match_the_proof_registry() -> None:
-    from wevent.cli import _POPULATION_PROOFS
+    from wevent.cli.prove import POPULATION_PROOFS as _POPULATION_PROOFS
     from wevent.proofs.population import POPULATION_TARGETS
 
     assert tuple(_POPULATION_PROOFS) == POPULATION_TARGETS

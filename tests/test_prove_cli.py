@@ -20,7 +20,7 @@ def run(*args: str) -> tuple[int, str, str]:
 
 
 def test_proved_exit_0_and_json_scope() -> None:
-    code, out, _ = run("prove", "pbd", "--w-max", "2", "--classes", "1", "--json")
+    code, out, _ = run("prove", "allocator", "pbd", "--w-max", "2", "--classes", "1", "--json")
     assert code == 0
     data = json.loads(out)
     assert data["result"] == "proved" and data["mechanism"] == "pbd"
@@ -34,7 +34,7 @@ def test_proved_exit_0_and_json_scope() -> None:
 
 
 def test_proved_text_states_theorem_and_scope() -> None:
-    code, out, _ = run("prove", "ba", "--w-max", "2", "--classes", "1", "--unbounded")
+    code, out, _ = run("prove", "allocator", "ba", "--w-max", "2", "--classes", "1", "--unbounded")
     assert code == 0
     assert "PROVED by k-induction" in out and "every horizon" in out and "horizon=unbounded" in out
 
@@ -43,17 +43,17 @@ def test_dynamic_unbounded_on_two_processes() -> None:
     """`--unbounded` for a dynamic kernel: the induction, its shapes shared by --jobs workers;
     the published rule is refuted (exit 1) through the bounded search it falls back to."""
     args = ["--unbounded", "--w-max", "2", "--classes", "1"]
-    code, out, _ = run("prove", "dpbd", *args, "--jobs", "2")
+    code, out, _ = run("prove", "allocator", "dpbd", *args, "--jobs", "2")
     assert code == 0, out
     assert "PROVED by induction" in out and "16 one-class shapes" in out
-    code, out, _ = run("prove", "dpbd", *args, "--variant", "published")
+    code, out, _ = run("prove", "allocator", "dpbd", *args, "--variant", "published")
     assert code == 1 and "REFUTED by induction (refuted by the bounded search)" in out
 
 
 def test_declaration_slots_choose_the_schedules() -> None:
     """`--declarations 1`: one declaration per class, so w_max = 3 has 9 shapes (not 81)."""
     args = ["--unbounded", "--w-max", "3", "--declarations", "1", "--json"]
-    code, out, _ = run("prove", "dpba", *args)
+    code, out, _ = run("prove", "allocator", "dpba", *args)
     assert code == 0, out
     data = json.loads(out)
     assert data["scope"]["declaration_slots"] == [1]
@@ -63,7 +63,7 @@ def test_declaration_slots_choose_the_schedules() -> None:
 def test_counterexample_exit_1_replays_with_trace(tmp_path: Path) -> None:
     req = tmp_path / "cex.csv"
     args = ["--variant", "published", "--arithmetic", "float", "--classes", "1", "--w-max", "3"]
-    code, out, _ = run("prove", "ba", *args, "--json", "--save-requirements", str(req))
+    code, out, _ = run("prove", "allocator", "ba", *args, "--json", "--save-requirements", str(req))
     assert code == 1
     data = json.loads(out)
     assert data["result"] == "counterexample"
@@ -85,7 +85,7 @@ def test_counterexample_exit_1_replays_with_trace(tmp_path: Path) -> None:
 
 
 def test_counterexample_text_prints_csv_and_command() -> None:
-    code, out, _ = run("prove", "dpbd", "--variant", "published")
+    code, out, _ = run("prove", "allocator", "dpbd", "--variant", "published")
     assert code == 1
     assert "REFUTED" in out and "user,slot,w_back,eps_back,w_fwd,eps_fwd" in out
     assert "wevent trace dpbd -r counterexample.csv --decisions" in out
@@ -98,7 +98,7 @@ def test_unknown_exit_3(monkeypatch: pytest.MonkeyPatch) -> None:
         )
 
     monkeypatch.setattr("wevent.proving.prove_allocator", undecided)
-    code, out, _ = run("prove", "pba")
+    code, out, _ = run("prove", "allocator", "pba")
     assert code == 3 and "UNKNOWN" in out and "timeout" in out
 
 
@@ -106,7 +106,9 @@ def test_unknown_exit_3(monkeypatch: pytest.MonkeyPatch) -> None:
     ("args", "message"),
     [
         (["ba", "--w-max", "0"], "--w-max"),
-        (["nope"], "is not one of"),
+        (["nope"], "no built-in allocator 'nope'"),
+        (["pbaa"], "did you mean 'pba'"),
+        (["lpd"], "use 'wevent prove population lpd'"),
         (["ba", "--unbounded", "--arithmetic", "float"], "exact arithmetic"),
         (["dpbd", "--unbounded", "--arithmetic", "float"], "exact arithmetic"),
         (["dpbd", "--declarations", "2,1"], "must increase and start at 1"),
@@ -116,18 +118,22 @@ def test_unknown_exit_3(monkeypatch: pytest.MonkeyPatch) -> None:
     ],
 )
 def test_bad_input_exit_2_one_line(args: list[str], message: str) -> None:
-    code, _, err = run("prove", *args)
-    assert code == 2
+    code, _, err = run("prove", "allocator", *args)
+    assert code == 2 and len(err.strip().splitlines()) == 1
     assert message in err and "Traceback" not in err
 
 
 def test_help_teaches() -> None:
     code, out, _ = run("prove", "--help")
     assert code == 0
-    for word in ("--unbounded", "--w-max", "--classes", "--horizon", "replays", "Exit 0"):
+    for word in ("primitive", "allocator", "population", "exsub", "PROVED", "Exit 0"):
+        assert word in out
+    code, out, _ = run("prove", "allocator", "--help")
+    assert code == 0
+    for word in ("--unbounded", "--w-max", "--classes", "--unroll", "replays"):
         assert word in out
 
 
 def test_primitives_still_proved() -> None:
-    code, out, _ = run("prove", "grr", "--json")
+    code, out, _ = run("prove", "primitive", "grr", "--json")
     assert code == 0 and json.loads(out)[0]["result"] == "proved"

@@ -180,7 +180,7 @@ def test_gate_and_prove_report_a_verifier_error_with_exit_4(
     assert report.counterexample is None  # nothing is claimed refuted
     result = CliRunner().invoke(
         cli,
-        ["prove", "dpba", "--variant", "published", "--w-max", "2", "--classes", "1"],
+        ["prove", "allocator", "dpba", "--variant", "published", "--w-max", "2", "--classes", "1"],
     )
     assert result.exit_code == 4, result.output
     assert "verifier error" in result.output and "REFUTED" not in result.output

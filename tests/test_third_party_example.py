@@ -89,3 +89,21 @@ def test_broken_example_refuted_and_replayed_by_trace(env: dict[str, str], tmp_p
     assert command[:3] == ["wevent", "trace", "thrifty:broken"] and str(csv) in command
     traced = _run(["-m", "wevent", *command[1:]], env, tmp_path)
     assert traced.returncode == 1 and "REFUSED by the guard" in traced.stdout, traced.stdout
+
+
+def test_run_takes_the_example_allocator_by_name(env: dict[str, str], tmp_path: Path) -> None:
+    """`wevent run` takes a third-party allocator as `trace` and `gate` do: by entry-point name
+    (its ledger then checks compliant) and as module:attribute (the broken variant: the guard
+    stops the run, exit 1, and the ledger written up to the refusal is compliant)."""
+    req = tmp_path / "req.csv"
+    req.write_text("user,w,epsilon\na,3,1\nb,3,1\nc,5,1/2\n", encoding="utf-8")
+    ledger = tmp_path / "run.jsonl"
+    args = ["-r", str(req), "--stream", "sin", "--slots", "40", "--ledger", str(ledger)]
+    done = _run(["-m", "wevent", "run", "thrifty", *args], env, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    checked = _run(["-m", "wevent", "check", str(ledger), "-r", str(req)], env, tmp_path)
+    assert checked.returncode == 0 and "COMPLIANT" in checked.stdout, checked.stdout
+    broken = _run(["-m", "wevent", "run", "thrifty:broken", *args], env, tmp_path)
+    assert broken.returncode == 1 and "refused" in broken.stdout.lower(), broken.stdout
+    checked = _run(["-m", "wevent", "check", str(ledger), "-r", str(req)], env, tmp_path)
+    assert checked.returncode == 0, checked.stdout

@@ -79,7 +79,7 @@ def run_demo(echo: Callable[[str], None]) -> bool:
     intended &= refused > 0 and kept.ok
     intended &= _allocators(echo)
     echo("")
-    echo("== proofs of the primitives every mechanism spends through (wevent prove all)")
+    echo("== proofs of the primitives every mechanism spends through (wevent prove primitive all)")
     from wevent.proofs.primitives import PRIMITIVES, prove_primitive
 
     for name in sorted(PRIMITIVES):

@@ -77,7 +77,7 @@ class ExSubRunSummary:
             + (", every one accepted by the guard" if self.ok else ""),
         ]
         if self.refusal is not None:
-            lines.append(f"  STOPPED: {self.refusal}")
+            lines.append(f"  REFUSED, the run stopped: {self.refusal}")
         return lines
 
 

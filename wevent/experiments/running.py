@@ -111,9 +111,11 @@ class RunSummary:
         if self.records and self.users:
             cfpu = self.reports / (len(self.records) * self.users)
             lines.append(f"  communication: {cfpu:.4g} reports per user per slot (CFPU)")
-        lines.append(f"  ledger: {self.charges} charges, every one accepted by the guard")
-        if self.refusal is not None:
-            lines.append(f"  STOPPED: {self.refusal}")
+        if self.refusal is None:
+            lines.append(f"  ledger: {self.charges} charges, every one accepted by the guard")
+        else:
+            lines.append(f"  ledger: {self.charges} charges accepted before the refusal")
+            lines.append(f"  REFUSED, the run stopped: {self.refusal}")
         return lines
 
 
@@ -211,13 +213,15 @@ def run_mechanism(
     progress: Callable[[int], None] | None = None,
     oracle: str | None = None,
     population_allocator: Any = None,
+    allocator: Any = None,
 ) -> RunSummary:
     """Run ``slots`` slots; write the ledger and releases (also after a refusal).
 
     ``oracle`` (grr or oue, default grr) is the frequency oracle of the non-personalized local
     allocators; the personalized ones report through GRR (the personalized frequency oracle).
     ``population_allocator`` (a `PopulationAllocator`, e.g. a third-party one the gate checks)
-    supplies the setup and kernel of a population-division run named ``mechanism``."""
+    supplies the setup and kernel of a population-division run named ``mechanism``;
+    ``allocator`` (an `Allocator`, e.g. a third-party one) the budget kernel of a central run."""
     for path, what in ((ledger_path, "--ledger"), (releases_path, "--releases")):
         if path is not None:
             check_output(path, what)
@@ -267,7 +271,15 @@ def run_mechanism(
             oracle=oracle or "grr",
         )
     else:
-        kernel = make_kernel(mechanism, algebra_for(arithmetic), classes, variant)
+        if allocator is not None:
+            if variant not in allocator.variants:
+                raise BudgetError(
+                    f"{mechanism} has no variant {variant!r} (it has "
+                    f"{', '.join(allocator.variants)})"
+                )
+            kernel = allocator.kernel(algebra_for(arithmetic), classes, variant)
+        else:
+            kernel = make_kernel(mechanism, algebra_for(arithmetic), classes, variant)
         common: dict[str, Any] = {
             "kernel": kernel,
             "spender": guard,

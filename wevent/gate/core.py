@@ -67,7 +67,7 @@ DYNAMIC_PROOF_W_MAX = 2
 # The built-in dynamic kernels (dpbd, dpba) are then proved for every horizon by induction
 # (`wevent.proofs.dynamic`: one-class shapes, several classes by non-interference) up to this window:
 # 256 shapes, dpbd 6 s, dpba 12 s on one core (w <= 5: 20 s and 33 s, which would take the dpba
-# gate near its 60 s; w <= 6 is `wevent prove dpba --w-max 6 --unbounded`, 41-44 s on two cores).
+# gate near its 60 s; w <= 6 is `wevent prove allocator dpba --w-max 6 --unbounded`, 41-44 s on two cores).
 DYNAMIC_INDUCTION_W_MAX = 4
 # The float proof is an explicit-state search over every decision sequence for every grid
 # budget of one class (`wevent.proofs.central._prove_explicit`): seconds at w <= 3, over 10 minutes for a
@@ -127,7 +127,7 @@ class GateOptions:
                 "--search-runs must be at least 0, --search-w-max and --search-classes at least 1"
             )
         if self.search_horizon < 0:
-            raise BudgetError("--search-horizon must be at least 1")
+            raise BudgetError("--search-unroll must be at least 1")
         if self.arithmetic not in ("exact", "float"):
             raise BudgetError(f"unknown arithmetic {self.arithmetic!r} (exact or float)")
         unknown = set(self.stages) - set(STAGES)

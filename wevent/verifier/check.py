@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from wevent.accounting.budget import BudgetError
 from wevent.accounting.evidence import certify_cost
 from wevent.accounting.ledger import Ledger, LedgerColumns
 from wevent.accounting.population import Population
@@ -40,6 +41,7 @@ __all__ = [
     "KIND_NONE",
     "KIND_WHOLE",
     "check",
+    "checked_horizon",
     "requirement_kind",
 ]
 
@@ -232,6 +234,18 @@ class _Utilization(Mapping[str, Fraction | None]):
         return len(self._reps.users)
 
 
+def checked_horizon(last_slot: int, horizon: int | None) -> int:
+    """The last slot whose windows are checked: ``horizon`` (``--until``), or the ledger's last
+    slot. A horizon before the ledger's last slot is refused: the charges after it would go
+    unchecked while the verdict reads as a verdict on the whole ledger."""
+    if horizon is not None and horizon < last_slot:
+        raise BudgetError(
+            f"--until {horizon} is before the ledger's last slot {last_slot}: every charge "
+            "is checked, so the check cannot stop before the last one"
+        )
+    return max(last_slot, horizon or 0)
+
+
 def check(
     ledger: Ledger,
     population: Population,
@@ -268,7 +282,7 @@ def check(
     amount_num = np.array(numerators or [0], dtype=dtype)
 
     last_slot = int(cols.slot.max()) if len(cols.slot) else 0
-    horizon_t = max(last_slot, horizon or 0)
+    horizon_t = checked_horizon(last_slot, horizon)
     slots_all = cols.slot if rows is None else cols.slot[rows]
     vals_all = amount_num[cols.amount if rows is None else cols.amount[rows]]
 

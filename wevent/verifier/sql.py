@@ -61,6 +61,7 @@ from wevent.verifier.check import (
     KIND_NONE,
     KIND_WHOLE,
     check,
+    checked_horizon,
     requirement_kind,
 )
 from wevent.verifier.verdict import EvidenceFailure, Verdict, Violation, ratio
@@ -195,7 +196,7 @@ def sql_audit(
             f"exact sums of this ledger need more than 37 decimal digits over the common "
             f"denominator {lcd}; use --engine numpy (Python integers)"
         )
-    h = max(int(last_slot or 0), horizon or 0)
+    h = checked_horizon(int(last_slot or 0), horizon)
     # Sums fit in a 64-bit integer on most ledgers; BIGINT arithmetic is several times faster
     # than DECIMAL(38,0) in Spark (which computes the latter with Java BigDecimal).
     narrow = bool(numerators) and biggest * (n_charges + 1) < 2**63

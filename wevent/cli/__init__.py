@@ -1,0 +1,77 @@
+"""The ``wevent`` command line: one module per command, one group that holds them.
+
+Every command shares one exit-code table (`wevent.cli._common`): 0 success (COMPLIANT, PROVED,
+PASSED, every charge accepted), 1 a violation (NOT COMPLIANT, REFUTED, REFUSED, an integrity
+failure), 2 a usage or input error (one line on stderr, ``wevent CMD: error: ...``, never a
+traceback), 3 undecided (UNKNOWN: a proof timed out; ``gate --require-proof`` without a proof),
+4 verifier error (the verifier contradicted itself: a counterexample that does not replay; a
+bug in wevent, never a verdict).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from wevent.cli._group import WeventGroup
+from wevent.cli.audit import audit_cmd
+from wevent.cli.check import check_cmd
+from wevent.cli.demo import demo_cmd
+from wevent.cli.gate import gate_cmd
+from wevent.cli.prepare import prepare_group
+from wevent.cli.prove import prove_group
+from wevent.cli.reproduce import reproduce_cmd
+from wevent.cli.run import run_cmd
+from wevent.cli.trace import trace_cmd
+
+__all__ = ["cli", "main"]
+
+
+@click.group(
+    "wevent",
+    cls=WeventGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(package_name="wevent", prog_name="wevent")
+def cli() -> None:
+    """wevent: exact privacy accounting for w-event differential privacy on infinite streams.
+
+    Every spend of a stream mechanism is a charge in a ledger (slot, user or group, exact
+    epsilon, evidence). wevent checks ledgers against each user's requirement: a fixed window
+    (w, eps), dynamic backward/forward windows declared per slot, or a whole-stream budget.
+    All arithmetic is exact: 0.1 + 0.1 + 0.1 == 0.3, and an excess of 1e-18 is an excess.
+
+    \b
+    Start with:  wevent demo
+    Then:        wevent check LEDGER -r REQUIREMENTS.csv
+    File formats: docs/formats.md.
+
+    \b
+    Verdicts and exit codes (every command):
+      0  COMPLIANT, PROVED, PASSED (searched, not proved), every charge accepted
+      1  NOT COMPLIANT, REFUTED, REFUSED by the guard, an integrity failure
+      2  a usage or input error (one line on stderr)
+      3  UNKNOWN (a proof timed out), or gate --require-proof without a proof
+      4  verifier error (a bug in wevent, never a verdict)
+    """
+
+
+for _command in (
+    check_cmd,
+    audit_cmd,
+    run_cmd,
+    trace_cmd,
+    prove_group,
+    gate_cmd,
+    reproduce_cmd,
+    prepare_group,
+    demo_cmd,
+):
+    cli.add_command(_command)
+
+
+def main(argv: Sequence[str] | None = None) -> Any:
+    """Console-script entry point."""
+    return cli.main(args=argv, prog_name="wevent")

@@ -1,0 +1,260 @@
+"""What every command shares: the exit-code table, the one-line error, the flags that mean the
+same thing everywhere (``-r``, ``--json [FILE|-]``, ``--variant``, ``--arithmetic``, the proof
+scope) and the name suggestions."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+__all__ = [
+    "DEFAULT_CLASSES",
+    "DEFAULT_TIMEOUT",
+    "DEFAULT_W_MAX",
+    "EXIT_INPUT",
+    "EXIT_OK",
+    "EXIT_UNKNOWN",
+    "EXIT_VERIFIER",
+    "EXIT_VIOLATION",
+    "STATUS_EXIT",
+    "Choice",
+    "check_writable",
+    "did_you_mean",
+    "emit_json",
+    "error_line",
+    "fail",
+    "json_option",
+    "reading_bar",
+    "requirements_option",
+    "scope_options",
+    "stage_bar",
+    "variant_options",
+]
+
+# One exit-code table for every command (docs/cli.md).
+EXIT_OK = 0  # compliant, proved, passed, every charge accepted
+EXIT_VIOLATION = 1  # not compliant, refuted, refused by the guard, an integrity failure
+EXIT_INPUT = 2  # a usage or input error (one line on stderr, never a traceback)
+EXIT_UNKNOWN = 3  # undecided: a proof timed out; gate --require-proof without a proof
+EXIT_VERIFIER = 4  # the verifier contradicted itself (a bug in wevent, never a verdict)
+
+# A proof outcome's status -> its exit code (prove and gate).
+STATUS_EXIT = {"proved": EXIT_OK, "counterexample": EXIT_VIOLATION, "unknown": EXIT_UNKNOWN}
+
+# The proof scope's defaults, the same in `prove allocator`, `prove population` and `gate`.
+DEFAULT_W_MAX = 6
+DEFAULT_CLASSES = 2
+DEFAULT_TIMEOUT = 60
+
+
+def _command_path() -> str:
+    ctx = click.get_current_context(silent=True)
+    return ctx.command_path if ctx is not None else "wevent"
+
+
+def error_line(message: str, command: str | None = None) -> str:
+    """The one error format: ``wevent CMD: error: MESSAGE`` on one line."""
+    text = " ".join(str(message).split()) or "error"
+    return f"{command or _command_path()}: error: {text}"
+
+
+def fail(message: str) -> NoReturn:
+    """Report a usage or input error of the running command in one line and exit 2."""
+    click.echo(error_line(message), err=True)
+    sys.exit(EXIT_INPUT)
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices``, or the empty string."""
+    close = difflib.get_close_matches(name, list(choices), n=2, cutoff=0.6)
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
+
+
+class Choice(click.Choice):  # type: ignore[type-arg]
+    """`click.Choice` whose refusal also suggests the closest choice."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as exc:
+            hint = did_you_mean(str(value), [str(c) for c in self.choices])
+            if not hint:
+                raise
+            raise click.BadParameter(exc.message.rstrip(".") + hint, ctx, param) from None
+
+
+class JsonTarget(click.ParamType):  # type: ignore[type-arg]
+    """``-`` (stdout) or a path ending in ``.json``. The suffix rule keeps ``--json`` from
+    swallowing the positional argument that follows it (a ledger is never a .json file)."""
+
+    name = "json"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        text = str(value)
+        if text == "-" or text.lower().endswith(".json"):
+            return text
+        self.fail(
+            f"{text!r} does not end in .json; write --json FILE.json to save the report or "
+            "--json alone (or --json -) to print it, after the command's other arguments",
+            param,
+            ctx,
+        )
+
+
+def json_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--json [FILE|-]``: alone or ``-``, print ``what`` as JSON on stdout instead of the
+    text; with FILE.json, write it there and print the text as usual."""
+    return click.option(
+        "--json",
+        "json_out",
+        type=JsonTarget(),
+        is_flag=False,
+        flag_value="-",
+        default=None,
+        metavar="[FILE|-]",
+        help=f"{what} as JSON: on stdout instead of the text (--json or --json -), or into "
+        "FILE.json beside the text.",
+    )
+
+
+def check_writable(*paths: Path | str | None) -> None:
+    """Refuse, before any long work, an output whose directory does not exist."""
+    for path in paths:
+        if path is None or str(path) == "-":
+            continue
+        p = Path(path)
+        parent = p.parent if str(p.parent) else Path(".")
+        if not parent.is_dir():
+            fail(f"{p}: directory {parent} does not exist")
+        if p.is_dir():
+            fail(f"{p}: is a directory")
+
+
+def emit_json(target: str | None, data: Any) -> bool:
+    """Write ``data`` where ``--json`` asked; True when the text should still be printed."""
+    if target is None:
+        return True
+    text = json.dumps(data, indent=2) + "\n"
+    if target == "-":
+        click.echo(text, nl=False)
+        return False
+    try:
+        Path(target).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        fail(f"{target}: cannot write ({exc.strerror or exc})")
+    return True
+
+
+def requirements_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--requirements",
+        "-r",
+        "requirements",
+        multiple=True,
+        required=True,
+        metavar="FILE",
+        type=click.Path(path_type=Path),
+        help="Requirements CSV: fixed 'user,w,epsilon' (w=inf for a whole-stream budget) or "
+        "dynamic 'user,slot,w_back,eps_back,w_fwd,eps_fwd'. Repeat to combine files.",
+    )(f)
+
+
+def variant_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option(
+        "--arithmetic",
+        type=Choice(["exact", "float"]),
+        default="exact",
+        show_default=True,
+        help="How absorption counts (t_N = eps_l/share - 1) are computed: exactly, or in double "
+        "precision as the published code does (budgets stay exact either way).",
+    )(f)
+    return click.option(
+        "--variant",
+        type=Choice(["sound", "published"]),
+        default="sound",
+        show_default=True,
+        help="'published' runs the papers' pseudo-code as printed (unsound for dpbd/dpba after "
+        "a requirement change); see docs/deviations.md.",
+    )(f)
+
+
+def scope_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The proof scope, with the same defaults wherever a proof runs."""
+    f = click.option(
+        "--timeout",
+        type=click.IntRange(min=1),
+        default=DEFAULT_TIMEOUT,
+        show_default=True,
+        help="Seconds Z3 may spend on one case; a timeout leaves the proof UNKNOWN.",
+    )(f)
+    f = click.option(
+        "--unroll",
+        type=click.IntRange(min=1, max=60),
+        default=None,
+        metavar="N",
+        help="Slots the proof unrolls [default: 3 * --w-max].",
+    )(f)
+    f = click.option(
+        "--classes",
+        type=click.IntRange(min=1, max=4),
+        default=DEFAULT_CLASSES,
+        show_default=True,
+        help="Populations of 1..K requirement classes.",
+    )(f)
+    return click.option(
+        "--w-max",
+        type=click.IntRange(min=1, max=12),
+        default=DEFAULT_W_MAX,
+        show_default=True,
+        help="Every window size 1..W.",
+    )(f)
+
+
+def stage_bar(enabled: bool, total: int, desc: str) -> Callable[[str], None] | None:
+    """A progress bar over named stages (stderr, only when it is a terminal)."""
+    if not enabled or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit="stage", leave=False, file=sys.stderr)
+
+    def say(stage: str) -> None:
+        bar.set_postfix_str(stage)
+        bar.update(1)
+        if bar.n >= total:
+            bar.close()
+
+    return say
+
+
+def reading_bar(path: Path) -> Callable[[int, int], None] | None:
+    """A progress bar for reading a large text ledger (stderr, only when it is a terminal)."""
+    if not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    bar = tqdm(desc=f"reading {path.name}", unit="line", leave=False, file=sys.stderr)
+
+    def update(done: int, total: int) -> None:
+        bar.total = total
+        bar.update(done - bar.n)
+
+    return update
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's first message line, or its type's name."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def join_names(names: Sequence[str]) -> str:
+    return ", ".join(names)

@@ -1,0 +1,74 @@
+"""`wevent check`: one ledger against the requirements, in memory."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from wevent.accounting.budget import MAX_SLOT
+from wevent.accounting.formats import read_ledger, read_requirements
+from wevent.cli._common import (
+    EXIT_OK,
+    EXIT_VIOLATION,
+    check_writable,
+    emit_json,
+    fail,
+    json_option,
+    reading_bar,
+    requirements_option,
+    stage_bar,
+)
+from wevent.errors import InputError
+from wevent.verifier.check import check
+from wevent.verifier.verdict import render_verdict
+
+__all__ = ["check_cmd", "until_option"]
+
+
+def until_option(f: click.decorators.FC) -> click.decorators.FC:
+    return click.option(
+        "--until",
+        type=click.IntRange(min=1, max=MAX_SLOT),
+        default=None,
+        metavar="SLOT",
+        help="Check every window up to this slot [default: the ledger's last slot]; it must "
+        "not be before the ledger's last slot.",
+    )(f)
+
+
+@click.command("check", short_help="Check one ledger against the requirements.")
+@click.argument("ledger", type=click.Path(path_type=Path))
+@requirements_option
+@until_option
+@json_option("The verdict")
+def check_cmd(
+    ledger: Path, requirements: Sequence[Path], until: int | None, json_out: str | None
+) -> None:
+    """Check LEDGER (.jsonl, .csv or .parquet) against the requirements.
+
+    Every evidence record must certify a cost no larger than its charge, and every window of
+    every user must stay within its bound. The verdict is COMPLIANT (exit 0) or NOT COMPLIANT
+    (exit 1); bad input exits 2. Violations are printed exactly: the user, the window, the
+    per-slot spends, the sum, the bound and the excess.
+
+    \b
+    Examples:
+      wevent check ledger.jsonl -r requirements.csv
+      wevent check ledger.parquet -r fixed.csv -r dynamic.csv --json
+    """
+    check_writable(json_out)
+    try:
+        population = read_requirements(requirements)
+        book = read_ledger(ledger, progress=reading_bar(ledger))
+        verdict = check(
+            book, population, horizon=until, progress=stage_bar(json_out != "-", 5, "checking")
+        )
+    except InputError as exc:
+        fail(str(exc))
+    if emit_json(json_out, verdict.to_json()):
+        click.echo(f"{ledger}: {len(book)} charges, {len(population)} users with requirements")
+        click.echo(render_verdict(verdict, population))
+    sys.exit(EXIT_OK if verdict.ok else EXIT_VIOLATION)

@@ -1,0 +1,124 @@
+"""`wevent reproduce`: one of the papers' experiments on the synthetic streams."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from wevent._extras import require
+from wevent.cli._common import EXIT_VIOLATION, did_you_mean, error_line, fail
+from wevent.errors import InputError
+
+__all__ = ["reproduce_cmd"]
+
+
+def _experiment_list() -> str:
+    from wevent.experiments.registry import ALL, EXPERIMENTS
+
+    lines = [f"  {name:<16} {exp.summary}" for name, exp in EXPERIMENTS.items()]
+    lines.append(f"  {ALL:<16} every experiment above, each into OUT/NAME")
+    return "\b\nExperiments:\n" + "\n".join(lines)
+
+
+@click.command(
+    "reproduce", short_help="Re-run one of the papers' experiments.", epilog=_experiment_list()
+)
+@click.argument("experiment", metavar="EXPERIMENT")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    metavar="DIR",
+    help="Directory for results.csv, runs.csv, table.md and the PNG plots "
+    "[default: reproduction/EXPERIMENT].",
+)
+@click.option(
+    "--repeats",
+    type=click.IntRange(min=1, max=1000),
+    default=None,
+    help="Runs per setting, averaged [default: 10 as the papers, 1 with --quick].",
+)
+@click.option(
+    "--quick",
+    is_flag=True,
+    help="Small smoke-test size (5,000 users, 200-300 slots, 3 sweep points): minutes, not hours.",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Repeat r uses seed SEED + r for the population, the stream and the noise.",
+)
+@click.option(
+    "--users",
+    type=click.IntRange(min=1, max=10**8),
+    default=None,
+    help="Override the number of users of every run [default: the paper's, or the quick size].",
+)
+@click.option(
+    "--slots",
+    type=click.IntRange(min=1, max=10**7),
+    default=None,
+    help="Override the number of slots of every run [default: the paper's, or the quick size].",
+)
+def reproduce_cmd(
+    experiment: str,
+    out_dir: Path | None,
+    repeats: int | None,
+    quick: bool,
+    seed: int,
+    users: int | None,
+    slots: int | None,
+) -> None:
+    """Re-run one of the papers' experiments on the synthetic streams (TLNS, Sin, Log).
+
+    Every run goes through the runtime guard (a refused charge stops the command, exit 1).
+    Writes results.csv (long form: experiment,dataset,mechanism,epsilon,w,metric,value,std,
+    setting), runs.csv (one line per run), table.md (the papers' layout) and one PNG per
+    metric. The same seed gives the same files. Full sizes are the papers' (e.g. 200,000 users
+    x 800 slots for 002); --quick, --users and --slots make them smaller.
+
+    \b
+    Examples:
+      wevent reproduce pwsm-epsilon --quick --out out/pwsm
+      wevent reproduce ldp-ids-w --users 20000 --slots 800 --repeats 3
+    """
+    from wevent.experiments.registry import ALL, EXPERIMENTS
+
+    if experiment not in EXPERIMENTS and experiment != ALL:
+        fail(
+            f"unknown experiment {experiment!r}{did_you_mean(experiment, [*EXPERIMENTS, ALL])}"
+            f" (expected one of {', '.join([*EXPERIMENTS, ALL])})"
+        )
+    missing = require("reproduce", "report")  # plots, checked before hours of runs
+    if missing is not None:
+        fail(missing)
+    from wevent.experiments.harness import GuardRefused
+    from wevent.experiments.registry import run_experiment
+
+    out = out_dir if out_dir is not None else Path("reproduction") / experiment
+    try:
+        if out.exists() and not out.is_dir():
+            raise InputError(f"--out: {out} exists and is not a directory")
+        files = run_experiment(
+            experiment,
+            out,
+            repeats if repeats is not None else (1 if quick else 10),
+            quick,
+            seed,
+            users=users,
+            slots=slots,
+        )
+    except InputError as exc:
+        fail(str(exc))
+    except GuardRefused as exc:
+        click.echo(error_line(f"REFUSED: the guard refused a charge: {exc}"), err=True)
+        sys.exit(EXIT_VIOLATION)
+    except OSError as exc:
+        fail(f"cannot write the results: {exc}")
+    for path in files:
+        click.echo(f"wrote {path}")
