@@ -152,3 +152,29 @@ def test_a_run_on_a_synthetic_stream_needs_no_extra(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_gate_fixture_fails_with_the_hint_without_the_prove_extra(tmp_path: Path) -> None:
+    """A user's test that asks for `wevent_gate` without Z3 fails (never passes, never skips)
+    with the install hint in one line, not an import traceback."""
+    (tmp_path / "test_mine.py").write_text(
+        "def test_gate(wevent_gate):\n    wevent_gate('uniform', w_max=2)\n", encoding="utf-8"
+    )
+    script = tmp_path / "run_pytest.py"
+    script.write_text(
+        "import sys, pytest\n"
+        "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', "
+        "'test_mine.py']))\n",
+        encoding="utf-8",
+    )
+    # Only z3 is blocked: hypothesis's own pytest plugin (installed with it) would fail to load
+    # under the blocker, which no real install without hypothesis sees.
+    done = _run("z3", str(script), cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 error in" in done.stdout and "passed" not in done.stdout
+    assert "skipped" not in done.stdout
+    assert (
+        "\nwevent_gate: `wevent gate` needs the prove extra(s): pip install 'wevent[prove]'\n"
+        in done.stdout
+    )
+    assert "Traceback" not in done.stdout and "ModuleNotFoundError" not in done.stdout

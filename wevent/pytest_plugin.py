@@ -57,7 +57,15 @@ class GateFixture(Protocol):
 
 @pytest.fixture
 def wevent_gate(request: pytest.FixtureRequest) -> GateFixture:
-    """Run the gate on a target and fail the test unless the verdict is ``expect``."""
+    """Run the gate on a target and fail the test unless the verdict is ``expect``.
+
+    Without the prove extra (Z3, hypothesis) the test fails with the one-line install hint: a
+    gate that cannot run must never read as a pass, so it is not a skip either."""
+    from wevent._extras import require
+
+    missing = require("gate", "prove")
+    if missing is not None:
+        pytest.fail(f"wevent_gate: {missing}", pytrace=False)
     from wevent.gate import GateOptions, run_gate
 
     overrides = {
