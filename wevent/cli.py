@@ -78,7 +78,7 @@ def cli() -> None:
     \b
     Start with:  wevent demo
     Then:        wevent check LEDGER --requirements REQ.csv
-    File formats are documented in the README.
+    File formats are documented in docs/formats.md.
     """
 
 
@@ -782,7 +782,7 @@ def trace_cmd(
     drawn user paid. A draw the pool cannot serve also ends the trace with exit 1.
 
     MECHANISM is a built-in name (below), an allocator registered under the entry-point group
-    wevent.allocators, or module:attribute (see "Gate your allocator in CI" in the README);
+    wevent.allocators, or module:attribute (see docs/gate.md, "Gate your allocator in CI");
     `wevent gate` prints its counterexamples as this command.
 
     \b
@@ -1332,7 +1332,7 @@ def reproduce_cmd(
 def prepare_group() -> None:
     """Turn a real data set's public files into a 'user,slot,value' CSV stream.
 
-    The output is what 'wevent run --stream FILE' reads. Where to get the data: README,
+    The output is what 'wevent run --stream FILE' reads. Where to get the data: docs/reproduction.md,
     section 'Real data sets'.
     """
 
