@@ -1,6 +1,6 @@
 """Throughput of the runtime guard and the batch checker (run on demand: `make bench`).
 
-Prints a Markdown table; the README records the figures with the machine they came from.
+Prints a Markdown table; docs/performance.md records the figures with the machine they came from.
 Nothing here is asserted: these are measurements, not tests.
 """
 

@@ -6,8 +6,8 @@ induction at w <= 3 with 1..2 classes for dpbd/dpba; search: 200 inputs per requ
 end-to-end runs of 40 slots) on every sound built-in (budget and population
 allocators), the unsound published variants and the mutants of `tests/gate_mutants.py`; per
 target the verdict, the seconds of each stage and the total (``--population``: the population
-allocators and their mutants only). Measurements, not tests: the table goes to the README ("Gate your allocator
-in CI"). Run from the repository root (the mutants are ``tests.gate_mutants:NAME``).
+allocators and their mutants only). Measurements, not tests: the table goes to docs/performance.md ("The CI
+gate: time per target"). Run from the repository root (the mutants are ``tests.gate_mutants:NAME``).
 """
 
 from __future__ import annotations

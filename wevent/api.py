@@ -6,8 +6,8 @@ decision; an `Allocator` (or the ready-made `AllocatorSpec`) wraps its factory w
 the gate checks. Dynamic-requirement kernels start from `DynamicKernel` (001 Algorithms 6-7),
 fixed ones may start from `FixedKernel`; a population-division allocator is a
 `PopulationAllocator` (`PopulationSpec`: a ``setup`` giving a `PopulationSetup`, e.g. from
-`population_setup`, and a ``kernel`` giving a `PopulationKernel`). The README section "Gate
-your allocator in CI" has a worked example, and `wevent.mechanisms.allocators.api` the protocol's fine
+`population_setup`, and a ``kernel`` giving a `PopulationKernel`). `docs/gate.md` ("Gate
+your allocator in CI") has a worked example, and `wevent.mechanisms.allocators.api` the protocol's fine
 print.
 """
 

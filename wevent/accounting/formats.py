@@ -1,4 +1,4 @@
-"""Reading and writing requirements and ledgers in the documented file formats (see README).
+"""Reading and writing requirements and ledgers in the documented file formats (docs/formats.md).
 
 Everything is exact: budgets and evidence numbers are decimal strings or ``a/b``. Every problem in
 an input file raises `FormatError` with the file, the line and what is wrong, in one line.
@@ -311,7 +311,7 @@ _PROGRESS_EVERY = 50_000
 
 
 def read_ledger(path: Path | str, *, progress: Callable[[int, int], None] | None = None) -> Ledger:
-    """Read a ledger file (JSONL, CSV or Parquet; see README for the columns).
+    """Read a ledger file (JSONL, CSV or Parquet; docs/formats.md lists the columns).
 
     ``progress(done, total)`` is called every 50,000 lines of a text file (for a progress bar).
     """

@@ -32,6 +32,7 @@ Your own allocator (the Allocator protocol of wevent.mechanisms.allocators.api):
   NAME               an entry point of the group wevent.allocators
   module:attribute   an Allocator, or a callable returning one (the current directory is
                      searched first, as with python -m)
+Writing one and gating it in CI: docs/gate.md.
 """
 
 EXSUB_RUN_HELP = """
