@@ -21,6 +21,7 @@ from wevent.accounting.requirements import Fixed, WholeStream
 from wevent.demo import example_path
 from wevent.verifier.check import check
 from wevent.verifier.engines import DuckDBBackend, SqlEngine, make_engine, spark_session
+from wevent.verifier.reference import reference_check
 from wevent.verifier.sql import EngineError
 from wevent.verifier.verdict import Verdict
 
@@ -62,16 +63,18 @@ def test_every_engine_refuses_a_horizon_before_the_last_slot(engine: str, tmp_pa
         ledger.append(slot, "1/4", user="u")
     path = _write(tmp_path, ledger)
     messages = set()
-    for use in ("check", engine):
+    for use in ("check", "reference", engine):
         with pytest.raises(BudgetError) as caught:
             if use == "check":
                 check(ledger, population, horizon=3)
+            elif use == "reference":
+                reference_check(ledger, population, horizon=3)
             else:
                 make_engine(engine).audit([path], population, horizon=3)
         messages.add(str(caught.value))
     assert messages == {
-        "--until 3 is before the ledger's last slot 4: every charge is checked, so the check "
-        "cannot stop before the last one"
+        "horizon (--until) 3 is before the ledger's last slot 4: every charge is checked, so "
+        "the check cannot stop before the last one"
     }
 
 

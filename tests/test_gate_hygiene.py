@@ -79,7 +79,7 @@ def test_a_prove_replay_line_names_the_saved_file(tmp_path: Path) -> None:
 
 
 def test_the_plugin_overrides_name_real_gate_options() -> None:
-    """`--wevent-horizon` and the wide search's flags reach `GateOptions` (a misspelled field
+    """`--wevent-unroll` and the wide search's flags reach `GateOptions` (a misspelled field
     would be a TypeError at the first gate call)."""
     from dataclasses import fields
 

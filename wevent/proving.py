@@ -12,6 +12,7 @@ from typing import Any
 from wevent.accounting.budget import BudgetError
 from wevent.accounting.formats import write_requirements
 from wevent.proofs.central import ALLOCATORS, AllocatorProof, Scope, prove_allocator
+from wevent.proofs.dynamic import INDUCTION_DEFAULT_W_MAX
 
 __all__ = [
     "default_scope",
@@ -34,13 +35,14 @@ def default_scope(
     unbounded: bool = False,
     declarations: str | None = None,
 ) -> Scope:
-    """The scope `wevent prove` uses: fixed kernels w <= 6 with 2 classes; dynamic kernels
-    (declarations at slots 1 and 2 unless ``declarations`` lists others, e.g. "1" or "1,3";
-    their shapes grow as w^(2 x declarations) per class) w <= 2 with 1 class bounded, w <= 4
-    with 2 classes by induction; horizon 3 * w_max."""
+    """The scope `wevent prove allocator` uses, the gate's proof scope: 2 classes; fixed kernels
+    w <= 6, dynamic kernels (declarations at slots 1 and 2 unless ``declarations`` lists others,
+    e.g. "1" or "1,3"; their shapes grow as w^(2 x declarations) per class) w <= 4, which is
+    proved by induction for every horizon (the bounded scope is too large to enumerate);
+    horizon 3 * w_max."""
     dynamic = ALLOCATORS[mechanism].requirement == "dynamic"
-    w = w_max if w_max is not None else ((4 if unbounded else 2) if dynamic else 6)
-    k = classes if classes is not None else (1 if dynamic and not unbounded else 2)
+    w = w_max if w_max is not None else (INDUCTION_DEFAULT_W_MAX if dynamic else 6)
+    k = classes if classes is not None else 2
     scope = Scope(classes=k, w_max=w, horizon=horizon or 0, timeout_ms=timeout * 1000)
     if declarations is None:
         return scope
@@ -135,8 +137,8 @@ def run_population_proof(
     target: str,
     *,
     variant: str,
-    w_max: int | None,
-    classes: int | None,
+    w_max: int,
+    classes: int,
     horizon: int | None,
     timeout: int,
 ) -> dict[str, Any]:
@@ -146,8 +148,8 @@ def run_population_proof(
     return prove_population(
         target,
         variant=variant,
-        w_max=w_max or 6,
-        classes=classes or 2,
+        w_max=w_max,
+        classes=classes,
         horizon=horizon,
         timeout_ms=timeout * 1000,
         progress=progress_printer(),

@@ -10,7 +10,7 @@ fails the test with the gate's report, counterexample and ``wevent trace`` repla
 included, unless the verdict is the expected one (``expect="pass"``: proved or passed;
 ``expect="refuted"`` for a known-broken allocator kept as a regression fixture). It returns the
 `GateReport`. Command-line options (``--wevent-examples``, ``--wevent-w-max``,
-``--wevent-classes``, ``--wevent-seed``, ``--wevent-horizon``, ``--wevent-search-runs``,
+``--wevent-classes``, ``--wevent-seed``, ``--wevent-unroll``, ``--wevent-search-runs``,
 ``--wevent-search-w-max``) override the defaults for every call, so CI can run a
 larger scope than a developer's machine without editing the tests.
 """
@@ -32,7 +32,7 @@ _OVERRIDES = (
     ("--wevent-w-max", "w_max", "largest window the gate checks"),
     ("--wevent-classes", "classes", "largest number of requirement classes"),
     ("--wevent-seed", "seed", "seed of the gate's search and synthetic streams"),
-    ("--wevent-horizon", "horizon", "slots the proof unrolls (0: 3 x the largest window)"),
+    ("--wevent-unroll", "horizon", "slots the proof unrolls (0: 3 x the largest window)"),
     ("--wevent-search-runs", "search_runs", "runs of the wide search per requirement kind"),
     ("--wevent-search-w-max", "search_w_max", "largest window the wide search draws"),
 )

@@ -24,6 +24,7 @@ __all__ = [
     "EXIT_VIOLATION",
     "STATUS_EXIT",
     "Choice",
+    "StageBar",
     "check_writable",
     "did_you_mean",
     "emit_json",
@@ -33,7 +34,6 @@ __all__ = [
     "reading_bar",
     "requirements_option",
     "scope_options",
-    "stage_bar",
     "variant_options",
 ]
 
@@ -49,6 +49,7 @@ STATUS_EXIT = {"proved": EXIT_OK, "counterexample": EXIT_VIOLATION, "unknown": E
 
 # The proof scope's defaults, the same in `prove allocator`, `prove population` and `gate`.
 DEFAULT_W_MAX = 6
+INDUCTION_DEFAULT_W_MAX = 4  # wevent.proofs.dynamic.INDUCTION_DEFAULT_W_MAX (tested equal)
 DEFAULT_CLASSES = 2
 DEFAULT_TIMEOUT = 60
 
@@ -200,39 +201,53 @@ def scope_options(f: Callable[..., Any]) -> Callable[..., Any]:
         type=click.IntRange(min=1, max=60),
         default=None,
         metavar="N",
-        help="Slots the proof unrolls [default: 3 * --w-max].",
+        help="Slots a bounded proof unrolls (and the gate's first search runs) "
+        "[default: 3 x --w-max].",
     )(f)
     f = click.option(
         "--classes",
         type=click.IntRange(min=1, max=4),
         default=DEFAULT_CLASSES,
         show_default=True,
-        help="Populations of 1..K requirement classes.",
+        help="Populations of 1..K requirement classes (a float proof uses one).",
     )(f)
     return click.option(
         "--w-max",
         type=click.IntRange(min=1, max=12),
-        default=DEFAULT_W_MAX,
-        show_default=True,
-        help="Every window size 1..W.",
+        default=None,
+        metavar="W",
+        help=f"Every window size 1..W [default: {DEFAULT_W_MAX}; for the dynamic kernels "
+        f"dpbd and dpba {INDUCTION_DEFAULT_W_MAX}, proved by induction for every horizon, as "
+        "their shapes grow as W^4 per class: prove allocator takes a larger W, the gate's proof "
+        "stays at that bound and its search goes on to W].",
     )(f)
 
 
-def stage_bar(enabled: bool, total: int, desc: str) -> Callable[[str], None] | None:
-    """A progress bar over named stages (stderr, only when it is a terminal)."""
-    if not enabled or not sys.stderr.isatty():
-        return None
-    from tqdm import tqdm
+class StageBar:
+    """A progress bar over named stages on stderr (drawn only when stderr is a terminal); use it
+    as a context manager so it is closed before the results are printed."""
 
-    bar = tqdm(total=total, desc=desc, unit="stage", leave=False, file=sys.stderr)
+    def __init__(self, enabled: bool, total: int, desc: str) -> None:
+        self._bar: Any = None
+        if enabled and sys.stderr.isatty():
+            from tqdm import tqdm
 
-    def say(stage: str) -> None:
-        bar.set_postfix_str(stage)
-        bar.update(1)
-        if bar.n >= total:
-            bar.close()
+            self._bar = tqdm(total=total, desc=desc, unit="stage", leave=False, file=sys.stderr)
 
-    return say
+    @property
+    def say(self) -> Callable[[str], None] | None:
+        return None if self._bar is None else self._advance
+
+    def _advance(self, stage: str) -> None:
+        self._bar.set_postfix_str(stage)
+        self._bar.update(1)
+
+    def __enter__(self) -> StageBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.close()
 
 
 def reading_bar(path: Path) -> Callable[[int, int], None] | None:

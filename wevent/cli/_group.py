@@ -16,22 +16,36 @@ from wevent.errors import InputError
 
 __all__ = ["RENAMED", "WeventGroup"]
 
-# Flags whose names changed, and what replaced them (one meaning per flag across commands).
+# Flags whose names changed, and the options that replaced them (one meaning per flag across
+# commands); a command is pointed at the replacement it has.
 RENAMED = {
-    "--horizon": "--until SLOT in check and audit, --unroll N in prove and gate",
-    "--d": "--domain",
-    "--dprime": "--domain",
-    "--s": "--sparsity",
-    "--search-horizon": "--search-unroll",
+    "--horizon": ("--until", "--unroll"),
+    "--d": ("--domain",),
+    "--dprime": ("--domain",),
+    "--s": ("--sparsity",),
+    "--search-horizon": ("--search-unroll",),
 }
+
+
+def _replacement(command: click.Command | None, flag: str) -> str | None:
+    if command is None:
+        return None
+    for param in command.params:
+        for new in RENAMED.get(flag, ()):
+            if new in getattr(param, "opts", ()):
+                metavar = param.make_metavar(click.Context(command)) if param.metavar else ""
+                return f"{new} {metavar}".strip()
+    return None
 
 
 def _usage_error(exc: click.UsageError) -> str:
     ctx = exc.ctx
     path = ctx.command_path if ctx is not None else "wevent"
     message = exc.format_message().strip().rstrip(".")
-    if isinstance(exc, click.NoSuchOption) and exc.option_name in RENAMED:
-        message = f"no option {exc.option_name}: it is now {RENAMED[exc.option_name]}"
+    if isinstance(exc, click.NoSuchOption):
+        new = _replacement(ctx.command if ctx is not None else None, exc.option_name)
+        if new is not None:
+            message = f"no option {exc.option_name}: it is now {new}"
     help_path = path if ctx is not None and ctx.command is not None else "wevent"
     return error_line(f"{message} (see '{help_path} --help')", path)
 
@@ -50,7 +64,12 @@ class WeventGroup(click.Group):
         self, ctx: click.Context, args: list[str]
     ) -> tuple[str | None, click.Command | None, list[str]]:
         name = args[0] if args else ""
-        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+        if (
+            name
+            and not ctx.resilient_parsing  # shell completion asks quietly
+            and not name.startswith("-")
+            and self.get_command(ctx, name) is None
+        ):
             hint = self.unknown_hint(name) if self.unknown_hint is not None else None
             if hint is None:
                 hint = f"no command {name!r}" + did_you_mean(name, self.list_commands(ctx))
@@ -72,6 +91,9 @@ class WeventGroup(click.Group):
         argv = list(args) if args is not None else sys.argv[1:]
         try:
             code = super().main(argv, prog_name, complete_var, False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:  # a bare group: its help
+            exc.show()
+            sys.exit(exc.exit_code)
         except click.UsageError as exc:
             click.echo(_usage_error(exc), err=True)
             sys.exit(EXIT_INPUT)
@@ -89,6 +111,6 @@ class WeventGroup(click.Group):
             hint = missing_extra(exc, command)
             if hint is None:
                 raise
-            click.echo(error_line(hint, "wevent"), err=True)
+            click.echo(error_line(hint, f"wevent {command}".strip()), err=True)
             sys.exit(EXIT_INPUT)
         sys.exit(code if isinstance(code, int) else 0)

@@ -14,13 +14,13 @@ from wevent.cli._common import (
     EXIT_OK,
     EXIT_VIOLATION,
     Choice,
+    StageBar,
     check_writable,
     emit_json,
     fail,
     first_line,
     json_option,
     requirements_option,
-    stage_bar,
 )
 from wevent.cli.check import until_option
 from wevent.errors import InputError
@@ -86,18 +86,18 @@ def audit_cmd(
     from wevent.verifier.sql import EngineError
 
     check_writable(json_out, html_out, md_out)
-    say = stage_bar(True, 12, f"auditing ({engine})")
     try:
         population = read_requirements(requirements)
-        result = run_audit(
-            ledgers,
-            population,
-            engine=engine,
-            horizon=until,
-            expect_head=expect_head,
-            memory_limit=memory_limit,
-            progress=say,
-        )
+        with StageBar(json_out != "-", 12, f"auditing ({engine})") as bar:
+            result = run_audit(
+                ledgers,
+                population,
+                engine=engine,
+                horizon=until,
+                expect_head=expect_head,
+                memory_limit=memory_limit,
+                progress=bar.say,
+            )
     except (InputError, EngineError) as exc:
         fail(str(exc))
     except MemoryError as exc:  # the numpy engine holds the ledger in memory

@@ -13,13 +13,13 @@ from wevent.accounting.formats import read_ledger, read_requirements
 from wevent.cli._common import (
     EXIT_OK,
     EXIT_VIOLATION,
+    StageBar,
     check_writable,
     emit_json,
     fail,
     json_option,
     reading_bar,
     requirements_option,
-    stage_bar,
 )
 from wevent.errors import InputError
 from wevent.verifier.check import check
@@ -63,9 +63,8 @@ def check_cmd(
     try:
         population = read_requirements(requirements)
         book = read_ledger(ledger, progress=reading_bar(ledger))
-        verdict = check(
-            book, population, horizon=until, progress=stage_bar(json_out != "-", 5, "checking")
-        )
+        with StageBar(json_out != "-", 5, "checking") as bar:
+            verdict = check(book, population, horizon=until, progress=bar.say)
     except InputError as exc:
         fail(str(exc))
     if emit_json(json_out, verdict.to_json()):

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from wevent.cli._common import (
+    DEFAULT_W_MAX,
     check_writable,
     emit_json,
     fail,
@@ -90,7 +91,7 @@ __all__ = ["gate_cmd"]
 )
 def gate_cmd(
     allocator: str,
-    w_max: int,
+    w_max: int | None,
     classes: int,
     unroll: int | None,
     timeout: int,
@@ -152,7 +153,7 @@ def gate_cmd(
     from wevent.gate import GateOptions, run_gate
 
     options = GateOptions(
-        w_max=w_max,
+        w_max=w_max or DEFAULT_W_MAX,
         classes=classes,
         horizon=unroll or 0,
         examples=examples,
@@ -170,7 +171,7 @@ def gate_cmd(
     try:
         report = run_gate(allocator, options, save_requirements=save_requirements)
     except OSError as exc:
-        fail(f"cannot write {save_requirements}: {exc.strerror or exc}")
+        fail(f"{exc.filename or save_requirements}: cannot write ({exc.strerror or exc})")
     try:
         if junit_out is not None:
             junit_out.write_text(report.junit_xml(), encoding="utf-8")

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from wevent.cli._common import (
+    DEFAULT_W_MAX,
     EXIT_VERIFIER,
     STATUS_EXIT,
     Choice,
@@ -36,6 +37,7 @@ _KINDS = {
 }
 
 
+_WHAT = {"all": "every primitive", "ops": "the OPS budget split", "exsub": "ExSub (004)"}
 _ARTICLE = {
     "primitive": "a primitive",
     "allocator": "an allocator",
@@ -44,11 +46,23 @@ _ARTICLE = {
 
 
 def _old_form(name: str) -> str | None:
-    """`wevent prove pba` (the form before the subcommands): name the subcommand."""
+    """Where a name is proved: `wevent prove pba` (the form before the subcommands), or a name
+    given to the wrong subcommand, gets the command that proves it."""
     kind = _KINDS.get(name)
-    if kind is None or kind == name:
+    if kind is None:
         return None
-    return f"{name!r} is {_ARTICLE[kind]}: use 'wevent prove {kind} {name}'"
+    command = f"wevent prove {kind}" if kind == name else f"wevent prove {kind} {name}"
+    if name in _WHAT:
+        return f"{name!r} ({_WHAT[name]}): use '{command}'"
+    return f"{name!r} is {_ARTICLE[kind]}: use '{command}'" if kind != name else None
+
+
+def _known(kind: str, name: str, names: tuple[str, ...]) -> None:
+    """Refuse a NAME this subcommand does not prove, naming the one that does."""
+    if name in names:
+        return
+    hint = _old_form(name)
+    fail(hint if hint is not None else f"no {kind} {name!r}{did_you_mean(name, names)}")
 
 
 @click.group(
@@ -74,7 +88,7 @@ def prove_group() -> None:
 
 
 @prove_group.command("primitive", short_help="A noise primitive's privacy theorem.")
-@click.argument("name", metavar="NAME", type=Choice([*PRIMITIVES, "all"]))
+@click.argument("name", metavar="NAME")
 @click.option(
     "--domain",
     type=click.IntRange(min=2, max=64),
@@ -99,6 +113,7 @@ def primitive_cmd(name: str, domain: int, json_out: str | None) -> None:
     Example:
       wevent prove primitive grr --domain 5
     """
+    _known("primitive", name, (*PRIMITIVES, "all"))
     from wevent.proofs.primitives import PRIMITIVES as REGISTERED
     from wevent.proofs.primitives import prove_primitive
 
@@ -170,7 +185,7 @@ def allocator_cmd(
     allocator: str,
     variant: str,
     arithmetic: str,
-    w_max: int,
+    w_max: int | None,
     classes: int,
     unroll: int | None,
     timeout: int,
@@ -238,7 +253,7 @@ def allocator_cmd(
     except InputError as exc:
         fail(str(exc))
     except OSError as exc:
-        fail(f"{save_requirements}: cannot write ({exc.strerror or exc})")
+        fail(f"{exc.filename}: cannot write ({exc.strerror})" if exc.filename else str(exc))
     except ProverError as exc:
         click.echo(f"wevent prove allocator: verifier error: {exc}", err=True)
         sys.exit(EXIT_VERIFIER)
@@ -249,7 +264,7 @@ def allocator_cmd(
 
 
 @prove_group.command("population", short_help="A population allocator's pool and window theorems.")
-@click.argument("name", metavar="NAME", type=Choice(list(POPULATION_PROOFS)))
+@click.argument("name", metavar="NAME")
 @click.option(
     "--variant",
     type=Choice(["sound", "published"]),
@@ -262,7 +277,7 @@ def allocator_cmd(
 def population_cmd(
     name: str,
     variant: str,
-    w_max: int,
+    w_max: int | None,
     classes: int,
     unroll: int | None,
     timeout: int,
@@ -284,12 +299,18 @@ def population_cmd(
     Example:
       wevent prove population plpa+ --w-max 2
     """
+    _known("population allocator", name, POPULATION_PROOFS)
     from wevent.proving import render_population, run_population_proof
 
     check_writable(json_out)
     try:
         result = run_population_proof(
-            name, variant=variant, w_max=w_max, classes=classes, horizon=unroll, timeout=timeout
+            name,
+            variant=variant,
+            w_max=w_max or DEFAULT_W_MAX,
+            classes=classes,
+            horizon=unroll,
+            timeout=timeout,
         )
     except InputError as exc:
         fail(str(exc))
@@ -330,7 +351,7 @@ def population_cmd(
 )
 @click.option(
     "--variant",
-    type=Choice(["sound", "printed-offline", "printed-online"]),
+    type=Choice(["sound", "printed-offline", "printed-online", "published"]),
     default="sound",
     show_default=True,
     help="'printed-offline' / 'printed-online' run 004 Algorithm 3 line 13 / Algorithm 4 as "
@@ -352,6 +373,8 @@ def exsub_cmd(
     from wevent.accounting.budget import parse_exact
     from wevent.proofs.exsub import prove_exsub
 
+    if variant == "published":
+        fail("exsub: use --variant printed-offline or printed-online for 004's pseudo-code")
     check_writable(json_out)
     try:
         value = None if eps is None else parse_exact(eps, what="--eps")

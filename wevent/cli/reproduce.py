@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from wevent._extras import require
-from wevent.cli._common import EXIT_VIOLATION, did_you_mean, error_line, fail
+from wevent.cli._common import EXIT_VIOLATION, did_you_mean, fail
 from wevent.errors import InputError
 
 __all__ = ["reproduce_cmd"]
@@ -116,7 +116,7 @@ def reproduce_cmd(
     except InputError as exc:
         fail(str(exc))
     except GuardRefused as exc:
-        click.echo(error_line(f"REFUSED: the guard refused a charge: {exc}"), err=True)
+        click.echo(f"wevent reproduce: REFUSED by the guard: {exc}", err=True)
         sys.exit(EXIT_VIOLATION)
     except OSError as exc:
         fail(f"cannot write the results: {exc}")

@@ -56,6 +56,7 @@ from wevent.mechanisms.allocators.registry import (
 )
 from wevent.proofs.central import AllocatorProof, Scope, interchangeable, prove_allocator
 from wevent.proofs.counterexamples import ProverError
+from wevent.proofs.dynamic import INDUCTION_DEFAULT_W_MAX
 
 __all__ = ["STAGES", "GateOptions", "run_gate"]
 
@@ -68,7 +69,7 @@ DYNAMIC_PROOF_W_MAX = 2
 # (`wevent.proofs.dynamic`: one-class shapes, several classes by non-interference) up to this window:
 # 256 shapes, dpbd 6 s, dpba 12 s on one core (w <= 5: 20 s and 33 s, which would take the dpba
 # gate near its 60 s; w <= 6 is `wevent prove allocator dpba --w-max 6 --unbounded`, 41-44 s on two cores).
-DYNAMIC_INDUCTION_W_MAX = 4
+DYNAMIC_INDUCTION_W_MAX = INDUCTION_DEFAULT_W_MAX
 # The float proof is an explicit-state search over every decision sequence for every grid
 # budget of one class (`wevent.proofs.central._prove_explicit`): seconds at w <= 3, over 10 minutes for a
 # sound kernel at w <= 6 (bd), so it is capped here; the search still runs at the full scope.

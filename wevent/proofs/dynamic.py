@@ -77,8 +77,14 @@ from wevent.mechanisms.allocators.kernel import Decl, DynamicClass, Prefix
 from wevent.proofs.algebra import strict_truth
 from wevent.proofs.symbolic import WindowSpec, Z3ScopeAlgebra, dynamic_windows, real
 
+# The window bound the dynamic kernels are proved to by default (`wevent prove allocator` and the
+# gate): their one-class shapes grow as w^4 (two declarations), 256 at w <= 4; dpbd takes about
+# 6 s and dpba 12 s on one core there, w <= 6 about 40 s on two cores.
+INDUCTION_DEFAULT_W_MAX = 4
+
 __all__ = [
     "FORWARD_RATIOS",
+    "INDUCTION_DEFAULT_W_MAX",
     "Obligation",
     "Shape",
     "ShapeResult",

@@ -240,8 +240,8 @@ def checked_horizon(last_slot: int, horizon: int | None) -> int:
     unchecked while the verdict reads as a verdict on the whole ledger."""
     if horizon is not None and horizon < last_slot:
         raise BudgetError(
-            f"--until {horizon} is before the ledger's last slot {last_slot}: every charge "
-            "is checked, so the check cannot stop before the last one"
+            f"horizon (--until) {horizon} is before the ledger's last slot {last_slot}: every "
+            "charge is checked, so the check cannot stop before the last one"
         )
     return max(last_slot, horizon or 0)
 

@@ -13,6 +13,7 @@ from wevent.accounting.evidence import Evidence, certify_cost
 from wevent.accounting.ledger import Ledger
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Dynamic, Fixed, WholeStream
+from wevent.verifier.check import checked_horizon
 from wevent.verifier.verdict import EvidenceFailure, Verdict, Violation, ratio
 
 __all__ = ["reference_check"]
@@ -40,7 +41,7 @@ def reference_check(
     for user, charge in ledger.expanded():
         per_user += 1
         spends[user][charge.slot] += charge.amount
-    horizon_t = max(last_slot, horizon or 0)
+    horizon_t = checked_horizon(last_slot, horizon)  # the same refusal as every engine
 
     violations: list[Violation] = []
     utilization: dict[str, Fraction | None] = {}
