@@ -24,6 +24,7 @@ from wevent.cli._common import (
     EXIT_VIOLATION,
     JsonTarget,
 )
+from wevent.cli._common import INDUCTION_DEFAULT_W_MAX as CLI_INDUCTION_W_MAX
 from wevent.cli._group import RENAMED
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "wevent" / "examples"
@@ -73,6 +74,13 @@ def test_every_command_is_reached() -> None:
     ("args", "command", "needle"),
     [
         (["chek"], "wevent", "did you mean 'check'"),
+        (["prove", "all"], "wevent prove", "'all' (every primitive): use 'wevent prove primitive all'"),
+        (["prove", "population", "pba"], "wevent prove population", "prove allocator pba"),
+        (["prove", "primitive", "lpd"], "wevent prove primitive", "prove population lpd"),
+        (["prove", "allocator", "exsub"], "wevent prove allocator", "use 'wevent prove exsub'"),
+        (["prove", "exsub", "--variant", "published"], "wevent prove exsub", "printed-offline"),
+        (["check", LEDGER, "-r", REQ, "--s", "2"], "wevent check", "No such option '--s'"),
+        (["run", "pba", "-r", REQ, "--horizon", "9"], "wevent run", "No such option '--horizon'"),
         (["prove", "primitve", "grr"], "wevent prove", "did you mean 'primitive'"),
         (["prove", "pba"], "wevent prove", "use 'wevent prove allocator pba'"),
         (["prove", "plpa+"], "wevent prove", "use 'wevent prove population plpa+'"),
@@ -83,11 +91,11 @@ def test_every_command_is_reached() -> None:
         (["check", LEDGER], "wevent check", "Missing option '--requirements'"),
         (["check"], "wevent check", "Missing argument 'LEDGER'"),
         (["check", LEDGER, "-r", REQ, "--jsn"], "wevent check", "Did you mean '--json'"),
-        (["check", LEDGER, "-r", REQ, "--horizon", "9"], "wevent check", "now --until SLOT"),
+        (["check", LEDGER, "-r", REQ, "--horizon", "9"], "wevent check", "it is now --until SLOT ("),
         (["check", LEDGER, "-r", REQ, "--until", "0"], "wevent check", "--until"),
         (["check", LEDGER, "-r", REQ, "--until", "2"], "wevent check", "before the ledger's last"),
         (["audit", LEDGER, "-r", REQ, "--engine", "duckd"], "wevent audit", "did you mean 'duckdb'"),
-        (["gate", "pba", "--horizon", "9"], "wevent gate", "--unroll N in prove and gate"),
+        (["gate", "pba", "--horizon", "9"], "wevent gate", "it is now --unroll N"),
         (["gate", "pba", "--search-horizon", "9"], "wevent gate", "now --search-unroll"),
         (["prove", "exsub", "--dprime", "4"], "wevent prove exsub", "now --domain"),
         (["prove", "exsub", "--s", "2"], "wevent prove exsub", "now --sparsity"),
@@ -141,12 +149,21 @@ def test_one_meaning_per_flag() -> None:
 
 
 def test_prove_and_gate_share_the_scope_defaults() -> None:
+    from wevent.gate.core import DYNAMIC_INDUCTION_W_MAX, GateOptions
+    from wevent.proofs.dynamic import INDUCTION_DEFAULT_W_MAX
+    from wevent.proving import default_scope
+
     for path in ("wevent prove allocator", "wevent prove population", "wevent gate"):
         defaults = {p.name: p.default for p in COMMANDS[path].params}
-        assert defaults["w_max"] == DEFAULT_W_MAX
+        assert defaults["w_max"] is None  # DEFAULT_W_MAX; the dynamic kernels' proof: 4
         assert defaults["classes"] == DEFAULT_CLASSES
         assert defaults["timeout"] == DEFAULT_TIMEOUT
         assert defaults["unroll"] is None  # 3 * w_max
+    assert GateOptions().w_max == DEFAULT_W_MAX and GateOptions().timeout == DEFAULT_TIMEOUT
+    assert INDUCTION_DEFAULT_W_MAX == DYNAMIC_INDUCTION_W_MAX == CLI_INDUCTION_W_MAX
+    for name, w in (("pba", DEFAULT_W_MAX), ("dpba", INDUCTION_DEFAULT_W_MAX)):
+        scope = default_scope(name, w_max=None, classes=None, horizon=None, timeout=60)
+        assert (scope.w_max, scope.classes) == (w, DEFAULT_CLASSES)
 
 
 def test_allocator_arguments_use_a_metavar_not_a_choice_list() -> None:
@@ -195,3 +212,19 @@ def test_help_states_one_exit_code_table() -> None:
     ):
         line = next(x for x in out.splitlines() if x.strip().startswith(f"{number} "))
         assert word in line, line
+
+
+@pytest.mark.parametrize("group", [[], ["prove"], ["prepare"]])
+def test_a_bare_group_prints_its_help(group: list[str]) -> None:
+    code, out, err = run(*group)
+    text = out + err
+    assert code == EXIT_INPUT and "Usage:" in text and "Commands:" in text
+    assert "error:" not in text
+
+
+def test_shell_completion_stays_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("_WEVENT_COMPLETE", "bash_complete")
+    monkeypatch.setenv("COMP_WORDS", "wevent chek x")
+    monkeypatch.setenv("COMP_CWORD", "2")
+    result = CliRunner().invoke(cli, [], prog_name="wevent")
+    assert result.exit_code == 0 and result.stderr == ""
