@@ -60,16 +60,16 @@ if TYPE_CHECKING:  # the same names, for type checkers; at runtime they load on 
         write_ledger,
         write_requirements,
     )
-    from wevent.api import (
-        Allocator,
+    from wevent.api import Allocator, AllocatorSpec, PopulationSpec, resolve, run_trace
+    from wevent.errors import (
         AllocatorError,
-        AllocatorSpec,
+        EngineError,
+        InputError,
         PopulationAllocatorError,
-        PopulationSpec,
-        resolve,
-        run_trace,
+        Refused,
+        SparsityExceeded,
+        WeventError,
     )
-    from wevent.errors import InputError, Refused, WeventError
     from wevent.mechanisms.noise import DiscreteLaplaceMechanism, LaplaceMechanism
     from wevent.proofs.counterexamples import ProverError
     from wevent.verifier import Guard, Verdict, Violation, check
@@ -83,7 +83,7 @@ if TYPE_CHECKING:  # the same names, for type checkers; at runtime they load on 
 # wevent installed) does not load numpy and the checker.
 _LAZY: dict[str, tuple[str, str]] = {
     "Allocator": ("wevent.api", "Allocator"),
-    "AllocatorError": ("wevent.api", "AllocatorError"),
+    "AllocatorError": ("wevent.errors", "AllocatorError"),
     "AllocatorSpec": ("wevent.api", "AllocatorSpec"),
     "AuditResult": ("wevent.verifier.audit", "AuditResult"),
     "Budget": ("wevent.accounting", "Budget"),
@@ -96,6 +96,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "DiscreteLaplaceMechanism": ("wevent.mechanisms.noise", "DiscreteLaplaceMechanism"),
     "Dynamic": ("wevent.accounting", "Dynamic"),
     "Evidence": ("wevent.accounting", "Evidence"),
+    "EngineError": ("wevent.errors", "EngineError"),
     "EvidenceRejected": ("wevent.accounting", "EvidenceRejected"),
     "ExSub": ("wevent.accounting", "ExSub"),
     "Fixed": ("wevent.accounting", "Fixed"),
@@ -109,7 +110,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "Ledger": ("wevent.accounting", "Ledger"),
     "OUE": ("wevent.accounting", "OUE"),
     "Population": ("wevent.accounting", "Population"),
-    "PopulationAllocatorError": ("wevent.api", "PopulationAllocatorError"),
+    "PopulationAllocatorError": ("wevent.errors", "PopulationAllocatorError"),
     "PopulationSpec": ("wevent.api", "PopulationSpec"),
     "PostProcessing": ("wevent.accounting", "PostProcessing"),
     "ProverError": ("wevent.proofs.counterexamples", "ProverError"),
@@ -118,6 +119,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "RequirementClass": ("wevent.accounting", "RequirementClass"),
     "Sampled": ("wevent.accounting", "Sampled"),
     "SegmentWriter": ("wevent.accounting.durable", "SegmentWriter"),
+    "SparsityExceeded": ("wevent.errors", "SparsityExceeded"),
     "Verdict": ("wevent.verifier", "Verdict"),
     "Violation": ("wevent.verifier", "Violation"),
     "WeventError": ("wevent.errors", "WeventError"),
@@ -171,6 +173,7 @@ __all__ = [
     "DiscreteLaplace",
     "DiscreteLaplaceMechanism",
     "Dynamic",
+    "EngineError",
     "Evidence",
     "EvidenceRejected",
     "ExSub",
@@ -192,6 +195,7 @@ __all__ = [
     "RequirementClass",
     "Sampled",
     "SegmentWriter",
+    "SparsityExceeded",
     "Verdict",
     "Violation",
     "WeventError",

@@ -45,6 +45,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeVar, runtime_checkable
 
+from wevent.errors import AllocatorError, PopulationAllocatorError
 from wevent.mechanisms.allocators.algebra import Algebra
 from wevent.mechanisms.allocators.kernel import ClassReq, Kernel
 from wevent.mechanisms.allocators.local import PopulationSetup
@@ -55,9 +56,11 @@ __all__ = [
     "REQUIREMENT_KINDS",
     "SCALINGS",
     "Allocator",
+    "AllocatorError",
     "AllocatorSpec",
     "KernelFactory",
     "PopulationAllocator",
+    "PopulationAllocatorError",
     "PopulationSpec",
 ]
 

@@ -9,7 +9,7 @@
 * the name of an entry point in the group ``wevent.allocators`` (`ALLOCATOR_GROUP`), loaded and
   treated like a ``module:attribute`` target.
 
-Every failure is an `AllocatorError` (a `BudgetError`, so the command line reports it in one
+Every failure is an `AllocatorError` (an `InputError`, so the command line reports it in one
 line with exit 2). The population-division allocators have population kernels, not budget
 kernels, and are refused here with a message saying so (`wevent.gate.population` gates them by
 name).
@@ -25,7 +25,7 @@ from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from wevent.accounting.budget import BudgetError
+from wevent.errors import AllocatorError, PopulationAllocatorError
 from wevent.mechanisms.allocators import CENTRAL, LOCAL_BUDGET, POPULATION, make_kernel
 from wevent.mechanisms.allocators.algebra import Algebra
 from wevent.mechanisms.allocators.api import (
@@ -53,15 +53,6 @@ __all__ = [
     "resolve",
     "resolve_population",
 ]
-
-
-class AllocatorError(BudgetError):
-    """A target that does not name a usable allocator."""
-
-
-class PopulationAllocatorError(AllocatorError):
-    """A target that is meant as a population allocator but is malformed (the population gate
-    reports it)."""
 
 
 def _builtin_factory(name: str) -> KernelFactory:
@@ -277,7 +268,7 @@ def is_population(target: str) -> bool:
     """``target`` names a population allocator (built-in or third-party); False on errors."""
     try:
         return resolve_population(target) is not None
-    except BudgetError:
+    except AllocatorError:
         return False
 
 
