@@ -2,7 +2,7 @@
 
 One import gives the task a user has: state each user's requirement, spend through the guard
 (which refuses a spend before noise is drawn), keep the ledger (durably, hash-chained), check or
-audit it, and bring an allocator of one's own::
+audit it, and bring an allocator (or a kind of evidence) of one's own::
 
     import wevent
     from fractions import Fraction
@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # the same names, for type checkers; at runtime they load on 
         WholeStream,
     )
     from wevent.accounting.durable import ChainedJsonlWriter, Integrity, SegmentWriter
+    from wevent.accounting.evidence import EvidenceKind, register_evidence_kind
     from wevent.accounting.formats import (
         FormatError,
         read_ledger,
@@ -96,6 +97,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "DiscreteLaplaceMechanism": ("wevent.mechanisms.noise", "DiscreteLaplaceMechanism"),
     "Dynamic": ("wevent.accounting", "Dynamic"),
     "Evidence": ("wevent.accounting", "Evidence"),
+    "EvidenceKind": ("wevent.accounting.evidence", "EvidenceKind"),
     "EngineError": ("wevent.errors", "EngineError"),
     "EvidenceRejected": ("wevent.accounting", "EvidenceRejected"),
     "ExSub": ("wevent.accounting", "ExSub"),
@@ -129,6 +131,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "read_ledger": ("wevent.accounting.formats", "read_ledger"),
     "read_ledgers": ("wevent.accounting.formats", "read_ledgers"),
     "read_requirements": ("wevent.accounting.formats", "read_requirements"),
+    "register_evidence_kind": ("wevent.accounting.evidence", "register_evidence_kind"),
     "resolve": ("wevent.api", "resolve"),
     "run_trace": ("wevent.api", "run_trace"),
     "write_ledger": ("wevent.accounting.formats", "write_ledger"),
@@ -175,6 +178,7 @@ __all__ = [
     "Dynamic",
     "EngineError",
     "Evidence",
+    "EvidenceKind",
     "EvidenceRejected",
     "ExSub",
     "Fixed",
@@ -206,6 +210,7 @@ __all__ = [
     "read_ledger",
     "read_ledgers",
     "read_requirements",
+    "register_evidence_kind",
     "resolve",
     "run_trace",
     "write_ledger",

@@ -32,7 +32,6 @@ so (`resolve_population` finds them; `wevent.gate.population` gates them by name
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import os
 import sys
@@ -42,6 +41,7 @@ from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Final, TypeVar
 
+from wevent.accounting.names import close_names, did_you_mean
 from wevent.mechanisms.allocators import dynamic, fixed, local, population
 from wevent.mechanisms.allocators.algebra import Algebra
 from wevent.mechanisms.allocators.api import (
@@ -153,16 +153,11 @@ def takes_dynamic(name: str) -> bool:
 def suggestions(name: str) -> list[str]:
     """Built-in and installed entry-point allocator names close to ``name`` (best first), for a
     "did you mean" hint; empty when nothing is close."""
-    known = [*_MODEL, *sorted(available_entry_points())]
-    return difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    return close_names(name, [*_MODEL, *sorted(available_entry_points())])
 
 
 def _did_you_mean(name: str) -> str:
-    close = suggestions(name)
-    if not close:
-        return ""
-    head = ", ".join(close[:-1])
-    return f"; did you mean {head + ' or ' if head else ''}{close[-1]}?"
+    return did_you_mean(suggestions(name))
 
 
 def builtin_spec(name: str) -> AllocatorSpec:
