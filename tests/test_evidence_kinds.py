@@ -166,7 +166,9 @@ def test_an_object_of_no_registered_kind_is_refused_by_the_guard() -> None:
 
 def test_a_registered_kind_is_read_and_its_cost_used(tmp_path: Path, fresh_registry: None) -> None:
     cheap = _ledger(tmp_path, "1/4", '{"kind": "flat", "cost": "1/2"}')
-    with pytest.raises(FormatError, match="unknown kind 'flat'"):  # control: not yet known
+    with pytest.raises(
+        FormatError, match="unknown kind 'flat'"
+    ):  # control: before it is registered
         read_ledger(cheap)
     wevent.register_evidence_kind(_flat_kind())  # the facade's name for it
     assert supports("flat") and "flat" in evidence_kinds()
