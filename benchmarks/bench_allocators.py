@@ -18,6 +18,7 @@ from wevent.accounting.population import Population
 from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirement
 from wevent.mechanisms.allocators import CENTRAL, algebra_for, classes_of, make_kernel
 from wevent.mechanisms.allocators.kernel import published_now
+from wevent.mechanisms.allocators.registry import takes_dynamic
 from wevent.mechanisms.central import CentralRunner
 from wevent.mechanisms.streams import SyntheticStream
 from wevent.verifier.guard import Guard
@@ -56,7 +57,7 @@ def main() -> None:
     )
     print("|---|---|---|---|")
     for name in CENTRAL:
-        reqs = requirements(name in ("dpbd", "dpba"))
+        reqs = requirements(takes_dynamic(name))
         start = time.perf_counter()
         population = Population.from_classes({r: n // len(reqs) for r in reqs})
         guard = Guard(population)

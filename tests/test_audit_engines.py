@@ -405,3 +405,16 @@ def test_parquet_with_dictionary_columns_audits_alike(tmp_path: Path) -> None:
     for engine in ("numpy", "duckdb"):
         verdict, _ = make_engine(engine).audit([path], population)
         _same(reference, verdict)
+
+
+def test_audit_engines_come_from_one_registry() -> None:
+    from wevent.errors import InputError
+    from wevent.verifier.engines import AUDIT_ENGINES, ENGINES
+
+    assert ENGINES == tuple(AUDIT_ENGINES) == ("numpy", "duckdb", "spark")
+    assert make_engine("numpy").name == "numpy" and make_engine("duckdb").name == "duckdb"
+    with pytest.raises(InputError, match=r"unknown engine 'duckbd' .*did you mean duckdb\?"):
+        make_engine("duckbd")
+    with pytest.raises(ValueError, match="choose from numpy, duckdb, spark") as got:
+        make_engine("postgres")  # still a ValueError, as before the registry
+    assert "did you mean" not in str(got.value)

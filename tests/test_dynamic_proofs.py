@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import z3
 
-from wevent.accounting.budget import BudgetError
+from wevent.errors import AllocatorError
 from wevent.mechanisms.allocators import dynamic as dynamic_module
 from wevent.mechanisms.allocators.dynamic import DynamicKernel, DynamicState
 from wevent.mechanisms.allocators.kernel import DynamicClass, Plan, Prefix
@@ -292,7 +292,7 @@ def test_parallel_shapes_agree_with_one_process() -> None:
 
 
 def test_a_worker_error_reaches_the_caller() -> None:
-    with pytest.raises(BudgetError, match="unknown dynamic allocator"):
+    with pytest.raises(AllocatorError, match="unknown dynamic allocator"):
         list(prove_shapes("nope", "sound", all_shapes(2, 1), (1,), workers=2))
 
 

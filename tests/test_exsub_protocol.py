@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from wevent.accounting.budget import BudgetError
+from wevent.errors import InputError, SparsityExceeded
 from wevent.experiments.exsub_experiment import errors, padded_residues
 from wevent.mechanisms.exsub import RandomChooser
 from wevent.mechanisms.exsub_stream import (
@@ -132,8 +133,9 @@ def test_client_refuses_more_changes_than_s_and_misuse() -> None:
         client.observe([1])  # not started
     client.start()
     client.observe([1])
-    with pytest.raises(BudgetError):
-        client.observe([0])  # a second change
+    with pytest.raises(SparsityExceeded) as got:
+        client.observe([0])  # a second change: bad input named for what it is, no budget error
+    assert isinstance(got.value, InputError) and not isinstance(got.value, BudgetError)
     with pytest.raises(BudgetError):
         ExSubClient(protocol, Fraction(1), RandomChooser(0), level=9)
     with pytest.raises(BudgetError):

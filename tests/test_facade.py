@@ -26,7 +26,9 @@ PUBLIC = {
     "DiscreteLaplace",
     "DiscreteLaplaceMechanism",
     "Dynamic",
+    "EngineError",
     "Evidence",
+    "EvidenceKind",
     "EvidenceRejected",
     "ExSub",
     "Fixed",
@@ -47,6 +49,7 @@ PUBLIC = {
     "RequirementClass",
     "Sampled",
     "SegmentWriter",
+    "SparsityExceeded",
     "Verdict",
     "Violation",
     "WeventError",
@@ -57,6 +60,7 @@ PUBLIC = {
     "read_ledger",
     "read_ledgers",
     "read_requirements",
+    "register_evidence_kind",
     "resolve",
     "run_trace",
     "write_ledger",
@@ -159,6 +163,7 @@ def test_a_user_script_with_only_wevent_spends_keeps_a_durable_ledger_and_audits
 
 
 def test_every_error_wevent_raises_on_purpose_has_one_root() -> None:
+    from wevent.mechanisms.allocators import api, registry
     from wevent.mechanisms.central import InvalidAllocation
     from wevent.mechanisms.exsub import SparsityExceeded
     from wevent.mechanisms.pool import PoolExhausted
@@ -169,10 +174,22 @@ def test_every_error_wevent_raises_on_purpose_has_one_root() -> None:
         wevent.FormatError,
         wevent.AllocatorError,
         wevent.PopulationAllocatorError,
-        EngineError,
-        SparsityExceeded,
+        wevent.SparsityExceeded,
     ):
         assert issubclass(error, wevent.InputError) and issubclass(error, ValueError), error
+    # named for what they are: an allocator, a sparsity or an engine error is no budget error
+    for not_budget in (wevent.AllocatorError, wevent.SparsityExceeded, wevent.EngineError):
+        assert not issubclass(not_budget, wevent.BudgetError), not_budget
+    assert issubclass(wevent.PopulationAllocatorError, wevent.AllocatorError)
+    assert issubclass(wevent.FormatError, wevent.BudgetError)
+    # an engine failure is neither bad input nor a refusal
+    assert issubclass(wevent.EngineError, wevent.WeventError)
+    assert not issubclass(wevent.EngineError, wevent.InputError | wevent.Refused)
+    assert not issubclass(wevent.EngineError, ValueError)
+    # one class each, whichever module a caller imports it from
+    assert EngineError is wevent.EngineError and SparsityExceeded is wevent.SparsityExceeded
+    assert api.AllocatorError is registry.AllocatorError is wevent.AllocatorError
+    assert registry.PopulationAllocatorError is wevent.PopulationAllocatorError
     for refusal in (wevent.BudgetExceeded, wevent.EvidenceRejected):
         assert issubclass(refusal, wevent.Refused)
         assert not issubclass(refusal, wevent.InputError)

@@ -3,6 +3,7 @@ window, spent, bound and excess; index-defined groups charge the users they name
 
 from collections import defaultdict
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,6 +16,9 @@ from wevent.accounting.budget import Budget, BudgetError
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirement, WholeStream
 from wevent.accounting.spending import BudgetExceeded
+from wevent.errors import InputError
+from wevent.verifier import guard_engines
+from wevent.verifier.accounts import AccountEngine
 from wevent.verifier.check import check
 from wevent.verifier.guard import Guard
 from wevent.verifier.tracing import class_groups
@@ -194,8 +198,11 @@ def test_engine_choice() -> None:
     assert Guard(big_population(n=1), engine="accounts").engine == "accounts"
     with pytest.raises(BudgetError, match="fixed-window or whole-stream"):
         Guard(dyn, engine="vector")
-    with pytest.raises(BudgetError, match="unknown guard engine"):
-        Guard(dyn, engine="fast")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="unknown guard engine 'fast'") as got:
+        Guard(dyn, engine="fast")
+    assert not isinstance(got.value, BudgetError) and "did you mean" not in str(got.value)
+    with pytest.raises(InputError, match=r"unknown guard engine 'vectro'.*did you mean vector"):
+        Guard(dyn, engine="vectro")
 
 
 def test_int64_hostile_bounds_stay_exact() -> None:
@@ -211,5 +218,39 @@ def test_int64_hostile_bounds_stay_exact() -> None:
     assert info.value.excess == Fraction(1, 2**80)
     guard.spend(3, tiny, group="g")  # slot 1 left the window
     assert guard.headroom(3, user=table[0]) == 0
-    assert isinstance(guard._vector, VectorEngine)
+    assert isinstance(guard._engine, VectorEngine)
     assert check(guard.ledger, pop).ok
+
+
+def test_guard_engines_come_from_one_registry() -> None:
+    assert guard_engines.guard_engine_names() == ("auto", "vector", "accounts")
+    dyn = Population({"d": Dynamic((Declaration(1, 2, Budget(1), 2, Budget(1)),))})
+    assert guard_engines.choose_guard_engine("auto", dyn).name == "accounts"
+    assert guard_engines.choose_guard_engine("auto", big_population(n=1)).name == "vector"
+    with pytest.raises(InputError, match="already registered"):
+        guard_engines.register_guard_engine(guard_engines.GUARD_ENGINES["vector"])
+
+
+def test_a_registered_engine_is_chosen_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A third engine (the accounts engine, counting its checks) serves a guard by its name,
+    and `auto` still prefers the engines registered before it."""
+    monkeypatch.setattr(guard_engines, "GUARD_ENGINES", dict(guard_engines.GUARD_ENGINES))
+    checks: list[int] = []
+
+    class Counting(AccountEngine):
+        def check(self, slot: int, asked: int, plan: Any) -> Any:
+            checks.append(slot)
+            return super().check(slot, asked, plan)
+
+    guard_engines.register_guard_engine(
+        guard_engines.GuardEngineSpec(
+            "counting", "counts its checks", lambda _p: True, "requirements", Counting
+        )
+    )
+    pop = big_population(n=1)
+    assert Guard(pop).engine == "vector"
+    guard = Guard(pop, engine="counting")
+    assert guard.engine == "counting" and isinstance(guard._engine, Counting)
+    user = pop.users[0]
+    guard.spend(1, Budget("0.1"), user=user)
+    assert checks == [1] and check(guard.ledger, pop).ok

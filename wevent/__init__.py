@@ -2,7 +2,7 @@
 
 One import gives the task a user has: state each user's requirement, spend through the guard
 (which refuses a spend before noise is drawn), keep the ledger (durably, hash-chained), check or
-audit it, and bring an allocator of one's own::
+audit it, and bring an allocator (or a kind of evidence) of one's own::
 
     import wevent
     from fractions import Fraction
@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # the same names, for type checkers; at runtime they load on 
         WholeStream,
     )
     from wevent.accounting.durable import ChainedJsonlWriter, Integrity, SegmentWriter
+    from wevent.accounting.evidence import EvidenceKind, register_evidence_kind
     from wevent.accounting.formats import (
         FormatError,
         read_ledger,
@@ -60,16 +61,16 @@ if TYPE_CHECKING:  # the same names, for type checkers; at runtime they load on 
         write_ledger,
         write_requirements,
     )
-    from wevent.api import (
-        Allocator,
+    from wevent.api import Allocator, AllocatorSpec, PopulationSpec, resolve, run_trace
+    from wevent.errors import (
         AllocatorError,
-        AllocatorSpec,
+        EngineError,
+        InputError,
         PopulationAllocatorError,
-        PopulationSpec,
-        resolve,
-        run_trace,
+        Refused,
+        SparsityExceeded,
+        WeventError,
     )
-    from wevent.errors import InputError, Refused, WeventError
     from wevent.mechanisms.noise import DiscreteLaplaceMechanism, LaplaceMechanism
     from wevent.proofs.counterexamples import ProverError
     from wevent.verifier import Guard, Verdict, Violation, check
@@ -83,7 +84,7 @@ if TYPE_CHECKING:  # the same names, for type checkers; at runtime they load on 
 # wevent installed) does not load numpy and the checker.
 _LAZY: dict[str, tuple[str, str]] = {
     "Allocator": ("wevent.api", "Allocator"),
-    "AllocatorError": ("wevent.api", "AllocatorError"),
+    "AllocatorError": ("wevent.errors", "AllocatorError"),
     "AllocatorSpec": ("wevent.api", "AllocatorSpec"),
     "AuditResult": ("wevent.verifier.audit", "AuditResult"),
     "Budget": ("wevent.accounting", "Budget"),
@@ -96,6 +97,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "DiscreteLaplaceMechanism": ("wevent.mechanisms.noise", "DiscreteLaplaceMechanism"),
     "Dynamic": ("wevent.accounting", "Dynamic"),
     "Evidence": ("wevent.accounting", "Evidence"),
+    "EvidenceKind": ("wevent.accounting.evidence", "EvidenceKind"),
+    "EngineError": ("wevent.errors", "EngineError"),
     "EvidenceRejected": ("wevent.accounting", "EvidenceRejected"),
     "ExSub": ("wevent.accounting", "ExSub"),
     "Fixed": ("wevent.accounting", "Fixed"),
@@ -109,7 +112,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "Ledger": ("wevent.accounting", "Ledger"),
     "OUE": ("wevent.accounting", "OUE"),
     "Population": ("wevent.accounting", "Population"),
-    "PopulationAllocatorError": ("wevent.api", "PopulationAllocatorError"),
+    "PopulationAllocatorError": ("wevent.errors", "PopulationAllocatorError"),
     "PopulationSpec": ("wevent.api", "PopulationSpec"),
     "PostProcessing": ("wevent.accounting", "PostProcessing"),
     "ProverError": ("wevent.proofs.counterexamples", "ProverError"),
@@ -118,6 +121,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "RequirementClass": ("wevent.accounting", "RequirementClass"),
     "Sampled": ("wevent.accounting", "Sampled"),
     "SegmentWriter": ("wevent.accounting.durable", "SegmentWriter"),
+    "SparsityExceeded": ("wevent.errors", "SparsityExceeded"),
     "Verdict": ("wevent.verifier", "Verdict"),
     "Violation": ("wevent.verifier", "Violation"),
     "WeventError": ("wevent.errors", "WeventError"),
@@ -127,6 +131,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "read_ledger": ("wevent.accounting.formats", "read_ledger"),
     "read_ledgers": ("wevent.accounting.formats", "read_ledgers"),
     "read_requirements": ("wevent.accounting.formats", "read_requirements"),
+    "register_evidence_kind": ("wevent.accounting.evidence", "register_evidence_kind"),
     "resolve": ("wevent.api", "resolve"),
     "run_trace": ("wevent.api", "run_trace"),
     "write_ledger": ("wevent.accounting.formats", "write_ledger"),
@@ -171,7 +176,9 @@ __all__ = [
     "DiscreteLaplace",
     "DiscreteLaplaceMechanism",
     "Dynamic",
+    "EngineError",
     "Evidence",
+    "EvidenceKind",
     "EvidenceRejected",
     "ExSub",
     "Fixed",
@@ -192,6 +199,7 @@ __all__ = [
     "RequirementClass",
     "Sampled",
     "SegmentWriter",
+    "SparsityExceeded",
     "Verdict",
     "Violation",
     "WeventError",
@@ -202,6 +210,7 @@ __all__ = [
     "read_ledger",
     "read_ledgers",
     "read_requirements",
+    "register_evidence_kind",
     "resolve",
     "run_trace",
     "write_ledger",

@@ -40,8 +40,13 @@ from wevent.mechanisms.allocators.kernel import (
     fixed_classes,
     published_now,
 )
-from wevent.mechanisms.allocators.local import PopulationSetup, population_setup
-from wevent.mechanisms.allocators.population import Draw, PopulationConfig, PopulationKernel
+from wevent.mechanisms.allocators.population import (
+    Draw,
+    PopulationConfig,
+    PopulationKernel,
+    PopulationSetup,
+    population_setup,
+)
 from wevent.mechanisms.allocators.registry import (
     AllocatorError,
     PopulationAllocatorError,

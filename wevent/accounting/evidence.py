@@ -13,18 +13,33 @@ Costs:
   probability ``1/Omega`` or ``x/Omega`` with Omega the same for all inputs, so the cost is
   ``ln(1 / x)``; ``x`` is the float the sampler used for e^-eps, as an exact rational.
 * `PostProcessing`: 0.
+
+Kinds. Each kind of evidence is registered once (`EvidenceKind`: its JSON name, its Python type,
+the JSON fields it needs, its certified cost and its JSON form); `cost_bounds`, `certify_cost`,
+`evidence_to_json` and `evidence_from_json` look the kind up instead of testing types one by one.
+`supports(kind)` says whether a JSON kind name is known and `evidence_kinds()` lists them. A kind
+no registry entry understands is never counted as covering a charge: a ledger naming one is
+refused when it is read (a `BudgetError`, so a `FormatError` with its file and line, listing the
+supported kinds and the close ones), and an object of an unregistered type is refused by
+`cost_bounds` (a `TypeError`), so the guard records nothing and a check stops instead of passing.
+
+A third party adds a kind with `register_evidence_kind(EvidenceKind(...))` before it reads or
+checks a ledger that uses it (see that function); its records may subclass `ExtraEvidence` so that
+type checkers accept them wherever `Evidence` is expected.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from wevent.accounting.budget import BudgetError, format_exact, parse_exact
 from wevent.accounting.certified import exp_bounds, ln_bounds
+from wevent.accounting.names import close_names, did_you_mean
+from wevent.errors import InputError
 
 __all__ = [
     "GRR",
@@ -32,14 +47,22 @@ __all__ = [
     "CostCheck",
     "DiscreteLaplace",
     "Evidence",
+    "EvidenceKind",
     "ExSub",
+    "ExtraEvidence",
     "Laplace",
     "PostProcessing",
     "Sampled",
     "certify_cost",
     "cost_bounds",
     "evidence_from_json",
+    "evidence_kind",
+    "evidence_kinds",
     "evidence_to_json",
+    "is_evidence",
+    "kind_of",
+    "register_evidence_kind",
+    "supports",
 ]
 
 
@@ -137,7 +160,7 @@ class Sampled:
         _set(self, "probability", _exact(self.probability, "sampled.probability"))
         if not 0 <= self.probability <= 1:
             raise BudgetError("sampled.probability must be in [0, 1]")
-        if not isinstance(self.inner, _EVIDENCE_TYPES):
+        if not is_evidence(self.inner):
             raise BudgetError(f"sampled.inner must be evidence, got {self.inner!r}")
 
 
@@ -173,54 +196,181 @@ class PostProcessing:
     note: str = ""
 
 
-Evidence = Laplace | DiscreteLaplace | GRR | OUE | Sampled | ExSub | PostProcessing
-_EVIDENCE_TYPES = (Laplace, DiscreteLaplace, GRR, OUE, Sampled, ExSub, PostProcessing)
+class ExtraEvidence:
+    """A base class for the records of a third-party evidence kind (`register_evidence_kind`):
+    subclassing it lets type checkers accept them wherever `Evidence` is expected. A record must
+    be immutable and hashable (a frozen dataclass), as the ledger interns evidence."""
+
+    __slots__ = ()
+
+
+Evidence = Laplace | DiscreteLaplace | GRR | OUE | Sampled | ExSub | PostProcessing | ExtraEvidence
+
+
+@dataclass(frozen=True)
+class EvidenceKind:
+    """One kind of evidence.
+
+    ``name``: the ``"kind"`` of its JSON form; ``type``: the class of its records (one kind per
+    class); ``fields``: the JSON fields it needs besides ``kind``; ``cost(evidence, digits)``: a
+    certified rational interval ``(lo, hi)`` containing the privacy cost, ``0 <= lo <= hi``,
+    tighter as ``digits`` grows (`certify_cost` asks for 30 up to 480 digits before it gives up,
+    and fails closed); ``from_json(obj)``: the record of a JSON object holding ``fields`` (raise
+    `BudgetError` for bad values); ``to_json(evidence)``: its JSON fields (exact numbers as
+    strings, without ``kind``); ``summary``: one line, citing the paper when there is one."""
+
+    name: str
+    type: type[Any]
+    fields: tuple[str, ...]
+    cost: Callable[[Any, int], tuple[Fraction, Fraction]]
+    from_json: Callable[[Mapping[str, Any]], Any]
+    to_json: Callable[[Any], dict[str, Any]]
+    summary: str = ""
+
+
+_KINDS: dict[str, EvidenceKind] = {}  # by JSON name
+_BY_TYPE: dict[type[Any], EvidenceKind] = {}  # by record class
+
+
+def register_evidence_kind(kind: EvidenceKind) -> EvidenceKind:
+    """Make ``kind`` known to every reader, writer and checker of evidence; returns it.
+
+    For a third party whose primitive spends with evidence wevent does not know: call it once
+    (at import of the module defining the kind) before reading, writing or checking a ledger that
+    holds such evidence. The cost function is what the guard and every check trust, so it must
+    return a certified interval containing the true cost (see `EvidenceKind`). A name or a record
+    class already registered (a built-in one included) is refused: an `InputError`."""
+    if not isinstance(kind.name, str) or not kind.name:
+        raise InputError(f"an evidence kind needs a non-empty name, got {kind.name!r}")
+    if kind.name in _KINDS:
+        raise InputError(f"evidence kind {kind.name!r} is already registered")
+    if not isinstance(kind.type, type):
+        raise InputError(f"evidence kind {kind.name!r}: 'type' must be a class")
+    if kind.type in _BY_TYPE:
+        raise InputError(
+            f"evidence kind {kind.name!r}: {kind.type.__name__} is already the record class "
+            f"of kind {_BY_TYPE[kind.type].name!r}"
+        )
+    _KINDS[kind.name] = kind
+    _BY_TYPE[kind.type] = kind
+    return kind
+
+
+def supports(kind: str) -> bool:
+    """Whether ``kind`` names a registered evidence kind (the ``"kind"`` of its JSON form)."""
+    return kind in _KINDS
+
+
+def evidence_kinds() -> tuple[str, ...]:
+    """The registered evidence kinds' names, in registration order (the built-ins first)."""
+    return tuple(_KINDS)
+
+
+def evidence_kind(name: object) -> EvidenceKind:
+    """The kind called ``name``; a `BudgetError` naming the supported kinds (and the close ones)
+    for any other value."""
+    kind = _KINDS.get(name) if isinstance(name, str) else None
+    if kind is None:
+        close = did_you_mean(close_names(name, _KINDS)) if isinstance(name, str) else ""
+        raise BudgetError(
+            f"evidence: unknown kind {name!r} (supported: {', '.join(_KINDS)}){close}"
+        )
+    return kind
+
+
+def _registered(cls: type[Any]) -> EvidenceKind | None:
+    kind = _BY_TYPE.get(cls)
+    if kind is None:  # a subclass of a record class is of that kind
+        kind = next((_BY_TYPE[c] for c in cls.__mro__[1:] if c in _BY_TYPE), None)
+    return kind
+
+
+def is_evidence(obj: object) -> bool:
+    """Whether ``obj`` is a record of a registered kind (an instance of its class)."""
+    return _registered(type(obj)) is not None
+
+
+def kind_of(evidence: object) -> EvidenceKind:
+    """The kind of a record; a `TypeError` for an object of no registered kind (never counted
+    as covering a charge)."""
+    kind = _registered(type(evidence))
+    if kind is None:
+        raise TypeError(
+            f"not evidence of a registered kind: {evidence!r} (supported: "
+            f"{', '.join(_KINDS)}; a third-party kind is added with "
+            "wevent.accounting.evidence.register_evidence_kind)"
+        )
+    return kind
+
+
+# ----------------------------------------------------------------------------- costs
 
 
 def cost_bounds(evidence: Evidence, digits: int = 40) -> tuple[Fraction, Fraction]:
-    """A certified rational interval ``[lo, hi]`` containing the privacy cost of the evidence."""
-    if isinstance(evidence, Laplace | DiscreteLaplace):
-        c = evidence.sensitivity / evidence.scale
-        return (c, c)
-    if isinstance(evidence, PostProcessing):
+    """A certified rational interval ``[lo, hi]`` containing the privacy cost of the evidence
+    (its kind's ``cost``; an interval that is not ``0 <= lo <= hi`` in Fractions is an error,
+    never a pass)."""
+    kind = kind_of(evidence)
+    lo, hi = kind.cost(evidence, digits)
+    if not (isinstance(lo, Fraction) and isinstance(hi, Fraction) and 0 <= lo <= hi):
+        raise TypeError(
+            f"evidence kind {kind.name!r}: its cost must be Fractions 0 <= lo <= hi, "
+            f"got ({lo!r}, {hi!r})"
+        )
+    return lo, hi
+
+
+def _noise_cost(evidence: Laplace | DiscreteLaplace, _digits: int) -> tuple[Fraction, Fraction]:
+    c = evidence.sensitivity / evidence.scale
+    return (c, c)
+
+
+def _grr_cost(evidence: GRR, digits: int) -> tuple[Fraction, Fraction]:
+    ratio = evidence.p / evidence.q
+    ratio = max(ratio, 1 / ratio)
+    return ln_bounds(ratio, ratio, digits)
+
+
+def _oue_cost(evidence: OUE, digits: int) -> tuple[Fraction, Fraction]:
+    p, q = evidence.p, evidence.q
+    ratio = (p * (1 - q)) / ((1 - p) * q)
+    ratio = max(ratio, 1 / ratio)
+    return ln_bounds(ratio, ratio, digits)
+
+
+def _exsub_cost(evidence: ExSub, digits: int) -> tuple[Fraction, Fraction]:
+    if evidence.x == 1:
         return (Fraction(0), Fraction(0))
-    if isinstance(evidence, GRR):
-        ratio = evidence.p / evidence.q
-        ratio = max(ratio, 1 / ratio)
-        return ln_bounds(ratio, ratio, digits)
-    if isinstance(evidence, OUE):
-        p, q = evidence.p, evidence.q
-        ratio = (p * (1 - q)) / ((1 - p) * q)
-        ratio = max(ratio, 1 / ratio)
-        return ln_bounds(ratio, ratio, digits)
-    if isinstance(evidence, ExSub):
-        if evidence.x == 1:
-            return (Fraction(0), Fraction(0))
-        return ln_bounds(1 / evidence.x, 1 / evidence.x, digits)
-    if isinstance(evidence, Sampled):
-        ilo, ihi = cost_bounds(evidence.inner, digits)
-        prob = evidence.probability
-        if prob == 0 or ihi == 0:
-            return (Fraction(0), Fraction(0))
-        if prob == 1:  # ln(1 + (e^c - 1)) = c exactly: no interval to narrow
-            return (ilo, ihi)
-        if ilo >= 60:
-            # ln(1 + p (e^c - 1)) = c + ln(p + (1 - p) e^-c), increasing in c: bound it at both
-            # ends with e^-c (tiny) instead of e^c (a number with millions of digits).
-            if ihi <= 10_000:
-                small_lo = exp_bounds(-ilo, -ilo, digits)[0]
-                small_hi = exp_bounds(-ihi, -ihi, digits)[1]
-            else:  # e^-c < 10^-4342 for c > 10^4: bound it without computing it
-                small_lo, small_hi = Fraction(0), Fraction(1, 10**4000)
-            lo = ln_bounds(prob + (1 - prob) * small_lo, prob + (1 - prob) * small_lo, digits)[0]
-            hi = ln_bounds(prob + (1 - prob) * small_hi, prob + (1 - prob) * small_hi, digits)[1]
-            return (max(ilo + lo, Fraction(0)), ihi + hi)
-        elo, ehi = exp_bounds(ilo, ihi, digits)
-        ylo = 1 + prob * (max(elo, Fraction(1)) - 1)
-        yhi = 1 + prob * (ehi - 1)
-        lo, hi = ln_bounds(ylo, yhi, digits)
-        return (max(lo, Fraction(0)), hi)
-    raise TypeError(f"not evidence: {evidence!r}")
+    return ln_bounds(1 / evidence.x, 1 / evidence.x, digits)
+
+
+def _sampled_cost(evidence: Sampled, digits: int) -> tuple[Fraction, Fraction]:
+    ilo, ihi = cost_bounds(evidence.inner, digits)
+    prob = evidence.probability
+    if prob == 0 or ihi == 0:
+        return (Fraction(0), Fraction(0))
+    if prob == 1:  # ln(1 + (e^c - 1)) = c exactly: no interval to narrow
+        return (ilo, ihi)
+    if ilo >= 60:
+        # ln(1 + p (e^c - 1)) = c + ln(p + (1 - p) e^-c), increasing in c: bound it at both
+        # ends with e^-c (tiny) instead of e^c (a number with millions of digits).
+        if ihi <= 10_000:
+            small_lo = exp_bounds(-ilo, -ilo, digits)[0]
+            small_hi = exp_bounds(-ihi, -ihi, digits)[1]
+        else:  # e^-c < 10^-4342 for c > 10^4: bound it without computing it
+            small_lo, small_hi = Fraction(0), Fraction(1, 10**4000)
+        lo = ln_bounds(prob + (1 - prob) * small_lo, prob + (1 - prob) * small_lo, digits)[0]
+        hi = ln_bounds(prob + (1 - prob) * small_hi, prob + (1 - prob) * small_hi, digits)[1]
+        return (max(ilo + lo, Fraction(0)), ihi + hi)
+    elo, ehi = exp_bounds(ilo, ihi, digits)
+    ylo = 1 + prob * (max(elo, Fraction(1)) - 1)
+    yhi = 1 + prob * (ehi - 1)
+    lo, hi = ln_bounds(ylo, yhi, digits)
+    return (max(lo, Fraction(0)), hi)
+
+
+def _free(_evidence: PostProcessing, _digits: int) -> tuple[Fraction, Fraction]:
+    return (Fraction(0), Fraction(0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,61 +400,14 @@ def certify_cost(evidence: Evidence, amount: Fraction) -> CostCheck:
 
 
 def evidence_to_json(evidence: Evidence) -> dict[str, Any]:
-    """The documented JSON object for evidence; numbers are exact strings."""
-    if isinstance(evidence, Laplace):
-        return {
-            "kind": "laplace",
-            "sensitivity": format_exact(evidence.sensitivity),
-            "scale": format_exact(evidence.scale),
-        }
-    if isinstance(evidence, DiscreteLaplace):
-        return {
-            "kind": "discrete_laplace",
-            "sensitivity": format_exact(evidence.sensitivity),
-            "scale": format_exact(evidence.scale),
-        }
-    if isinstance(evidence, GRR):
-        return {
-            "kind": "grr",
-            "d": evidence.d,
-            "p": format_exact(evidence.p),
-            "q": format_exact(evidence.q),
-        }
-    if isinstance(evidence, OUE):
-        return {"kind": "oue", "p": format_exact(evidence.p), "q": format_exact(evidence.q)}
-    if isinstance(evidence, Sampled):
-        return {
-            "kind": "sampled",
-            "probability": format_exact(evidence.probability),
-            "inner": evidence_to_json(evidence.inner),
-        }
-    if isinstance(evidence, ExSub):
-        return {
-            "kind": "exsub",
-            "d_prime": evidence.d_prime,
-            "s": evidence.s,
-            "m": evidence.m,
-            "x": format_exact(evidence.x),
-        }
-    out: dict[str, Any] = {"kind": "postprocessing"}
-    if evidence.note:
-        out["note"] = evidence.note
-    return out
-
-
-_FIELDS: dict[str, tuple[str, ...]] = {
-    "laplace": ("sensitivity", "scale"),
-    "discrete_laplace": ("sensitivity", "scale"),
-    "grr": ("d", "p", "q"),
-    "oue": ("p", "q"),
-    "sampled": ("probability", "inner"),
-    "exsub": ("d_prime", "s", "m", "x"),
-    "postprocessing": (),
-}
+    """The documented JSON object for evidence (``kind`` first); numbers are exact strings."""
+    kind = kind_of(evidence)
+    return {"kind": kind.name, **kind.to_json(evidence)}
 
 
 def evidence_from_json(obj: object) -> Evidence:
-    """Parse the JSON form (a dict, or a JSON string of one); raises `BudgetError` when malformed."""
+    """Parse the JSON form (a dict, or a JSON string of one); raises `BudgetError` when malformed
+    or of an unknown kind (the message lists the supported kinds)."""
     if isinstance(obj, str):
         try:
             obj = json.loads(obj)
@@ -312,27 +415,99 @@ def evidence_from_json(obj: object) -> Evidence:
             raise BudgetError(f"evidence: not valid JSON ({exc.msg})") from None
     if not isinstance(obj, Mapping):
         raise BudgetError("evidence: expected a JSON object with a 'kind'")
-    kind = obj.get("kind")
-    if not isinstance(kind, str) or kind not in _FIELDS:
-        known = ", ".join(sorted(_FIELDS))
-        raise BudgetError(f"evidence: unknown kind {kind!r} (known: {known})")
-    missing = [f for f in _FIELDS[kind] if f not in obj]
+    kind = evidence_kind(obj.get("kind"))
+    missing = [f for f in kind.fields if f not in obj]
     if missing:
-        raise BudgetError(f"evidence {kind}: missing {', '.join(missing)}")
-    if kind == "laplace":
-        return Laplace(obj["sensitivity"], obj["scale"])
-    if kind == "discrete_laplace":
-        return DiscreteLaplace(obj["sensitivity"], obj["scale"])
-    if kind == "grr":
-        d = obj["d"]
-        if isinstance(d, str) and d.strip().isdigit():
-            d = int(d)
-        return GRR(d, obj["p"], obj["q"])
-    if kind == "oue":
-        return OUE(obj["p"], obj["q"])
-    if kind == "sampled":
-        return Sampled(evidence_from_json(obj["inner"]), obj["probability"])
-    if kind == "exsub":
-        return ExSub(obj["d_prime"], obj["s"], obj["m"], obj["x"])
+        raise BudgetError(f"evidence {kind.name}: missing {', '.join(missing)}")
+    out: Evidence = kind.from_json(obj)
+    return out
+
+
+def _noise_json(evidence: Laplace | DiscreteLaplace) -> dict[str, Any]:
+    return {
+        "sensitivity": format_exact(evidence.sensitivity),
+        "scale": format_exact(evidence.scale),
+    }
+
+
+def _grr_from_json(obj: Mapping[str, Any]) -> GRR:
+    d = obj["d"]
+    if isinstance(d, str) and d.strip().isdigit():
+        d = int(d)
+    return GRR(d, obj["p"], obj["q"])
+
+
+def _postprocessing_from_json(obj: Mapping[str, Any]) -> PostProcessing:
     note = obj.get("note", "")
     return PostProcessing(note if isinstance(note, str) else str(note))
+
+
+for _kind in (
+    EvidenceKind(
+        "laplace",
+        Laplace,
+        ("sensitivity", "scale"),
+        _noise_cost,
+        lambda o: Laplace(o["sensitivity"], o["scale"]),
+        _noise_json,
+        "Laplace noise: sensitivity / scale",
+    ),
+    EvidenceKind(
+        "discrete_laplace",
+        DiscreteLaplace,
+        ("sensitivity", "scale"),
+        _noise_cost,
+        lambda o: DiscreteLaplace(o["sensitivity"], o["scale"]),
+        _noise_json,
+        "two-sided geometric noise: sensitivity / scale",
+    ),
+    EvidenceKind(
+        "grr",
+        GRR,
+        ("d", "p", "q"),
+        _grr_cost,
+        _grr_from_json,
+        lambda e: {"d": e.d, "p": format_exact(e.p), "q": format_exact(e.q)},
+        "generalized randomized response: ln(p / q) (002 Section 3.4; 000 PFO.P)",
+    ),
+    EvidenceKind(
+        "oue",
+        OUE,
+        ("p", "q"),
+        _oue_cost,
+        lambda o: OUE(o["p"], o["q"]),
+        lambda e: {"p": format_exact(e.p), "q": format_exact(e.q)},
+        "unary encoding: ln(p (1 - q) / ((1 - p) q))",
+    ),
+    EvidenceKind(
+        "sampled",
+        Sampled,
+        ("probability", "inner"),
+        _sampled_cost,
+        lambda o: Sampled(evidence_from_json(o["inner"]), o["probability"]),
+        lambda e: {
+            "probability": format_exact(e.probability),
+            "inner": evidence_to_json(e.inner),
+        },
+        "amplification by sampling: ln(1 + prob (e^inner - 1)) (001 Section 4.2, SM)",
+    ),
+    EvidenceKind(
+        "exsub",
+        ExSub,
+        ("d_prime", "s", "m", "x"),
+        _exsub_cost,
+        lambda o: ExSub(o["d_prime"], o["s"], o["m"], o["x"]),
+        lambda e: {"d_prime": e.d_prime, "s": e.s, "m": e.m, "x": format_exact(e.x)},
+        "one ExSub report of a whole stream: ln(1 / x) (004 Definition 2)",
+    ),
+    EvidenceKind(
+        "postprocessing",
+        PostProcessing,
+        (),
+        _free,
+        _postprocessing_from_json,
+        lambda e: {"note": e.note} if e.note else {},
+        "post-processing of private output: 0",
+    ),
+):
+    register_evidence_kind(_kind)

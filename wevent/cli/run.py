@@ -167,7 +167,7 @@ def run_cmd(
             if is_population(allocator):
                 chosen["population_allocator"] = resolve_population(allocator)
             else:
-                chosen["allocator"] = resolve(allocator)
+                resolve(allocator)  # loads it: a bad target is one line before the stream opens
         except InputError as exc:
             fail(str(exc))
     bar: Any = None

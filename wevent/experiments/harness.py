@@ -20,6 +20,7 @@ from wevent.accounting.budget import BudgetError, format_exact
 from wevent.accounting.population import Population
 from wevent.experiments import metrics
 from wevent.mechanisms.allocators import ORACLE_CHOICE
+from wevent.mechanisms.allocators.registry import takes_dynamic
 from wevent.mechanisms.streams import Stream, SyntheticStream
 
 __all__ = [
@@ -283,7 +284,7 @@ def run_sweep(
                 pops: dict[str, Population] = {}
                 for dataset in datasets:
                     for mech in sweep.mechanisms:
-                        kind = "dynamic" if mech in ("dpbd", "dpba") else "static"
+                        kind = "dynamic" if takes_dynamic(mech) else "static"
                         if kind not in pops:
                             pops[kind] = sweep.population(point, mech, chosen.users, run_seed)
                         res = execute(

@@ -27,6 +27,7 @@ from wevent.experiments.populations import (
     uniform_population,
     window_ratio_population,
 )
+from wevent.mechanisms.allocators.registry import takes_dynamic
 
 __all__ = ["SWEEPS", "cfpu_experiment", "roc_experiment", "sweep_experiment"]
 
@@ -60,7 +61,7 @@ PWSM_RATIO_POINTS = tuple(
 
 
 def _pwsm(point: Point, mechanism: str, users: int, seed: int) -> Population:
-    if mechanism in ("dpbd", "dpba"):
+    if takes_dynamic(mechanism):
         return pwsm_dynamic_population(users, point.epsilon, point.w, seed)
     return pwsm_population(users, point.epsilon, point.w, seed)
 

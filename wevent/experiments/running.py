@@ -24,17 +24,10 @@ from wevent.accounting.ledger import Ledger
 from wevent.accounting.population import Population
 from wevent.accounting.spending import BudgetExceeded, EvidenceRejected
 from wevent.experiments import metrics
-from wevent.mechanisms.allocators import (
-    LOCAL_BUDGET,
-    ORACLE_CHOICE,
-    POPULATION,
-    algebra_for,
-    classes_of,
-    make_kernel,
-)
+from wevent.mechanisms.allocators import ORACLE_CHOICE, algebra_for, classes_of
 from wevent.mechanisms.allocators.algebra import ExactAlgebra
-from wevent.mechanisms.allocators.local import population_setup
-from wevent.mechanisms.allocators.population import PopulationKernel
+from wevent.errors import AllocatorError
+from wevent.mechanisms.allocators.registry import POPULATION_BUILTIN, kernel_for, model_of
 from wevent.mechanisms.central import CentralRunner, InvalidAllocation, SlotRecord
 from wevent.mechanisms.local import LocalBudgetRunner, PopulationRunner, population_arrays
 from wevent.mechanisms.pool import PoolExhausted
@@ -213,28 +206,31 @@ def run_mechanism(
     progress: Callable[[int], None] | None = None,
     oracle: str | None = None,
     population_allocator: Any = None,
-    allocator: Any = None,
 ) -> RunSummary:
     """Run ``slots`` slots; write the ledger and releases (also after a refusal).
 
     ``oracle`` (grr or oue, default grr) is the frequency oracle of the non-personalized local
     allocators; the personalized ones report through GRR (the personalized frequency oracle).
     ``population_allocator`` (a `PopulationAllocator`, e.g. a third-party one the gate checks)
-    supplies the setup and kernel of a population-division run named ``mechanism``;
-    ``allocator`` (an `Allocator`, e.g. a third-party one) the budget kernel of a central run."""
+    supplies the setup and kernel of a population-division run named ``mechanism``; any other
+    name is a budget allocator (`registry.kernel_for`: a built-in, an entry point or
+    ``module:attribute``, whose variant and requirement kind are checked as `trace` checks them)."""
     for path, what in ((ledger_path, "--ledger"), (releases_path, "--releases")):
         if path is not None:
             check_output(path, what)
     if slots > stream.slots:
         raise BudgetError(f"--slots {slots} is more than the stream's {stream.slots} slots")
+    model = model_of(mechanism)  # None: a third-party allocator's name
+    if model is None:
+        model = "population" if population_allocator is not None else "central"
     if oracle is not None and mechanism not in ORACLE_CHOICE:
         raise BudgetError(
             f"--oracle applies to {', '.join(ORACLE_CHOICE)}; {mechanism} reports through "
             "the personalized frequency oracle (GRR)"
-            if mechanism in LOCAL_BUDGET or mechanism in POPULATION
+            if model in ("local-budget", "population")
             else f"--oracle applies to the local allocators, not to the central {mechanism}"
         )
-    if (mechanism in POPULATION or mechanism in LOCAL_BUDGET) and arithmetic != "exact":
+    if model in ("local-budget", "population") and arithmetic != "exact":
         raise BudgetError("--arithmetic float only applies to the central absorption allocators")
     classes = classes_of(population, mechanism)
     guard = Guard(population)
@@ -243,13 +239,14 @@ def run_mechanism(
     sizes = [c.count for c in population.classes]
     runner: CentralRunner | LocalBudgetRunner | PopulationRunner
     note = ""
-    if mechanism in POPULATION or population_allocator is not None:
-        if population_allocator is None:
-            setup = population_setup(mechanism, classes, sizes, stream.domain, variant)
-            pop_kernel = PopulationKernel(mechanism, ExactAlgebra(), setup.config, variant)
-        else:
-            setup = population_allocator.setup(classes, sizes, stream.domain, variant)
-            pop_kernel = population_allocator.kernel(ExactAlgebra(), setup.config, variant)
+    if model == "population":
+        alloc = population_allocator or POPULATION_BUILTIN[mechanism]
+        if variant not in alloc.variants:
+            raise AllocatorError(
+                f"{mechanism}: no variant {variant!r} (it has: {', '.join(alloc.variants)})"
+            )
+        setup = alloc.setup(classes, sizes, stream.domain, variant)
+        pop_kernel = alloc.kernel(ExactAlgebra(), setup.config, variant)
         _check_complete(stream, population, slots, setup.budgets)
         cfg = setup.config
         note = (
@@ -271,15 +268,7 @@ def run_mechanism(
             oracle=oracle or "grr",
         )
     else:
-        if allocator is not None:
-            if variant not in allocator.variants:
-                raise BudgetError(
-                    f"{mechanism} has no variant {variant!r} (it has "
-                    f"{', '.join(allocator.variants)})"
-                )
-            kernel = allocator.kernel(algebra_for(arithmetic), classes, variant)
-        else:
-            kernel = make_kernel(mechanism, algebra_for(arithmetic), classes, variant)
+        kernel = kernel_for(mechanism, algebra_for(arithmetic), classes, variant)
         common: dict[str, Any] = {
             "kernel": kernel,
             "spender": guard,
@@ -290,7 +279,7 @@ def run_mechanism(
             "noise_rng": np.random.default_rng(noise_seed),
             "mechanism": mechanism,
         }
-        if mechanism in LOCAL_BUDGET:
+        if model == "local-budget":
             runner = LocalBudgetRunner(**common, oracle=oracle or "grr")
         else:
             runner = CentralRunner(**common)

@@ -50,6 +50,7 @@ from wevent.gate.search import WideScope, run_search
 from wevent.mechanisms.allocators.api import Allocator
 from wevent.mechanisms.allocators.registry import (
     BUILTIN,
+    AllocatorError,
     PopulationAllocatorError,
     resolve,
     resolve_population,
@@ -266,7 +267,7 @@ def _names_population(target: str) -> bool:
         return resolve_population(target) is not None
     except PopulationAllocatorError:
         return True
-    except BudgetError:
+    except AllocatorError:
         return False
 
 
@@ -321,7 +322,7 @@ def _run_gate(
     report = new_report(target, opts)
     try:
         alloc = allocator if allocator is not None else resolve(target)
-    except BudgetError as exc:
+    except AllocatorError as exc:
         report.error = str(exc)
         report.seconds = time.perf_counter() - start
         return report

@@ -55,6 +55,7 @@ from wevent.accounting.budget import Budget, BudgetError
 from wevent.accounting.formats import write_requirements
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Fixed, Requirement
+from wevent.errors import AllocatorError, InputError
 from wevent.experiments.running import run_mechanism
 from wevent.gate.conformance import TargetRaised, guarded
 from wevent.gate.endtoend import checker_disagreement, never_published
@@ -962,7 +963,7 @@ def run_population_gate(
     report = new_report(target, opts)
     try:
         alloc = resolve_population(target)
-    except BudgetError as exc:
+    except AllocatorError as exc:
         alloc, report.error = None, str(exc)
     builtin = alloc is not None and alloc is POPULATION_BUILTIN.get(target)
     if alloc is not None:
@@ -1002,7 +1003,7 @@ def run_population_gate(
             continue
         try:
             stages = step()
-        except BudgetError as exc:  # pragma: no cover - the inputs are valid by construction
+        except InputError as exc:  # pragma: no cover - the inputs are valid by construction
             stages = [Stage(stage_name, ERROR, 0.0, str(exc))]
         report.stages += stages
         if any(s.status == ERROR for s in stages):

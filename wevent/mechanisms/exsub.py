@@ -62,6 +62,7 @@ import numpy.typing as npt
 
 from wevent.accounting.budget import BudgetError
 from wevent.accounting.evidence import ExSub as ExSubEvidence
+from wevent.errors import SparsityExceeded
 from wevent.mechanisms.rounding import exp_upper, float_up
 
 __all__ = [
@@ -82,10 +83,6 @@ VARIANTS = ("sound", "printed")
 
 
 FloatArray = npt.NDArray[np.float64]
-
-
-class SparsityExceeded(BudgetError):
-    """The input has more non-zero entries than the sparsity s the mechanism was built for."""
 
 
 class Chooser(Protocol):

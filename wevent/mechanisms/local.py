@@ -44,8 +44,7 @@ from wevent.accounting.population import Population
 from wevent.accounting.spending import Spender
 from wevent.mechanisms.allocators import status_of
 from wevent.mechanisms.allocators.kernel import Plan
-from wevent.mechanisms.allocators.local import PopulationSetup
-from wevent.mechanisms.allocators.population import Draw, PopulationKernel
+from wevent.mechanisms.allocators.population import Draw, PopulationKernel, PopulationSetup
 from wevent.mechanisms.central import KernelRunner, SlotRecord
 from wevent.mechanisms.oracles import GRR, OUE, FrequencyOracle, charge_reporters
 from wevent.mechanisms.personalized import PersonalizedFO, sampling_variance

@@ -75,7 +75,7 @@ from wevent.mechanisms.allocators.kernel import (
     Prefix,
     published_now,
 )
-from wevent.mechanisms.allocators.registry import BUILTIN
+from wevent.mechanisms.allocators.registry import BUILTIN, builtin_spec
 from wevent.proofs.algebra import BRANCHED, strict_truth, where_it_left_the_algebra
 from wevent.proofs.counterexamples import Counterexample, Failure, ProverError, replayed
 from wevent.proofs.dynamic import all_shapes, noninterference, prove_shapes, sample_pairs
@@ -101,23 +101,14 @@ __all__ = [
     "AllocatorProof",
     "Scope",
     "prove_allocator",
-    "register",
 ]
 
-# The proof registry: the built-in budget kernels (`wevent.mechanisms.allocators.registry`). Any other
-# allocator (the public protocol of `wevent.mechanisms.allocators.api`) is proved by passing it to
+# The allocators `wevent prove` knows by name: the one registry's built-in budget kernels
+# (`wevent.mechanisms.allocators.registry.BUILTIN`, the same dictionary). Any other allocator (the
+# public protocol of `wevent.mechanisms.allocators.api`) is proved by passing it to
 # `prove_allocator(..., allocator=...)`, as `wevent gate` does.
 Allocator = AllocatorSpec
-ALLOCATORS: dict[str, AllocatorSpec] = {}
-
-
-def register(allocator: AllocatorSpec) -> None:
-    """Add an allocator to the registry `wevent prove` reads (local allocators register here)."""
-    ALLOCATORS[allocator.name] = allocator
-
-
-for _spec in BUILTIN.values():
-    register(_spec)
+ALLOCATORS: dict[str, AllocatorSpec] = BUILTIN
 
 DEFAULT_FLOAT_GRID: tuple[Fraction, ...] = tuple(Fraction(k, 10) for k in range(1, 11))
 
@@ -531,11 +522,7 @@ def prove_allocator(
     ``mechanism`` is then the target its counterexamples name for `wevent trace` (a built-in
     name, an entry point or ``module:attribute``). The induction is for the built-in kernels
     (its step obligations build their states)."""
-    alloc = allocator if allocator is not None else ALLOCATORS.get(mechanism)
-    if alloc is None:
-        raise BudgetError(
-            f"unknown allocator {mechanism!r} (expected one of {', '.join(ALLOCATORS)})"
-        )
+    alloc = allocator if allocator is not None else builtin_spec(mechanism)
     try:
         with strict_truth():
             return _prove_checked(

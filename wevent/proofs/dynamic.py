@@ -74,6 +74,7 @@ import z3
 from wevent.accounting.budget import BudgetError
 from wevent.mechanisms.allocators.dynamic import DynamicKernel, DynamicState
 from wevent.mechanisms.allocators.kernel import Decl, DynamicClass, Prefix
+from wevent.mechanisms.allocators.registry import BUILTIN
 from wevent.proofs.algebra import strict_truth
 from wevent.proofs.symbolic import WindowSpec, Z3ScopeAlgebra, dynamic_windows, real
 
@@ -173,11 +174,13 @@ def _forward_placeholders(shape: Shape, decl_slots: Sequence[int]) -> tuple[_Cla
 def budget_cases(
     mechanism: str, declarations: int, ratios: Sequence[Fraction] = FORWARD_RATIOS
 ) -> list[tuple[Fraction, ...] | None]:
-    """The forward budgets each shape is proved for: None (all symbolic) for dpbd; for dpba,
-    whose absorption counts divide spends by ``E_F / (2 w_F)`` (nonlinear when E_F is a
-    variable: Z3 did not finish 30 shapes with windows 4 in 300 s), the first E_F is 1 and each
-    later one ranges over ``ratios`` times it, with every E_B symbolic."""
-    if mechanism != "dpba":
+    """The forward budgets each shape is proved for: None (all symbolic) for dpbd; for dpba
+    (its spec ``divides``: the t_FN of 001 Algorithm 7 lines 6-25), whose absorption counts divide spends by
+    ``E_F / (2 w_F)`` (nonlinear when E_F is a variable: Z3 did not finish 30 shapes with
+    windows 4 in 300 s), the first E_F is 1 and each later one ranges over ``ratios`` times it,
+    with every E_B symbolic."""
+    spec = BUILTIN.get(mechanism)
+    if spec is None or not spec.divides:
         return [None]
     rest = itertools.product(ratios, repeat=declarations - 1)
     return [(Fraction(1), *combo) for combo in rest]

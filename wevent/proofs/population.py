@@ -39,8 +39,8 @@ from typing import Any
 
 import z3
 
-from wevent.mechanisms.allocators.local import POPULATION
-from wevent.mechanisms.allocators.population import PopulationConfig
+from wevent.mechanisms.allocators.population import OPS_SPLIT, PopulationConfig
+from wevent.mechanisms.allocators.registry import POPULATION
 from wevent.proofs.algebra import strict_truth
 
 __all__ = [
@@ -213,7 +213,7 @@ def prove_pool(
     from fractions import Fraction
 
     from wevent.mechanisms.allocators.kernel import FixedClass
-    from wevent.mechanisms.allocators.local import population_setup
+    from wevent.mechanisms.allocators.population import population_setup
 
     start = time.perf_counter()
     windows = tuple(sorted(counts))
@@ -345,9 +345,6 @@ def check_pool(
     return PoolResult(*base, "unknown", seconds=seconds)
 
 
-_OPS_FAMILY = ("plpd+", "plpa+", "plbd-ops", "plba-ops")
-
-
 def even_counts(windows: tuple[int, ...], n: int) -> dict[int, int]:
     """``n`` users split as evenly as possible between ``windows`` (the first window takes the
     remainder): the populations `prove_population` checks, and from which a pool
@@ -380,7 +377,7 @@ def prove_population(
     start = time.perf_counter()
     out: dict[str, Any] = {"mechanism": target, "variant": variant, "theorems": []}
     status = "proved"
-    if allocator is None and target in (*_OPS_FAMILY, "ops"):
+    if allocator is None and target in (*OPS_SPLIT, "ops"):
         split = prove_ops_split(variant, n_max=10_000, w_max=200, timeout_ms=timeout_ms)
         out["theorems"].append(split.to_json())
         status = split.status
@@ -474,7 +471,7 @@ def replay_window_counterexample(
 def _setup_of(
     target: str, allocator: Any, classes: list[Any], sizes: list[int], variant: str
 ) -> Any:
-    from wevent.mechanisms.allocators.local import population_setup
+    from wevent.mechanisms.allocators.population import population_setup
 
     if allocator is not None:
         return allocator.setup(classes, sizes, 2, variant)

@@ -22,12 +22,15 @@ import numpy as np
 
 from wevent.accounting.formats import read_ledgers
 from wevent.accounting.ledger import Ledger
+from wevent.accounting.names import close_names, did_you_mean
 from wevent.accounting.population import Population
+from wevent.errors import InputError
 from wevent.verifier.check import check
 from wevent.verifier.sql import SqlDetails, sql_audit, tightest_users
 from wevent.verifier.verdict import Verdict
 
 __all__ = [
+    "AUDIT_ENGINES",
     "ENGINES",
     "DuckDBBackend",
     "Engine",
@@ -37,8 +40,6 @@ __all__ = [
     "make_engine",
     "spark_session",
 ]
-
-ENGINES = ("numpy", "duckdb", "spark")
 
 
 class Engine(Protocol):
@@ -406,12 +407,25 @@ class SparkBackend:
         return f"ARRAY_JOIN(ARRAY_SORT(COLLECT_LIST({expr})), ',')"
 
 
+# The audit engines by name: ``factory(memory_limit)`` builds one (the limit is DuckDB's; the
+# others ignore it). A new engine implements `Engine` and is one more entry here.
+AUDIT_ENGINES: dict[str, Callable[[str], Engine]] = {
+    "numpy": lambda _memory_limit: NumpyEngine(),
+    "duckdb": lambda memory_limit: SqlEngine(
+        "duckdb", lambda tmp: DuckDBBackend(tmp, memory_limit)
+    ),
+    "spark": lambda _memory_limit: SqlEngine("spark", SparkBackend),
+}
+ENGINES = tuple(AUDIT_ENGINES)
+
+
 def make_engine(name: str, *, memory_limit: str = "4GB") -> Engine:
-    """The engine called ``name`` (one of `ENGINES`)."""
-    if name == "numpy":
-        return NumpyEngine()
-    if name == "duckdb":
-        return SqlEngine("duckdb", lambda tmp: DuckDBBackend(tmp, memory_limit))
-    if name == "spark":
-        return SqlEngine("spark", SparkBackend)
-    raise ValueError(f"unknown engine {name!r} (choose from {', '.join(ENGINES)})")
+    """The engine called ``name`` (one of `ENGINES`); an unknown name is an `InputError` (a
+    ValueError) naming the known ones and the close ones."""
+    factory = AUDIT_ENGINES.get(name)
+    if factory is None:
+        raise InputError(
+            f"unknown engine {name!r} (choose from {', '.join(AUDIT_ENGINES)})"
+            + did_you_mean(close_names(name, AUDIT_ENGINES))
+        )
+    return factory(memory_limit)

@@ -1,16 +1,19 @@
 """The runtime guard: every spend passes through it before any noise is drawn (fail closed).
 
 The guard validates a spend, checks its evidence, asks its *engine* whether any window the spend
-touches would break, appends the accepted charge to its ledger and commits it to the engine. Two
-engines hold the window state, in exact integers over a common denominator:
+touches would break, appends the accepted charge to its ledger and commits it to the engine. The
+engines hold the window state, in exact integers over a common denominator; they share one protocol
+and are chosen by name from one registry (`wevent.verifier.guard_engines`):
 
-* `AccountEngine` (any requirement, dynamic ones included): users who share a requirement and
-  have received exactly the same charges share one *account*, so class-level allocators cost
-  O(classes) per slot; a charge to part of an account splits it (partition refinement), copying
-  the window state, so per-user charges cost O(1) accounts each, in Python per member.
-* `wevent.verifier.vector.VectorEngine` (populations of fixed-window and whole-stream requirements): a
-  class-wide spend per class plus one integer per user for partial charges, so a charge to k drawn
-  users is a few numpy operations over k integers. The default wherever it applies.
+* ``accounts`` (`wevent.verifier.accounts.AccountEngine`; any requirement, dynamic ones included):
+  users who share a requirement and have received exactly the same charges share one *account*, so
+  class-level allocators cost O(classes) per slot; a charge to part of an account splits it
+  (partition refinement), copying the window state, so per-user charges cost O(1) accounts each,
+  in Python per member.
+* ``vector`` (`wevent.verifier.vector.VectorEngine`; populations of fixed-window and whole-stream
+  requirements): a class-wide spend per class plus one integer per user for partial charges, so a
+  charge to k drawn users is a few numpy operations over k integers. The default wherever it
+  applies.
 
 Both refuse exactly the same spends (tests/test_guard_engines.py holds them to each other and to a
 brute-force model).
@@ -21,7 +24,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
-from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -32,142 +34,18 @@ from wevent.accounting.ledger import Charge, Ledger, distinct
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import requirement_bounds
 from wevent.accounting.spending import BudgetExceeded, EvidenceRejected, WindowState
-from wevent.verifier.state import AccountState, Window, make_state
-from wevent.verifier.vector import Refusal, VectorEngine, vectorizable
+from wevent.verifier.accounts import AccountEngine
+from wevent.verifier.guard_engines import AUTO, GuardEngine, choose_guard_engine
+from wevent.verifier.state import Window
 
 __all__ = ["AccountEngine", "Guard"]
 
-Engine = Literal["auto", "vector", "accounts"]
+Engine = str  # a guard engine's name: "auto" or one of `guard_engines.GUARD_ENGINES`
 I64 = npt.NDArray[np.int64]
-
-
-class _Account:
-    __slots__ = ("members", "requirement", "state")
-
-    def __init__(self, members: set[str], requirement: str, state: AccountState) -> None:
-        self.members = members
-        self.requirement = requirement
-        self.state = state
-
-
-class AccountEngine:
-    """Window state by account: users with the same requirement and charge history share one."""
-
-    def __init__(self, population: Population, ledger: Ledger, scale: int) -> None:
-        self.ledger = ledger
-        self._scale = scale
-        self._account_of: dict[str, _Account] = {}
-        self._accounts: list[_Account] = []
-        for cls in population.classes:
-            acc = _Account(
-                set(cls.members), cls.requirement.describe(), make_state(cls.requirement, scale)
-            )
-            self._accounts.append(acc)
-            for m in cls.members:
-                self._account_of[m] = acc
-        self._epoch = 0
-        self._group_cache: dict[str, tuple[int, list[_Account]]] = {}
-
-    def _account(self, user: str) -> _Account:
-        acc = self._account_of.get(user)
-        if acc is None:  # a user with no requirement: an account that only admits zero
-            acc = _Account({user}, "no requirement", make_state(None, self._scale))
-            self._account_of[user] = acc
-            self._accounts.append(acc)
-        return acc
-
-    def _split(self, acc: _Account, inside: set[str]) -> _Account:
-        """Make ``inside`` (a proper subset of ``acc``) its own account; return it."""
-        self._epoch += 1
-        outside_n = len(acc.members) - len(inside)
-        if len(inside) <= outside_n:
-            new = _Account(inside, acc.requirement, acc.state.clone())
-            self._accounts.append(new)
-            acc.members -= inside
-            for m in inside:
-                self._account_of[m] = new
-            return new
-        outside = acc.members - inside
-        new = _Account(outside, acc.requirement, acc.state.clone())
-        self._accounts.append(new)
-        acc.members = inside
-        for m in outside:
-            self._account_of[m] = new
-        return acc
-
-    def accounts_for(self, user: str | None, group: str | None) -> list[_Account]:
-        if user is not None:
-            acc = self._account(user)
-            if len(acc.members) > 1:
-                acc = self._split(acc, {user})
-            return [acc]
-        assert group is not None
-        cached = self._group_cache.get(group)
-        if cached is not None and cached[0] == self._epoch:
-            return cached[1]
-        touched: dict[int, tuple[_Account, set[str]]] = {}
-        account_of = self._account_of
-        for m in self.ledger.members(group):
-            acc = account_of.get(m) or self._account(m)
-            entry = touched.get(id(acc))
-            if entry is None:
-                entry = touched[id(acc)] = (acc, set())
-            entry[1].add(m)
-        accounts = []
-        for acc, inside in touched.values():
-            accounts.append(acc if len(inside) == len(acc.members) else self._split(acc, inside))
-        self._group_cache[group] = (self._epoch, accounts)
-        return accounts
-
-    def check(
-        self, slot: int, asked: int, user: str | None, group: str | None
-    ) -> tuple[Refusal | None, list[_Account]]:
-        """The refusal (the first breaking account, its worst window), or None and the accounts
-        to commit to."""
-        accounts = self.accounts_for(user, group)
-        for acc in accounts:
-            window = _worst(acc.state.windows(slot), asked)
-            if window is not None:
-                member = min(acc.members) if group is not None else None
-                return Refusal(window, member, len(acc.members), acc.requirement), accounts
-        return None, accounts
-
-    @staticmethod
-    def commit(slot: int, asked: int, accounts: list[_Account]) -> None:
-        for acc in accounts:
-            acc.state.commit(slot, asked)
-
-    def rescale(self, factor: int) -> None:
-        for acc in self._accounts:
-            acc.state.rescale(factor)
-        self._scale *= factor
-
-    def headroom(self, slot: int, user: str | None, group: str | None) -> int:
-        accounts = [self._account(user)] if user is not None else self.accounts_for(None, group)
-        room: int | None = None
-        for acc in accounts:
-            for w in acc.state.windows(slot):
-                r = w.bound - w.spent
-                room = r if room is None else min(room, r)
-        return room or 0
-
-    def describe(self) -> str:
-        return f"accounts={len({id(a) for a in self._account_of.values()})}"
 
 
 def _subject(user: str | None, group: str | None) -> str:
     return f"user {user!r}" if user is not None else f"group {group!r}"
-
-
-def _worst(windows: list[Window], amount: int) -> Window | None:
-    """The window the spend breaks by the most, if any."""
-    worst: Window | None = None
-    for w in windows:
-        if w.spent + amount > w.bound and (
-            worst is None or w.spent - w.bound > worst.spent - worst.bound
-        ):
-            worst = w
-    return worst
 
 
 class Guard:
@@ -177,8 +55,10 @@ class Guard:
     `BudgetExceeded` (or `EvidenceRejected`) and records nothing. Constructing a guard over a ledger
     that already holds charges replays them, so a guard can resume a stored run.
 
-    ``engine`` picks the window state: ``"vector"`` (fixed-window and whole-stream populations
-    only), ``"accounts"`` (any population), or ``"auto"`` (vector wherever it applies).
+    ``engine`` picks the window state by name (`wevent.verifier.guard_engines`): ``"vector"``
+    (fixed-window and whole-stream populations only), ``"accounts"`` (any population), or
+    ``"auto"`` (vector wherever it applies). An unknown name is an `InputError` (it names the
+    close ones).
     """
 
     def __init__(
@@ -187,7 +67,7 @@ class Guard:
         ledger: Ledger | None = None,
         *,
         check_evidence: bool = True,
-        engine: Engine = "auto",
+        engine: str = AUTO,
     ) -> None:
         self.population = population
         self.check_evidence = check_evidence
@@ -197,19 +77,9 @@ class Guard:
             for bound in requirement_bounds(cls.requirement):
                 self._scale = math.lcm(self._scale, bound.denominator)
         self.ledger = Ledger()
-        if engine not in ("auto", "vector", "accounts"):
-            raise BudgetError(f"unknown guard engine {engine!r} (auto, vector or accounts)")
-        if engine == "vector" and not vectorizable(population):
-            raise BudgetError(
-                "the vector engine needs fixed-window or whole-stream requirements only"
-            )
-        self._vector: VectorEngine | None = None
-        self._accounts: AccountEngine | None = None
-        if engine != "accounts" and vectorizable(population):
-            self._vector = VectorEngine(population, self.ledger, self._scale)
-        else:
-            self._accounts = AccountEngine(population, self.ledger, self._scale)
-        self.engine = "vector" if self._vector is not None else "accounts"
+        spec = choose_guard_engine(engine, population)
+        self._engine: GuardEngine = spec.factory(population, self.ledger, self._scale)
+        self.engine = spec.name
         # Index-based groups: the ledger code of each population user in canonical order (-1:
         # not interned yet), and the tables already found equal to that order.
         self._code_of_index: npt.NDArray[np.int64] | None = None
@@ -270,9 +140,7 @@ class Guard:
             codes = self._intern_by_index(table, idx)
         # idx is in range and distinct, and index -> code is one-to-one: codes need no check
         self.ledger.define_group_codes(name, codes, validated=True)
-        if self._vector is not None:  # its classes are known: plan the group's charges now
-            classes = self.population.classes_at(idx)
-            self._vector.prepare(self.ledger.group_code(name), codes, classes)
+        self._engine.group_defined(self.ledger.group_code(name), codes, idx)
 
     def _intern_by_index(self, table: Sequence[str], idx: npt.NDArray[np.int64]) -> I64:
         """The ledger codes of the population users at ``idx``, interning new ones in bulk."""
@@ -299,8 +167,7 @@ class Guard:
             self._by_index += len(fresh)
             self._code_of_index[fresh] = fresh_codes
             codes[new] = fresh_codes
-            if self._vector is not None:
-                self._vector.note_classes(fresh_codes, self.population.classes_at(fresh))
+            self._engine.users_interned(fresh_codes, fresh)
         return codes
 
     def _is_canonical(self, table: Sequence[str]) -> bool:
@@ -359,13 +226,9 @@ class Guard:
         if evidence is not None and self.check_evidence:
             evidence_code = self._check_evidence(evidence, budget, user, group, slot)
         asked = self._numerator(budget)
-        vec = self._vector
-        if vec is not None:
-            plan = vec.plan_group(group) if group is not None else vec.plan_user(user or "")
-            refusal, _ = vec.check(slot, asked, plan)
-        else:
-            assert self._accounts is not None
-            refusal, accounts = self._accounts.check(slot, asked, user, group)
+        engine = self._engine
+        plan = engine.plan(user, group)
+        refusal = engine.check(slot, asked, plan)
         if refusal is not None:
             who = _subject(user, group)
             if group is not None and refusal.member is not None:
@@ -383,11 +246,7 @@ class Guard:
         ledger.append_validated(
             slot, budget, subject_code, part, mechanism, evidence, evidence_code=evidence_code
         )
-        if vec is not None:
-            vec.commit(slot, asked, plan)
-        else:
-            assert self._accounts is not None
-            self._accounts.commit(slot, asked, accounts)
+        engine.commit(slot, asked, plan)
         self._slot = slot
 
     def _numerator(self, amount: Fraction) -> int:
@@ -395,11 +254,7 @@ class Guard:
         den = amount.denominator
         if self._scale % den:
             factor = math.lcm(self._scale, den) // self._scale
-            if self._vector is not None:
-                self._vector.rescale(factor)
-            else:
-                assert self._accounts is not None
-                self._accounts.rescale(factor)
+            self._engine.rescale(factor)
             self._scale *= factor
         return amount.numerator * (self._scale // den)
 
@@ -448,19 +303,11 @@ class Guard:
             raise BudgetError("name exactly one of user or group")
         if group is not None:
             self.ledger.group_code(group)  # raises for an undefined group
-        if self._vector is not None:
-            vec = self._vector
-            plan = vec.plan_group(group) if group is not None else vec.plan_user(user or "")
-            room = vec.headroom(slot, plan)
-        else:
-            assert self._accounts is not None
-            room = self._accounts.headroom(slot, user, group)
+        room = self._engine.headroom(slot, user, group)
         return Fraction(max(room, 0), self._scale)
 
     def __repr__(self) -> str:
-        engine = self._vector.describe() if self._vector is not None else ""
-        if self._accounts is not None:
-            engine = self._accounts.describe()
+        engine = self._engine.describe()
         return (
             f"Guard(users={len(self.population)}, charges={len(self.ledger)}, "
             f"slot={self._slot}, {engine})"

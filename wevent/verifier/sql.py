@@ -53,6 +53,7 @@ from wevent.accounting.formats import FormatError
 from wevent.accounting.ledger import Ledger
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Fixed, Requirement, WholeStream, requirement_bounds
+from wevent.errors import EngineError
 
 # The requirement kinds are the batch checker's own, so the SQL screen classifies users alike.
 from wevent.verifier.check import (
@@ -70,10 +71,6 @@ __all__ = ["EngineError", "SqlBackend", "SqlDetails", "sql_audit"]
 
 _EXACT = "DECIMAL(38,0)"
 _SAFE = 10**37
-
-
-class EngineError(BudgetError):
-    """A ledger this engine cannot audit exactly (the message says which engine can)."""
 
 
 class SqlBackend(Protocol):

@@ -26,8 +26,11 @@ from wevent.mechanisms.allocators import (
 )
 from wevent.mechanisms.allocators.algebra import ExactAlgebra
 from wevent.mechanisms.allocators.kernel import Kernel, Plan, first_negative, published_now
-from wevent.mechanisms.allocators.local import PopulationSetup, population_setup
-from wevent.mechanisms.allocators.population import PopulationKernel
+from wevent.mechanisms.allocators.population import (
+    PopulationKernel,
+    PopulationSetup,
+    population_setup,
+)
 from wevent.mechanisms.allocators.registry import POPULATION_BUILTIN, kernel_for, resolve_population
 from wevent.mechanisms.local import Reporters, population_arrays
 from wevent.mechanisms.pool import PoolExhausted

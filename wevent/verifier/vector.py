@@ -154,11 +154,12 @@ class VectorEngine:
         cls[:have] = self._cls_of
         self._own, self._cls_of = own, cls
 
-    def note_classes(self, codes: I64, classes: I64) -> None:
-        """Record the classes of users the guard interned by population index."""
+    def users_interned(self, codes: I64, indices: I64) -> None:
+        """Record the classes of users the guard interned by population index (``codes[i]`` is
+        the ledger code of the population user at ``indices[i]``)."""
         if len(codes):
             self._grow(int(codes.max()) + 1)
-            self._cls_of[codes] = classes
+            self._cls_of[codes] = self.population.classes_at(indices)
 
     def _classes_of(self, codes: I64) -> I64:
         if len(codes):
@@ -234,11 +235,15 @@ class VectorEngine:
             tuple(whole),
         )
 
-    def prepare(self, group_code: int, codes: I64, classes: I64) -> None:
-        """Plan a group just defined whose members' classes the caller knows."""
-        self._plans[group_code] = self._plan_codes(codes, classes)
+    def group_defined(self, group_code: int, codes: I64, indices: I64) -> None:
+        """Plan a group just defined by population index (its members' classes are known)."""
+        self._plans[group_code] = self._plan_codes(codes, self.population.classes_at(indices))
         if len(self._plans) > _PLANS:
             self._plans.popitem(last=False)
+
+    def plan(self, user: str | None, group: str | None) -> _Plan | _UserPlan:
+        """The plan of a charge to ``group``, or else to ``user``."""
+        return self.plan_group(group) if group is not None else self.plan_user(user or "")
 
     def plan_group(self, group: str) -> _Plan:
         code = self.ledger.group_code(group)
@@ -297,31 +302,31 @@ class VectorEngine:
             partial = partial or self._has_partial(c)
         return rooms, partial
 
-    def check(self, slot: int, asked: int, plan: _Plan | _UserPlan) -> tuple[Refusal | None, Log]:
-        """The refusal of the spend (its first breaking member in group order), or None, with
-        the expiry log `commit` makes permanent (a refused check has already been undone)."""
+    def check(self, slot: int, asked: int, plan: _Plan | _UserPlan) -> Refusal | None:
+        """The refusal of the spend (its first breaking member in group order), or None. The
+        windows' expiries it applies are what `commit` keeps (a refused check has undone them)."""
         log: Log = []
         if isinstance(plan, _UserPlan):
-            return self._check_user(slot, asked, plan, log), log
+            return self._check_user(slot, asked, plan, log)
         for w in plan.windows:
             self._expire(w, slot, log)
         rooms, partial = self._rooms(slot, asked, plan.present)
         if not partial and min(rooms) >= 0:
-            return None, log
+            return None
         member_room = self._member_rooms(plan, rooms, self._dtype)
         own = self._own[plan.codes] if partial else np.zeros(len(plan.codes), self._dtype)
         bad = np.flatnonzero(own > member_room)
         if not len(bad):
-            return None, log
+            return None
         self._restore(log)
         i = int(bad[0])
         c = plan.present[0] if plan.member_shifted is None else int(plan.member_shifted[i]) - 1
         name = self.ledger.user_id(int(plan.codes[i]))
         if c < 0:
-            return self._unregistered(slot, name, len(bad)), log
+            return self._unregistered(slot, name, len(bad))
         k = self.classes[c]
         window = k.window(slot, k.common_spent(slot) + int(own[i]))
-        return Refusal(window, name, len(bad), k.describe), log
+        return Refusal(window, name, len(bad), k.describe)
 
     def _check_user(self, slot: int, asked: int, plan: _UserPlan, log: Log) -> Refusal | None:
         if plan.cls < 0:
@@ -386,9 +391,10 @@ class VectorEngine:
         else:
             self._events[k.w].append((slot, np.array([code], np.int64), asked))
 
-    def headroom(self, slot: int, plan: _Plan | _UserPlan) -> int:
-        """The smallest room (bound minus spent, scaled) over the members' windows at ``slot``;
-        changes nothing."""
+    def headroom(self, slot: int, user: str | None, group: str | None) -> int:
+        """The smallest room (bound minus spent, scaled) over the windows of ``user`` or of the
+        members of ``group`` at ``slot``; changes nothing."""
+        plan = self.plan(user, group)
         log: Log = []
         try:
             if isinstance(plan, _UserPlan):

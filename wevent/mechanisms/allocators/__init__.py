@@ -1,7 +1,10 @@
-"""Budget kernels of the central and local w-event allocators, and a registry by CLI name.
+"""Budget kernels of the central and local w-event allocators, and their registry by name.
 
-`make_kernel(name, algebra, classes, variant)` builds the kernel; `run_trace` runs one against a
-publish/skip decision sequence in exact (or float-count) arithmetic.
+Each family module declares its allocators (`fixed`, `dynamic`, `local`, `population`: ``SPECS``);
+`registry` collects them, and the names here come from it: `make_kernel(name, algebra, classes,
+variant)` builds a built-in's kernel, `CENTRAL`, `LOCAL_BUDGET`, `POPULATION`, `LOCAL`,
+`MECHANISMS` and `ORACLE_CHOICE` list the names. `run_trace` runs a kernel against a publish/skip
+decision sequence in exact (or float-count) arithmetic.
 """
 
 from __future__ import annotations
@@ -9,21 +12,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Final, TypeVar
+from typing import Any
 
 from wevent.accounting.budget import BudgetError
-from wevent.mechanisms.allocators.algebra import ARITHMETICS, Algebra, ExactAlgebra, algebra_for
-from wevent.mechanisms.allocators.dynamic import DynamicKernel
-from wevent.mechanisms.allocators.fixed import FixedKernel
+from wevent.mechanisms.allocators.algebra import ARITHMETICS, ExactAlgebra, algebra_for
 from wevent.mechanisms.allocators.kernel import (
     VARIANTS,
-    ClassReq,
     Kernel,
     Plan,
     classes_of,
     published_now,
 )
-from wevent.mechanisms.allocators.local import LOCAL, LOCAL_BUDGET, ORACLE_CHOICE, POPULATION
+from wevent.mechanisms.allocators.registry import (
+    CENTRAL,
+    LOCAL,
+    LOCAL_BUDGET,
+    MECHANISMS,
+    ORACLE_CHOICE,
+    POPULATION,
+    make_kernel,
+)
 
 __all__ = [
     "ARITHMETICS",
@@ -41,27 +49,6 @@ __all__ = [
     "run_trace",
     "status_of",
 ]
-
-V = TypeVar("V")
-B = TypeVar("B")
-
-CENTRAL: Final = ("uniform", "sample", "bd", "ba", "pbd", "pba", "dpbd", "dpba")
-MECHANISMS: Final = CENTRAL + LOCAL
-
-
-def make_kernel(
-    name: str, alg: Algebra[V, B], classes: Sequence[ClassReq[V]], variant: str = "sound"
-) -> Kernel[V, B, Any]:
-    """The budget kernel of allocator ``name`` over ``classes`` (in population class order): a
-    central allocator or a local budget-division one (population-division allocators have
-    population kernels, see `wevent.mechanisms.allocators.local.population_setup`)."""
-    if name in ("dpbd", "dpba"):
-        return DynamicKernel(name, alg, classes, variant)
-    if name in CENTRAL or name in LOCAL_BUDGET:
-        return FixedKernel(name, alg, classes, variant)
-    if name in POPULATION:
-        raise BudgetError(f"{name} allocates users, not budgets: it has a population kernel")
-    raise BudgetError(f"unknown allocator {name!r} (expected one of {', '.join(MECHANISMS)})")
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,21 +43,29 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, runtime_checkable
 
+from wevent.errors import AllocatorError, PopulationAllocatorError
 from wevent.mechanisms.allocators.algebra import Algebra
 from wevent.mechanisms.allocators.kernel import ClassReq, Kernel
-from wevent.mechanisms.allocators.local import PopulationSetup
-from wevent.mechanisms.allocators.population import PopulationConfig, PopulationKernel
+
+if TYPE_CHECKING:  # the population family declares its specs with this module's classes
+    from wevent.mechanisms.allocators.population import (
+        PopulationConfig,
+        PopulationKernel,
+        PopulationSetup,
+    )
 
 __all__ = [
     "ALLOCATOR_GROUP",
     "REQUIREMENT_KINDS",
     "SCALINGS",
     "Allocator",
+    "AllocatorError",
     "AllocatorSpec",
     "KernelFactory",
     "PopulationAllocator",
+    "PopulationAllocatorError",
     "PopulationSpec",
 ]
 
@@ -118,9 +126,9 @@ class AllocatorSpec:
         return out
 
 
-SetupFactory = Callable[[Sequence[ClassReq[Any]], Sequence[int], int, str], PopulationSetup]
+SetupFactory = Callable[[Sequence[ClassReq[Any]], Sequence[int], int, str], "PopulationSetup"]
 PopulationKernelFactory = Callable[
-    [Algebra[Any, Any], PopulationConfig, str], PopulationKernel[Any, Any]
+    [Algebra[Any, Any], "PopulationConfig", str], "PopulationKernel[Any, Any]"
 ]
 
 

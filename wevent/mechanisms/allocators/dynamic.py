@@ -1,4 +1,6 @@
-"""Kernels for dynamic backward/forward requirements: DPBD and DPBA (001 Algorithms 6-7).
+"""The central dynamic family: kernels for dynamic backward/forward requirements, DPBD and DPBA
+(001 Algorithms 6-7), and their specs (`SPECS`, collected by
+`wevent.mechanisms.allocators.registry`).
 
 Notation (001 Section 5): at slot t a class's declaration in force gives the backward window
 ``[t - w_B + 1, t]`` with bound ``E_B`` and the forward window ``[t, t + w_F - 1]`` with bound
@@ -42,20 +44,22 @@ import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
-from wevent.accounting.budget import BudgetError
 from wevent.mechanisms.allocators.algebra import Algebra, vmax, vmin
+from wevent.mechanisms.allocators.api import AllocatorError, AllocatorSpec, KernelFactory
 from wevent.mechanisms.allocators.kernel import (
+    VARIANTS,
     ClassReq,
     Decl,
     DynamicClass,
+    Kernel,
     Plan,
     Prefix,
     check_variant,
 )
 
-__all__ = ["DynamicKernel", "DynamicState", "as_dynamic"]
+__all__ = ["SPECS", "DynamicKernel", "DynamicState", "as_dynamic"]
 
 V = TypeVar("V")
 B = TypeVar("B")
@@ -106,6 +110,10 @@ def _schedule(alg: Algebra[V, B], c: DynamicClass[V]) -> _Schedule[V]:
     )
 
 
+# name -> its publication rule (001 Algorithm 6: distribution; 001 Algorithm 7: absorption)
+_RULES: Final = {"dpbd": "distribution", "dpba": "absorption"}
+
+
 class DynamicKernel(Generic[V, B]):
     """The kernel of ``dpbd`` or ``dpba`` (see the module docstring for the rules)."""
 
@@ -116,8 +124,10 @@ class DynamicKernel(Generic[V, B]):
         classes: Sequence[ClassReq[V]],
         variant: str = "sound",
     ) -> None:
-        if name not in ("dpbd", "dpba"):
-            raise BudgetError(f"unknown dynamic allocator {name!r}")
+        if name not in _RULES:
+            raise AllocatorError(
+                f"unknown dynamic allocator {name!r} (the kernel serves: {', '.join(_RULES)})"
+            )
         check_variant(name, variant)
         self.name = name
         self.variant = variant
@@ -216,7 +226,7 @@ def _class_plan(
     dis = vmin(alg, dis_fwd, dis_back)
     pub_back = alg.sub(s.half_back[idx], pub_h.total(t - d.w_back + 1, t - 1))
     fwd_left = [alg.sub(s.half_fwd[j], pub_h.total(first, t - 1)) for j, first, _ in cover]
-    if name == "dpbd":  # Algorithm 6 lines 9-13
+    if _RULES[name] == "distribution":  # Algorithm 6 lines 9-13
         pub = vmin(alg, alg.scale(vmin(alg, *fwd_left), half), pub_back)
     else:  # Algorithm 7 lines 6-8 and 15-25
         absorb = []
@@ -261,3 +271,34 @@ def _room(
         j += 1
     rooms.extend(alg.sub(s.decls[j].eps_fwd, spent(first)) for j, first, _ in cover)
     return vmax(alg, vmin(alg, *rooms), alg.const(0))
+
+
+def _factory(name: str) -> KernelFactory:
+    def factory(alg: Algebra[Any, Any], classes: Sequence[ClassReq[Any]], variant: str) -> Any:
+        kernel: Kernel[Any, Any, Any] = DynamicKernel(name, alg, classes, variant)
+        return kernel
+
+    return factory
+
+
+# The family's specs. DPBA's absorption counts divide spends by the forward budgets (``divides``:
+# its proof fixes forward budgets to ratios of the first, `wevent.proofs.dynamic.budget_cases`).
+SPECS: Final = (
+    AllocatorSpec(
+        "dpbd",
+        "dynamic",
+        "per-class",
+        "dynamic distribution (001 Algorithm 6)",
+        _factory("dpbd"),
+        variants=VARIANTS,
+    ),
+    AllocatorSpec(
+        "dpba",
+        "dynamic",
+        "per-class",
+        "dynamic absorption (001 Algorithm 7)",
+        _factory("dpba"),
+        divides=True,
+        variants=VARIANTS,
+    ),
+)

@@ -1,5 +1,7 @@
-"""Kernels for fixed ``(w, eps)`` requirements: Uniform, Sample, BD, BA, PBD, PBA, and the local
-budget-division allocators LBU, LSP, LBD, LBA, PLBU that spend the same way.
+"""The central fixed-window family: kernels for fixed ``(w, eps)`` requirements (Uniform, Sample,
+BD, BA, PBD, PBA) and its specs (`SPECS`, collected by `wevent.mechanisms.allocators.registry`).
+The local budget-division allocators LBU, LSP, LBD, LBA, PLBU spend through the same kernel (their
+specs are in `wevent.mechanisms.allocators.local`).
 
 * Uniform, Sample (Kellaris et al.; 002 Sections 5.2.1-5.2.2 restate them): ``eps / w`` at every
   slot, or the whole ``eps`` at slots 1, w+1, 2w+1, ... with the slots between approximated.
@@ -25,13 +27,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
-from wevent.accounting.budget import BudgetError
 from wevent.mechanisms.allocators.algebra import Algebra, vmax, vmin
+from wevent.mechanisms.allocators.api import AllocatorError, AllocatorSpec, KernelFactory
 from wevent.mechanisms.allocators.kernel import (
+    VARIANTS,
     ClassReq,
     FixedClass,
+    Kernel,
     Plan,
     Prefix,
     check_variant,
@@ -39,7 +43,7 @@ from wevent.mechanisms.allocators.kernel import (
     uniform_class,
 )
 
-__all__ = ["FixedKernel", "FixedState"]
+__all__ = ["SPECS", "FixedKernel", "FixedState", "fixed_factory"]
 
 V = TypeVar("V")
 B = TypeVar("B")
@@ -89,7 +93,9 @@ class FixedKernel(Generic[V, B]):
         variant: str = "sound",
     ) -> None:
         if name not in _RULES:
-            raise BudgetError(f"unknown fixed-window allocator {name!r}")
+            raise AllocatorError(
+                f"unknown fixed-window allocator {name!r} (the kernel serves: {', '.join(_RULES)})"
+            )
         check_variant(name, variant)
         self.name = name
         self.variant = variant
@@ -219,3 +225,30 @@ class FixedKernel(Generic[V, B]):
                 for p, old in zip(plan.publication, state.last_pub, strict=True)
             ),
         )
+
+
+def fixed_factory(name: str) -> KernelFactory:
+    """The kernel factory of the fixed-window allocator ``name`` (one of this kernel's rules:
+    the central ones here and the local budget-division ones of `local`)."""
+
+    def factory(alg: Algebra[Any, Any], classes: Sequence[ClassReq[Any]], variant: str) -> Any:
+        kernel: Kernel[Any, Any, Any] = FixedKernel(name, alg, classes, variant)
+        return kernel
+
+    return factory
+
+
+def _spec(name: str, scaling: str, summary: str) -> AllocatorSpec:
+    return AllocatorSpec(name, "fixed", scaling, summary, fixed_factory(name), variants=VARIANTS)
+
+
+# The family's specs, in the order the command line lists them. ``scaling``: the non-personalized
+# rules serve every class with one (w, eps), so only a common factor scales them ("global").
+SPECS: Final = (
+    _spec("uniform", "global", "eps/w at every slot (Kellaris et al.; 002 Section 5.2.1)"),
+    _spec("sample", "global", "all of eps every w slots (Kellaris et al.; 002 Section 5.2.2)"),
+    _spec("bd", "global", "budget distribution (002 Algorithm 1)"),
+    _spec("ba", "global", "budget absorption (002 Algorithm 2)"),
+    _spec("pbd", "per-class", "personalized distribution (001 Algorithm 4)"),
+    _spec("pba", "per-class", "personalized absorption (001 Algorithm 5)"),
+)

@@ -235,12 +235,9 @@ def fixed_classes(classes: Sequence[ClassReq[V]], mechanism: str) -> list[FixedC
     out = []
     for c in classes:
         if not isinstance(c, FixedClass):
-            hint = (
-                "use dpbd or dpba (central model) for dynamic ones"
-                if mechanism in ("uniform", "sample", "bd", "ba", "pbd", "pba")
-                else "no local allocator supports dynamic requirements yet (the central dpbd "
-                "and dpba do)"
+            raise BudgetError(
+                f"{mechanism} needs fixed (w, eps) requirements; use dpbd or dpba (central "
+                "model) for dynamic ones: no local allocator supports dynamic requirements"
             )
-            raise BudgetError(f"{mechanism} needs fixed (w, eps) requirements; {hint}")
         out.append(c)
     return out

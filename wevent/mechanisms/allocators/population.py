@@ -1,4 +1,4 @@
-"""Population kernels: how many users the population-division allocators sample per slot.
+"""The population-division family: its kernels, the setups they run with, and its specs.
 
 Population division (002 Section 6; 000 Sections IV-C and V) spends users instead of budget: each
 sampled user reports once with their (possibly split) budget and is recycled ``R`` slots later, so
@@ -14,6 +14,23 @@ nullified; the pool (`wevent.mechanisms.pool`) draws the actual users and the gu
   ``z`` users per slot; ``t_N = |U_l| / z - 1`` slots after a publication are nullified and a
   publication absorbs the units of the ``t_A = t - (l + t_N)`` slots since, at most ``cap``.
 
+The family's members (`SPECS`, collected by `wevent.mechanisms.allocators.registry`) fix their
+integers before the stream starts (`population_setup`):
+
+=========== ============ ================= =================== ===========
+name        rule         sample size z     recycle R, budgets  PUE
+=========== ============ ================= =================== ===========
+lpu         uniform      floor(n / w)      w, eps              no
+lpd, lpa    distr./abs.  floor(n / (2w))   w, eps              no
+plpd, plpa  distr./abs.  floor(n/(2w_max)) w_max, eps_i        no
+plbd-rp ... distr./abs.  floor(n/(2w_max)) w_max, eps_i        yes
+plbd-ops .. distr./abs.  OPS z_opt         OPS R, eps_i / k_i  no
+plpd+ ...   distr./abs.  OPS z_opt         OPS R, eps_i / k_i  yes
+=========== ============ ================= =================== ===========
+
+The non-personalized ones (lpu, lpd, lpa) serve every user with the largest window and the
+smallest budget of the population (as the central BD/BA do).
+
 Variants. ``published`` follows the listings: PLPA+ absorbs ``z_opt * min(t_A, w_opt)`` users with
 the fractional ``w_opt = n / (2 z_opt)`` (rounded down to whole users), and no request is checked
 against the pool. ``sound`` (the default) absorbs at most ``R`` units (the integer recycle period)
@@ -27,15 +44,35 @@ Counts are computed through the kernel's `Algebra`, so the same code runs on Z3 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from wevent.accounting.budget import BudgetError
 from wevent.mechanisms.allocators.algebra import Algebra, vmax, vmin
-from wevent.mechanisms.allocators.kernel import Prefix, check_variant
+from wevent.mechanisms.allocators.api import AllocatorError, PopulationSpec
+from wevent.mechanisms.allocators.kernel import (
+    VARIANTS,
+    ClassReq,
+    Prefix,
+    check_variant,
+    fixed_classes,
+)
+from wevent.mechanisms.ops import OPSChoice, OPSClass, ops, sample_size
 
-__all__ = ["POPULATION_RULES", "Draw", "PopulationConfig", "PopulationKernel", "PopulationState"]
+__all__ = [
+    "ONE_ORACLE",
+    "OPS_SPLIT",
+    "POPULATION_RULES",
+    "SPECS",
+    "Draw",
+    "PopulationConfig",
+    "PopulationKernel",
+    "PopulationSetup",
+    "PopulationState",
+    "population_setup",
+]
 
 V = TypeVar("V")
 B = TypeVar("B")
@@ -180,3 +217,197 @@ class PopulationKernel(Generic[V, B]):
             last=alg.select(published, alg.const(t), state.last),
             last_pub=alg.select(published, draw.publication, state.last_pub),
         )
+
+
+# ---------------------------------------------------------------------------- the family
+
+
+@dataclass(frozen=True, slots=True)
+class _Member:
+    """How one member of the family sets up its run: its rule, whether every class keeps its
+    own budget, whether the OPS split (000 Algorithm 1) fixes z, R and the splits, and whether
+    its reports go through PUE."""
+
+    name: str
+    rule: str
+    personalized: bool
+    ops: bool
+    pue: bool
+    summary: str
+
+
+_MEMBERS: Final = (
+    _Member("lpu", "uniform", False, False, False, "LDP population uniform (002 Section 6.1)"),
+    _Member(
+        "lpd", "distribution", False, False, False, "LDP population distribution (002 Algorithm 3)"
+    ),
+    _Member(
+        "lpa", "absorption", False, False, False, "LDP population absorption (002 Algorithm 4)"
+    ),
+    _Member(
+        "plpd",
+        "distribution",
+        True,
+        False,
+        False,
+        "personalized population distribution (000 Algorithm 5)",
+    ),
+    _Member(
+        "plpa",
+        "absorption",
+        True,
+        False,
+        False,
+        "personalized population absorption (000 Algorithm 6)",
+    ),
+    _Member(
+        "plpd+", "distribution", True, True, True, "PLPD+: OPS split and PUE (000 Algorithm 3)"
+    ),
+    _Member("plpa+", "absorption", True, True, True, "PLPA+: OPS split and PUE (000 Algorithm 4)"),
+    _Member(
+        "plbd-rp",
+        "distribution",
+        True,
+        False,
+        True,
+        "ablation of PLPD+: PUE without OPS (000 Figures 4-5)",
+    ),
+    _Member(
+        "plba-rp",
+        "absorption",
+        True,
+        False,
+        True,
+        "ablation of PLPA+: PUE without OPS (000 Figures 4-5)",
+    ),
+    _Member(
+        "plbd-ops",
+        "distribution",
+        True,
+        True,
+        False,
+        "ablation of PLPD+: OPS without PUE (000 Figures 4-5)",
+    ),
+    _Member(
+        "plba-ops",
+        "absorption",
+        True,
+        True,
+        False,
+        "ablation of PLPA+: OPS without PUE (000 Figures 4-5)",
+    ),
+)
+_BY_NAME: Final = {m.name: m for m in _MEMBERS}
+
+# The members whose reports go through one frequency oracle at one budget (the non-personalized
+# ones), where ``--oracle grr|oue`` applies; the others report through the personalized frequency
+# oracle (GRR per budget).
+ONE_ORACLE: Final = tuple(m.name for m in _MEMBERS if not m.personalized)
+# The members whose setup is the OPS split (000 Algorithm 1), which `wevent prove` proves first.
+OPS_SPLIT: Final = tuple(m.name for m in _MEMBERS if m.ops)
+
+
+@dataclass(frozen=True)
+class PopulationSetup:
+    """Everything a population allocator fixes before the stream starts."""
+
+    name: str
+    variant: str
+    config: PopulationConfig
+    budgets: tuple[Fraction, ...]  # per class: what one report spends
+    splits: tuple[int, ...]  # per class: k_i (budgets[i] = eps_i / k_i)
+    personalized: bool
+    pue: bool
+    ops: OPSChoice | None
+
+
+def population_setup(
+    name: str,
+    classes: Sequence[ClassReq[Fraction]],
+    counts: Sequence[int],
+    d: int,
+    variant: str = "sound",
+) -> PopulationSetup:
+    """The configuration of population allocator ``name`` for classes of ``counts`` users."""
+    member = _BY_NAME.get(name)
+    if member is None:
+        raise AllocatorError(
+            f"unknown population allocator {name!r} (the family has: {', '.join(_BY_NAME)})"
+        )
+    check_variant(name, variant)
+    rule, personalized, use_ops, use_pue = member.rule, member.personalized, member.ops, member.pue
+    fixed = fixed_classes(classes, name)
+    if not any(k > 0 for k in counts):
+        raise BudgetError(f"{name}: the population has no users")
+    if not personalized and any(c.eps <= 0 for c, k in zip(fixed, counts, strict=True) if k):
+        raise BudgetError(
+            f"{name} serves every user with the smallest budget, and some users have eps = 0: "
+            "nobody could report; use a personalized allocator (plpd, plpa, ...), which leaves "
+            "the eps = 0 users out"
+        )
+    # Users with eps = 0 never report: they are not in the pool and not in n (000 Section IV
+    # samples reporters among the users who can report at all).
+    counts = [k if c.eps > 0 else 0 for c, k in zip(fixed, counts, strict=True)]
+    live = [c for c, k in zip(fixed, counts, strict=True) if k > 0]
+    n = sum(counts)
+    if not live:
+        raise BudgetError(f"{name}: every user has eps = 0, so nobody can report")
+    w_max = max(c.w for c in live)
+    eps_min = min(c.eps for c in live)
+    choice: OPSChoice | None = None
+    if use_ops:
+        choice = ops(
+            [OPSClass(c.w, c.eps, k) for c, k in zip(fixed, counts, strict=True)],
+            d,
+            variant=variant,
+        )
+        unit, recycle, splits = choice.z_opt, choice.recycle, choice.splits
+        budgets = tuple(
+            c.eps / k if count else Fraction(0)
+            for c, k, count in zip(fixed, splits, counts, strict=True)
+        )
+        absorb_cap = choice.w_opt
+    else:
+        recycle = w_max
+        unit = n // w_max if rule == "uniform" else sample_size(n, w_max)
+        if unit < 1:
+            raise BudgetError(
+                f"{name}: {n} users cannot serve a window of {w_max} slots: the per-slot sample "
+                f"floor(n/{'w' if rule == 'uniform' else '(2w)'}) is 0 "
+                f"(needs at least {w_max if rule == 'uniform' else 2 * w_max} users)"
+            )
+        splits = tuple(1 for _ in fixed)
+        budgets = tuple(
+            (c.eps if personalized else eps_min) if count else Fraction(0)
+            for c, count in zip(fixed, counts, strict=True)
+        )
+        absorb_cap = Fraction(w_max)
+    config = PopulationConfig(
+        n=n,
+        rule=rule,
+        unit=unit,
+        recycle=recycle,
+        capacity=n // 2,
+        absorb_cap=absorb_cap,
+    )
+    return PopulationSetup(name, variant, config, budgets, splits, personalized, use_pue, choice)
+
+
+def _spec(member: _Member) -> PopulationSpec:
+    name = member.name
+
+    def setup(
+        classes: Sequence[ClassReq[Any]], counts: Sequence[int], d: int, variant: str
+    ) -> PopulationSetup:
+        return population_setup(name, classes, counts, d, variant)
+
+    def kernel(
+        alg: Algebra[Any, Any], config: PopulationConfig, variant: str
+    ) -> PopulationKernel[Any, Any]:
+        return PopulationKernel(name, alg, config, variant)
+
+    return PopulationSpec(name, member.summary, setup, kernel, VARIANTS)
+
+
+# The family's specs, in the order the command line lists them.
+SPECS: Final = tuple(_spec(m) for m in _MEMBERS)

@@ -1,4 +1,19 @@
-"""Allocators by name: the built-in budget kernels, entry points and ``module:attribute`` targets.
+"""The one allocator registry: every allocator by name, and the lookups the rest of wevent uses.
+
+The built-ins come from their family modules, each of which declares its own specs (name,
+requirement kind, scaling, a one-line summary citing the paper, the kernel factory):
+
+* `wevent.mechanisms.allocators.fixed.SPECS`: central, fixed windows (uniform ... pba);
+* `wevent.mechanisms.allocators.dynamic.SPECS`: central, dynamic requirements (dpbd, dpba);
+* `wevent.mechanisms.allocators.local.SPECS`: local budget division (lbu ... plbu);
+* `wevent.mechanisms.allocators.population.SPECS`: local population division (lpu ... plba-ops).
+
+This module collects them (`FAMILIES`) into `BUILTIN` (budget kernels) and `POPULATION_BUILTIN`
+(population kernels), derives the name tuples (`CENTRAL`, `LOCAL_BUDGET`, `POPULATION`, `LOCAL`,
+`MECHANISMS`, `ORACLE_CHOICE`) and the model of each name (`model_of`), and turns a name into a
+kernel (`make_kernel`, `builtin_spec`): a dictionary lookup, never a chain of tests on names. A new
+built-in allocator is one more spec in its family's ``SPECS`` (or a new family module listed in
+`FAMILIES`).
 
 `resolve(target)` accepts
 
@@ -9,10 +24,10 @@
 * the name of an entry point in the group ``wevent.allocators`` (`ALLOCATOR_GROUP`), loaded and
   treated like a ``module:attribute`` target.
 
-Every failure is an `AllocatorError` (a `BudgetError`, so the command line reports it in one
-line with exit 2). The population-division allocators have population kernels, not budget
-kernels, and are refused here with a message saying so (`wevent.gate.population` gates them by
-name).
+Every failure is an `AllocatorError` (an `InputError`, so the command line reports it in one line
+with exit 2); an unknown name names the closest known ones (`suggestions`). The population-division
+allocators have population kernels, not budget kernels, and are refused here with a message saying
+so (`resolve_population` finds them; `wevent.gate.population` gates them by name).
 """
 
 from __future__ import annotations
@@ -21,102 +36,150 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import Any, Final, TypeVar
 
-from wevent.accounting.budget import BudgetError
-from wevent.mechanisms.allocators import CENTRAL, LOCAL_BUDGET, POPULATION, make_kernel
+from wevent.accounting.names import close_names, did_you_mean
+from wevent.mechanisms.allocators import dynamic, fixed, local, population
 from wevent.mechanisms.allocators.algebra import Algebra
 from wevent.mechanisms.allocators.api import (
     ALLOCATOR_GROUP,
     REQUIREMENT_KINDS,
     SCALINGS,
     Allocator,
+    AllocatorError,
     AllocatorSpec,
-    KernelFactory,
     PopulationAllocator,
+    PopulationAllocatorError,
     PopulationSpec,
 )
-from wevent.mechanisms.allocators.kernel import VARIANTS, ClassReq, DynamicClass, Kernel
-from wevent.mechanisms.allocators.local import population_setup
-from wevent.mechanisms.allocators.population import PopulationConfig, PopulationKernel
+from wevent.mechanisms.allocators.kernel import ClassReq, DynamicClass, Kernel
 
 __all__ = [
     "BUILTIN",
+    "CENTRAL",
+    "FAMILIES",
+    "LOCAL",
+    "LOCAL_BUDGET",
+    "MECHANISMS",
+    "MODELS",
+    "ORACLE_CHOICE",
+    "POPULATION",
     "POPULATION_BUILTIN",
     "AllocatorError",
+    "Family",
     "PopulationAllocatorError",
     "available_entry_points",
+    "builtin_spec",
     "is_population",
     "kernel_for",
+    "make_kernel",
+    "model_of",
     "resolve",
     "resolve_population",
+    "suggestions",
+    "takes_dynamic",
 ]
 
+V = TypeVar("V")
+B = TypeVar("B")
 
-class AllocatorError(BudgetError):
-    """A target that does not name a usable allocator."""
-
-
-class PopulationAllocatorError(AllocatorError):
-    """A target that is meant as a population allocator but is malformed (the population gate
-    reports it)."""
+MODELS: Final = ("central", "local-budget", "population")
 
 
-def _builtin_factory(name: str) -> KernelFactory:
-    def factory(alg: Algebra[Any, Any], classes: Sequence[ClassReq[Any]], variant: str) -> Any:
-        return make_kernel(name, alg, classes, variant)
+@dataclass(frozen=True)
+class Family:
+    """One family module's contribution: its specs, the model they run in (``central``: noise on
+    the aggregate; ``local-budget``: every user reports every slot; ``population``: sampled users
+    report), and which of its members take the one-oracle choice (``--oracle grr|oue``)."""
 
-    return factory
+    module: str
+    model: str
+    specs: tuple[AllocatorSpec, ...] | tuple[PopulationSpec, ...]
+    one_oracle: tuple[str, ...] = ()
 
 
-_BUILTIN_TABLE = (
-    ("uniform", "fixed", "global", "eps/w at every slot (Kellaris et al.)"),
-    ("sample", "fixed", "global", "all of eps every w slots (Kellaris et al.)"),
-    ("bd", "fixed", "global", "budget distribution (002 Algorithm 1)"),
-    ("ba", "fixed", "global", "budget absorption (002 Algorithm 2)"),
-    ("pbd", "fixed", "per-class", "personalized distribution (001 Algorithm 4)"),
-    ("pba", "fixed", "per-class", "personalized absorption (001 Algorithm 5)"),
-    ("dpbd", "dynamic", "per-class", "dynamic distribution (001 Algorithm 6)"),
-    ("dpba", "dynamic", "per-class", "dynamic absorption (001 Algorithm 7)"),
-    # The local budget-division allocators spend through the same fixed kernels (002 Section 5,
-    # 001 Section 6.2); only their data path differs, so the window theorem is the same.
-    ("lbu", "fixed", "global", "LDP budget uniform: eps/w every slot (002 Section 5.2.1)"),
-    ("lsp", "fixed", "global", "LDP sampling: all of eps every w slots (002 Section 5.2.2)"),
-    ("lbd", "fixed", "global", "LDP budget distribution (002 Algorithm 1)"),
-    ("lba", "fixed", "global", "LDP budget absorption (002 Algorithm 2)"),
-    ("plbu", "fixed", "per-class", "personalized LDP uniform: eps_i/w_i (001 Section 6.2)"),
+# The families, in the order the command line lists their members.
+FAMILIES: Final = (
+    Family(fixed.__name__, "central", fixed.SPECS),
+    Family(dynamic.__name__, "central", dynamic.SPECS),
+    Family(local.__name__, "local-budget", local.SPECS, local.ONE_ORACLE),
+    Family(population.__name__, "population", population.SPECS, population.ONE_ORACLE),
 )
 
-BUILTIN: dict[str, AllocatorSpec] = {
-    name: AllocatorSpec(
-        name,
-        req,
-        scaling,
-        summary,
-        _builtin_factory(name),
-        divides=name == "dpba",
-        variants=VARIANTS,
+
+def _collect() -> tuple[dict[str, AllocatorSpec], dict[str, PopulationSpec], dict[str, str]]:
+    budget: dict[str, AllocatorSpec] = {}
+    pop: dict[str, PopulationSpec] = {}
+    models: dict[str, str] = {}
+    for family in FAMILIES:
+        for spec in family.specs:
+            if spec.name in models:
+                raise RuntimeError(f"{family.module}: allocator {spec.name!r} is declared twice")
+            models[spec.name] = family.model
+            if isinstance(spec, PopulationSpec):
+                pop[spec.name] = spec
+            else:
+                budget[spec.name] = spec
+    return budget, pop, models
+
+
+_BUDGET, _POPULATION, _MODEL = _collect()
+BUILTIN: dict[str, AllocatorSpec] = _BUDGET  # the budget kernels by name
+POPULATION_BUILTIN: dict[str, PopulationSpec] = _POPULATION  # the population kernels by name
+
+CENTRAL: Final = tuple(n for n, m in _MODEL.items() if m == "central")
+LOCAL_BUDGET: Final = tuple(n for n, m in _MODEL.items() if m == "local-budget")
+POPULATION: Final = tuple(n for n, m in _MODEL.items() if m == "population")
+LOCAL: Final = LOCAL_BUDGET + POPULATION
+MECHANISMS: Final = CENTRAL + LOCAL
+ORACLE_CHOICE: Final = tuple(n for f in FAMILIES for n in f.one_oracle)
+
+
+def model_of(name: str) -> str | None:
+    """The model the built-in ``name`` runs in (one of `MODELS`), or None for any other name."""
+    return _MODEL.get(name)
+
+
+def takes_dynamic(name: str) -> bool:
+    """Whether the built-in ``name`` serves dynamic requirements (its requirement kind is
+    ``"dynamic"``: 001 Definition 10)."""
+    spec = BUILTIN.get(name)
+    return spec is not None and spec.requirement == "dynamic"
+
+
+def suggestions(name: str) -> list[str]:
+    """Built-in and installed entry-point allocator names close to ``name`` (best first), for a
+    "did you mean" hint; empty when nothing is close."""
+    return close_names(name, [*_MODEL, *sorted(available_entry_points())])
+
+
+def _did_you_mean(name: str) -> str:
+    return did_you_mean(suggestions(name))
+
+
+def builtin_spec(name: str) -> AllocatorSpec:
+    """The spec of the built-in budget allocator ``name``; an `AllocatorError` for a population
+    allocator (it has a population kernel) or an unknown name (naming the closest ones)."""
+    spec = BUILTIN.get(name)
+    if spec is not None:
+        return spec
+    if name in POPULATION_BUILTIN:
+        raise AllocatorError(f"{name} allocates users, not budgets: it has a population kernel")
+    raise AllocatorError(
+        f"unknown allocator {name!r} (expected one of {', '.join(MECHANISMS)}){_did_you_mean(name)}"
     )
-    for name, req, scaling, summary in _BUILTIN_TABLE
-}
-assert set(BUILTIN) == set(CENTRAL) | set(LOCAL_BUDGET)
 
 
-def _population_builtin(name: str) -> PopulationSpec:
-    def setup(classes: Sequence[ClassReq[Any]], counts: Sequence[int], d: int, variant: str) -> Any:
-        return population_setup(name, classes, counts, d, variant)
-
-    def kernel(alg: Algebra[Any, Any], config: PopulationConfig, variant: str) -> Any:
-        return PopulationKernel(name, alg, config, variant)
-
-    return PopulationSpec(name, f"population division ({name})", setup, kernel, VARIANTS)
-
-
-POPULATION_BUILTIN: dict[str, PopulationSpec] = {
-    name: _population_builtin(name) for name in POPULATION
-}
+def make_kernel(
+    name: str, alg: Algebra[V, B], classes: Sequence[ClassReq[V]], variant: str = "sound"
+) -> Kernel[V, B, Any]:
+    """The budget kernel of the built-in allocator ``name`` over ``classes`` (in population class
+    order): a central allocator or a local budget-division one (population-division allocators
+    have population kernels: `POPULATION_BUILTIN`)."""
+    return builtin_spec(name).kernel(alg, classes, variant)
 
 
 def available_entry_points() -> dict[str, EntryPoint]:
@@ -224,7 +287,7 @@ def resolve(target: str) -> Allocator:
     plugins = f"; installed entry points: {', '.join(sorted(eps))}" if eps else ""
     raise AllocatorError(
         f"unknown allocator {target!r} (built-in: {', '.join(BUILTIN)}; or module:attribute, "
-        f"or an entry point of the {ALLOCATOR_GROUP} group{plugins})"
+        f"or an entry point of the {ALLOCATOR_GROUP} group{plugins}){_did_you_mean(target)}"
     )
 
 
@@ -277,7 +340,7 @@ def is_population(target: str) -> bool:
     """``target`` names a population allocator (built-in or third-party); False on errors."""
     try:
         return resolve_population(target) is not None
-    except BudgetError:
+    except AllocatorError:
         return False
 
 
@@ -287,7 +350,7 @@ def kernel_for(
     """The kernel of ``target`` over ``classes``; a variant the allocator does not have and
     dynamic requirements for a fixed-requirement allocator are refused."""
     if target in BUILTIN:  # the built-ins give their own, more specific, messages
-        return make_kernel(target, alg, classes, variant)
+        return BUILTIN[target].kernel(alg, classes, variant)
     alloc = resolve(target)
     if variant not in alloc.variants:
         raise AllocatorError(
