@@ -74,6 +74,11 @@ def test_every_command_is_reached() -> None:
     ("args", "command", "needle"),
     [
         (["chek"], "wevent", "did you mean 'check'"),
+        (["run", "lpdd", "-r", REQ, "--stream", "sin"], "wevent run", "did you mean 'lpd'"),
+        (["trace", "pbaa", "-r", REQ, "--decisions", "1"], "wevent trace", "did you mean 'pba'"),
+        (["gate", "dpbx"], "wevent gate", "did you mean 'dpbd'"),
+        (["trace", "exsub", "-r", REQ, "--decisions", "1"], "wevent trace", "'wevent run exsub'"),
+        (["gate", "nope"], "wevent gate", "plba-ops"),
         (["prove", "all"], "wevent prove", "'all' (every primitive): use 'wevent prove primitive all'"),
         (["prove", "population", "pba"], "wevent prove population", "prove allocator pba"),
         (["prove", "primitive", "lpd"], "wevent prove primitive", "prove population lpd"),

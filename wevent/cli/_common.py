@@ -31,6 +31,7 @@ __all__ = [
     "error_line",
     "fail",
     "json_option",
+    "known_allocator",
     "reading_bar",
     "requirements_option",
     "scope_options",
@@ -273,3 +274,29 @@ def first_line(exc: BaseException) -> str:
 
 def join_names(names: Sequence[str]) -> str:
     return ", ".join(names)
+
+
+def known_allocator(name: str, command: str) -> None:
+    """Refuse, with a did-you-mean over every name ``command`` takes, a plain name that is
+    neither a built-in allocator nor an installed entry point (``module:attribute`` targets are
+    loaded, and judged, by the registry)."""
+    if ":" in name:
+        return
+    from wevent.mechanisms.allocators import MECHANISMS
+    from wevent.mechanisms.allocators.registry import available_entry_points
+
+    if name == "exsub" and command != "run":
+        fail(
+            f"exsub has no budget kernel to {command}: 'wevent run exsub' runs it, "
+            "'wevent prove exsub' proves its samplers"
+        )
+    known = [*MECHANISMS, *(["exsub"] if command == "run" else [])]
+    installed = sorted(available_entry_points())
+    if name in known or name in installed:
+        return
+    fail(
+        f"unknown allocator {name!r}{did_you_mean(name, [*known, *installed])}: a built-in "
+        f"({', '.join(known)}), an installed entry point of the group wevent.allocators"
+        + (f" ({', '.join(installed)})" if installed else " (none installed)")
+        + ", or module:attribute"
+    )

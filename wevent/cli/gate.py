@@ -13,6 +13,7 @@ from wevent.cli._common import (
     emit_json,
     fail,
     json_option,
+    known_allocator,
     scope_options,
     variant_options,
 )
@@ -168,6 +169,7 @@ def gate_cmd(
         search_horizon=search_unroll or 0,
     )
     check_writable(junit_out, json_out, save_requirements)
+    known_allocator(allocator, "gate")
     try:
         report = run_gate(allocator, options, save_requirements=save_requirements)
     except OSError as exc:

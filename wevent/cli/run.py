@@ -16,6 +16,7 @@ from wevent.cli._common import (
     Choice,
     check_writable,
     fail,
+    known_allocator,
     requirements_option,
     variant_options,
 )
@@ -141,6 +142,7 @@ def run_cmd(
       wevent run mypkg.alloc:allocator -r requirements.csv --stream lns --slots 200
     """
     check_writable(ledger_out, releases_out)
+    known_allocator(allocator, "run")
     if allocator == "exsub":
         if oracle is not None or variant != "sound" or arithmetic != "exact":
             fail("exsub takes no --oracle, --variant or --arithmetic")

@@ -19,6 +19,7 @@ from wevent.cli._common import (
     emit_json,
     fail,
     json_option,
+    known_allocator,
     requirements_option,
     variant_options,
 )
@@ -90,6 +91,7 @@ def trace_cmd(
     from wevent.verifier.tracing import parse_decisions, trace_population, trace_with_guard
 
     check_writable(json_out)
+    known_allocator(allocator, "trace")
     builtin = allocator in MECHANISMS
     try:
         population_target = allocator in POPULATION or is_population(allocator)

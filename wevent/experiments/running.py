@@ -23,10 +23,10 @@ from wevent.accounting.formats import ledger_kind, write_ledger
 from wevent.accounting.ledger import Ledger
 from wevent.accounting.population import Population
 from wevent.accounting.spending import BudgetExceeded, EvidenceRejected
+from wevent.errors import AllocatorError
 from wevent.experiments import metrics
 from wevent.mechanisms.allocators import ORACLE_CHOICE, algebra_for, classes_of
 from wevent.mechanisms.allocators.algebra import ExactAlgebra
-from wevent.errors import AllocatorError
 from wevent.mechanisms.allocators.registry import POPULATION_BUILTIN, kernel_for, model_of
 from wevent.mechanisms.central import CentralRunner, InvalidAllocation, SlotRecord
 from wevent.mechanisms.local import LocalBudgetRunner, PopulationRunner, population_arrays
