@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import wevent
 
 PUBLIC = {
@@ -205,3 +207,28 @@ def test_every_error_wevent_raises_on_purpose_has_one_root() -> None:
         assert isinstance(refusal, wevent.BudgetExceeded)
     else:
         raise AssertionError("the guard accepted a spend over the bound")
+
+
+def test_refusals_cross_processes() -> None:
+    """A refusal raised in a worker process (the dynamic proofs and reproduce use them) pickles
+    to an equal refusal: same type, fields and message."""
+    import pickle
+    from fractions import Fraction
+
+    from wevent.accounting.spending import EvidenceRejected
+    from wevent.mechanisms.pool import PoolExhausted
+
+    pop = wevent.Population({"a": wevent.Fixed(2, wevent.Budget("0.1"))})
+    guard = wevent.Guard(pop)
+    guard.spend(1, "0.1", user="a")
+    with pytest.raises(wevent.BudgetExceeded) as caught:
+        guard.spend(2, "0.1", user="a")
+    refusals: list[Exception] = [
+        caught.value,
+        EvidenceRejected(subject="u", slot=1, amount=Fraction(1, 10), lower=Fraction(1, 5)),
+        PoolExhausted(3, 10, 4, "publication"),
+    ]
+    for refusal in refusals:
+        copy = pickle.loads(pickle.dumps(refusal))
+        assert type(copy) is type(refusal) and str(copy) == str(refusal)
+        assert vars(copy) == vars(refusal)

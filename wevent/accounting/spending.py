@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -36,8 +36,16 @@ class WindowState:
         return f"{self.kind} window [{self.first}, {end}]"
 
 
+def _remake(cls: type[Refused], fields: dict[str, Any]) -> Refused:
+    """Rebuild a refusal from its keyword fields (pickling: a refusal crosses processes)."""
+    return cls(**fields)
+
+
 class BudgetExceeded(Refused):
     """A spend was refused because it would break a constraint. Nothing was recorded."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_remake, (type(self), self._fields))
 
     def __init__(
         self,
@@ -56,6 +64,14 @@ class BudgetExceeded(Refused):
         self.requirement = requirement
         self.affected_users = affected_users
         self.excess = window.spent + asked - window.bound
+        self._fields: dict[str, Any] = {
+            "subject": subject,
+            "slot": slot,
+            "asked": asked,
+            "window": window,
+            "requirement": requirement,
+            "affected_users": affected_users,
+        }
         users = "" if affected_users == 1 else f" ({affected_users} users)"
         super().__init__(
             f"refused spend at slot {slot} for {subject}{users} [{requirement}]: "
@@ -68,11 +84,15 @@ class BudgetExceeded(Refused):
 class EvidenceRejected(Refused):
     """A spend was refused because its evidence certifies a cost above the amount charged."""
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_remake, (type(self), self._fields))
+
     def __init__(self, *, subject: str, slot: int, amount: Fraction, lower: Fraction) -> None:
         self.subject = subject
         self.slot = slot
         self.amount = amount
         self.lower = lower
+        self._fields = {"subject": subject, "slot": slot, "amount": amount, "lower": lower}
         super().__init__(
             f"refused spend at slot {slot} for {subject}: the evidence certifies a cost of at "
             f"least {format_exact(lower)} (or could not be certified), more than the "

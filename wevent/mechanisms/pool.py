@@ -15,6 +15,7 @@ operation costs O(users moved); nothing is O(n) per slot.
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +37,9 @@ class PoolExhausted(WeventError):
             f"slot {slot}: the {what} draw asked for {asked} users but only {available} are "
             "available (the rest are still inside their recycle period)"
         )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.slot, self.asked, self.available, self.what))
 
 
 class UserPool:
