@@ -37,6 +37,17 @@ def demo_dir() -> Path:
     return path
 
 
+def _fresh(path: Path) -> Path:
+    """A demo ledger path with the previous demo's ledger removed (a run never overwrites one)."""
+    import shutil
+
+    if path.is_dir():
+        shutil.rmtree(path)
+    for old in (path, path.with_name(path.name + ".head")):
+        old.unlink(missing_ok=True)
+    return path
+
+
 def run_demo(echo: Callable[[str], None]) -> bool:
     """Check the bundled ledgers and replay the violating one through the guard.
 
@@ -92,12 +103,10 @@ def run_demo(echo: Callable[[str], None]) -> bool:
 
 def _audit(echo: Callable[[str], None]) -> bool:
     """The deployment audit of the demo runs: the PBA ledger kept as durable Parquet segments
-    (hash-chained manifest), audited with DuckDB; the PLPA+ ledger audited with numpy; one
-    self-contained HTML report each."""
-    import shutil
-
+    (hash-chained manifest), audited with DuckDB; the PLPA+ ledger as chained JSONL, audited
+    with numpy; both written ahead by the guard during the runs; one self-contained HTML
+    report each."""
     from wevent.accounting.budget import Budget
-    from wevent.accounting.durable import SegmentWriter, charge_record
     from wevent.accounting.requirements import Fixed, Requirement
     from wevent.verifier.audit import run_audit
     from wevent.verifier.report import render_html
@@ -109,20 +118,10 @@ def _audit(echo: Callable[[str], None]) -> bool:
     population = Population.from_classes(classes)
     echo("")
     echo("== wevent audit: the demo runs' ledgers, integrity and windows, with HTML reports")
-    segments = out / "pba.wledger"
-    shutil.rmtree(segments, ignore_errors=True)
-    pba = read_ledger(out / "pba.parquet")
-    with SegmentWriter(segments) as writer:
-        for name, members in pba.groups.items():
-            writer.define_group(name, members)
-        for k, charge in enumerate(pba):
-            writer.append(charge_record(charge))
-            if k % 400 == 399:
-                writer.commit()
     intended = True
     for label, source, engine in (
-        ("pba", segments, "duckdb"),
-        ("plpa+", out / "plpa.parquet", "numpy"),
+        ("pba", out / "pba.wledger", "duckdb"),
+        ("plpa+", out / "plpa.jsonl", "numpy"),
     ):
         result = run_audit([source], population, engine=engine)
         report = out / f"{label.replace('+', '-plus')}-audit.html"
@@ -159,7 +158,7 @@ def _allocators(echo: Callable[[str], None]) -> bool:
         SyntheticStream("sin", 300, sizes, 1),
         slots=300,
         seed=1,
-        ledger_path=demo_dir() / "pba.parquet",
+        ledger_path=_fresh(demo_dir() / "pba.wledger"),  # written ahead, segment by segment
     )
     for line in summary.describe():
         echo("  " + line)
@@ -220,7 +219,7 @@ def _local(echo: Callable[[str], None], population: Population) -> bool:
         SyntheticStream("sin", 300, sizes, 1, 10),
         slots=300,
         seed=1,
-        ledger_path=demo_dir() / "plpa.parquet",
+        ledger_path=_fresh(demo_dir() / "plpa.jsonl"),  # written ahead, chained JSONL
     )
     for line in summary.describe():
         echo("  " + line)

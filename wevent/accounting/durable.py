@@ -227,6 +227,16 @@ class SegmentWriter:
         self._segments = self._manifest.committed
         self._pending: list[dict[str, Any]] = []
 
+    @property
+    def committed(self) -> int:
+        """Committed segments."""
+        return self._segments
+
+    @property
+    def head(self) -> str:
+        """The manifest chain's head: what anchors the whole segment ledger."""
+        return self._manifest.head
+
     def append(self, record: Mapping[str, Any]) -> None:
         self._pending.append(dict(record))
 

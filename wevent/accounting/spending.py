@@ -18,7 +18,14 @@ from wevent.accounting.budget import Budget, format_exact
 from wevent.accounting.evidence import Evidence
 from wevent.errors import Refused
 
-__all__ = ["BudgetExceeded", "EvidenceRejected", "Spender", "WindowState"]
+__all__ = [
+    "BudgetExceeded",
+    "EvidenceRejected",
+    "Spend",
+    "Spender",
+    "WindowState",
+    "spend_all",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +104,39 @@ class EvidenceRejected(Refused):
             f"refused spend at slot {slot} for {subject}: the evidence certifies a cost of at "
             f"least {format_exact(lower)} (or could not be certified), more than the "
             f"{format_exact(amount)} charged"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    """One spend a mechanism asks for (the arguments of `Spender.spend`)."""
+
+    slot: int
+    amount: Budget
+    user: str | None = None
+    group: str | None = None
+    part: str = ""
+    mechanism: str = ""
+    evidence: Evidence | None = None
+
+
+def spend_all(spender: Spender, spends: Sequence[Spend]) -> None:
+    """Charge every one of ``spends`` before any noise is drawn: through the spender's
+    ``spend_many`` when it has one (the guard: one durable commit for all of them), else one
+    `Spender.spend` each."""
+    many = getattr(spender, "spend_many", None)
+    if many is not None:
+        many(spends)
+        return
+    for s in spends:
+        spender.spend(
+            s.slot,
+            s.amount,
+            user=s.user,
+            group=s.group,
+            part=s.part,
+            mechanism=s.mechanism,
+            evidence=s.evidence,
         )
 
 

@@ -97,10 +97,19 @@ def _exsub_options(f: Any) -> Any:
 @click.option(
     "--ledger",
     "ledger_out",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=click.Path(path_type=Path),
     default=None,
     metavar="FILE",
-    help="Write the ledger here (.jsonl, .csv or .parquet).",
+    help="The ledger: FILE.jsonl (chained JSONL) or DIR.wledger (Parquet segments) are written "
+    "ahead, every charge committed before its noise is drawn; .csv or .parquet are written at "
+    "the end. An existing ledger is never overwritten (see --resume).",
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue the write-ahead --ledger of a run that crashed: its torn tail is cut off "
+    "(kept in a side file), the run replays from slot 1 with the same flags and seed, checked "
+    "against the committed charges, and goes on from where the ledger ends.",
 )
 @click.option(
     "--releases",
@@ -122,6 +131,7 @@ def run_cmd(
     oracle: str | None,
     ledger_out: Path | None,
     releases_out: Path | None,
+    resume: bool,
     variant: str,
     arithmetic: str,
     sparsity: int,
@@ -138,14 +148,15 @@ def run_cmd(
     \b
     Examples:
       wevent run pba -r requirements.csv --stream sin --slots 1000 --ledger run.jsonl
-      wevent check run.jsonl -r requirements.csv
+      wevent audit run.jsonl -r requirements.csv --expect-head HEAD   (HEAD: printed by run)
+      wevent run pba -r requirements.csv --stream sin --slots 1000 --ledger run.jsonl --resume
       wevent run mypkg.alloc:allocator -r requirements.csv --stream lns --slots 200
     """
-    check_writable(ledger_out, releases_out)
+    check_writable(releases_out)  # the ledger (a file, or a .wledger directory): checked by run
     known_allocator(allocator, "run")
     if allocator == "exsub":
-        if oracle is not None or variant != "sound" or arithmetic != "exact":
-            fail("exsub takes no --oracle, --variant or --arithmetic")
+        if oracle is not None or variant != "sound" or arithmetic != "exact" or resume:
+            fail("exsub takes no --oracle, --variant, --arithmetic or --resume")
         _run_exsub(
             requirements,
             stream_spec,
@@ -193,6 +204,7 @@ def run_cmd(
             releases_path=releases_out,
             progress=None if bar is None else bar.update,
             oracle=oracle,
+            resume=resume,
             **chosen,
         )
     except InputError as exc:
@@ -204,10 +216,23 @@ def run_cmd(
     finally:
         if bar is not None:
             bar.close()
+    if summary.recovered is not None:
+        for line in summary.recovered.describe():
+            click.echo(line)
     for line in summary.describe():
         click.echo(line)
-    if ledger_out is not None:
-        click.echo(f"  ledger written to {ledger_out}")
+    if summary.durable:
+        click.echo(
+            f"  ledger {ledger_out}: {summary.durable}, written ahead, {summary.committed} "
+            f"committed {'segment(s)' if summary.durable == 'segments' else 'record(s)'}"
+        )
+        click.echo(f"  head {summary.head}")
+        click.echo(
+            "  (keep the head where the ledger's writer cannot change it; "
+            f"wevent audit {ledger_out} -r ... --expect-head HEAD checks the ledger against it)"
+        )
+    elif ledger_out is not None:
+        click.echo(f"  ledger written to {ledger_out} (at the end of the run; not write-ahead)")
     if releases_out is not None:
         click.echo(f"  releases written to {releases_out}")
     sys.exit(EXIT_OK if summary.ok else EXIT_VIOLATION)

@@ -19,9 +19,12 @@ import numpy as np
 import numpy.typing as npt
 
 from wevent.accounting.budget import BudgetError
+from wevent.accounting.durable import ChainedJsonlWriter, SegmentWriter, sync_rename
 from wevent.accounting.formats import ledger_kind, write_ledger
 from wevent.accounting.ledger import Ledger
 from wevent.accounting.population import Population
+from wevent.accounting.recovery import Recovered, is_durable_path, open_durable
+from wevent.accounting.sinks import LedgerSink, ReplayMismatch, ReplaySink
 from wevent.accounting.spending import BudgetExceeded, EvidenceRejected
 from wevent.errors import AllocatorError
 from wevent.experiments import metrics
@@ -60,6 +63,10 @@ class RunSummary:
     reports: int = 0  # per-user reports (charges expanded to their users)
     setup_note: str = ""
     ledger: Ledger | None = None  # the guard's ledger (what it accepted), for a batch check
+    durable: str = ""  # the write-ahead ledger's layout ("chained-jsonl", "segments") if any
+    head: str = ""  # its chain head after the run (anchor it elsewhere)
+    committed: int = 0  # its committed records (or segments)
+    recovered: Recovered | None = None  # what --resume found
 
     @property
     def ok(self) -> bool:
@@ -132,6 +139,32 @@ def open_stream(
     return CsvStream.load(path, class_of, len(sizes), domain=domain)
 
 
+class ReleaseStream:
+    """Releases written slot by slot (CSV ``slot,status,cell,release,truth``) to ``PATH.partial``,
+    each slot's rows flushed when its step returns, renamed to ``PATH`` when the run ends. With
+    a write-ahead ledger every charge of a slot is committed before its noise is drawn, so
+    every release on disk has its charges on disk; after a crash ``PATH.partial`` holds the
+    releases so far, and a resumed run (same seed: the same releases) writes them all again."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.partial = path.with_name(path.name + ".partial")
+        self._fh = self.partial.open("w", newline="", encoding="utf-8")
+        self._out = csv.writer(self._fh)
+        self._out.writerow(["slot", "status", "cell", "release", "truth"])
+        self._fh.flush()
+
+    def write(self, r: SlotRecord) -> None:
+        for cell, (value, true) in enumerate(zip(r.release, r.truth, strict=True)):
+            self._out.writerow([r.slot, r.status, cell, repr(float(value)), int(true)])
+        self._fh.flush()
+
+    def close(self) -> None:
+        """Close and publish the file under its name (the run has ended)."""
+        self._fh.close()
+        sync_rename(self.partial, self.path)
+
+
 def write_releases(records: Sequence[SlotRecord], path: Path) -> None:
     """CSV ``slot,status,cell,release,truth``, one row per slot and histogram cell (written to a
     temporary name, then renamed)."""
@@ -150,10 +183,12 @@ def check_output(path: Path, what: str) -> None:
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise BudgetError(f"{what}: directory {parent} does not exist")
-    if path.is_dir():
+    if path.is_dir() and not (what == "--ledger" and is_durable_path(path)):
         raise BudgetError(f"{what}: {path} is a directory")
     if what == "--ledger":
-        ledger_kind(path)
+        if not is_durable_path(path):
+            ledger_kind(path)
+        return
     elif path.suffix.lower() != ".csv":
         raise BudgetError(f"{what}: {path}: releases are written as CSV (use a .csv name)")
 
@@ -206,6 +241,7 @@ def run_mechanism(
     progress: Callable[[int], None] | None = None,
     oracle: str | None = None,
     population_allocator: Any = None,
+    resume: bool = False,
 ) -> RunSummary:
     """Run ``slots`` slots; write the ledger and releases (also after a refusal).
 
@@ -214,7 +250,14 @@ def run_mechanism(
     ``population_allocator`` (a `PopulationAllocator`, e.g. a third-party one the gate checks)
     supplies the setup and kernel of a population-division run named ``mechanism``; any other
     name is a budget allocator (`registry.kernel_for`: a built-in, an entry point or
-    ``module:attribute``, whose variant and requirement kind are checked as `trace` checks them)."""
+    ``module:attribute``, whose variant and requirement kind are checked as `trace` checks them).
+
+    A ``ledger_path`` ending in ``.jsonl`` (chained JSONL) or ``.wledger`` (Parquet segments)
+    is written ahead: the guard commits every charge to it before the charge's noise is drawn,
+    and the releases are streamed slot by slot behind it. ``resume`` continues such a ledger
+    after a crash: its torn tail is cut off, and the run starts again from slot 1 with the same
+    seed, checking that it asks for exactly the committed charges (`ReplaySink`) and writing
+    on from where the ledger ends. A ``.csv`` or ``.parquet`` ledger is written at the end."""
     for path, what in ((ledger_path, "--ledger"), (releases_path, "--releases")):
         if path is not None:
             check_output(path, what)
@@ -233,7 +276,19 @@ def run_mechanism(
     if model in ("local-budget", "population") and arithmetic != "exact":
         raise BudgetError("--arithmetic float only applies to the central absorption allocators")
     classes = classes_of(population, mechanism)
-    guard = Guard(population)
+    durable = ledger_path is not None and is_durable_path(ledger_path)
+    if resume and not durable:
+        raise BudgetError(
+            "--resume continues a write-ahead ledger: --ledger FILE.jsonl or DIR.wledger"
+        )
+    writer: ChainedJsonlWriter | SegmentWriter | None = None
+    recovered: Recovered | None = None
+    sink: LedgerSink | None = None
+    if durable:
+        assert ledger_path is not None
+        writer, recovered = open_durable(ledger_path, resume=resume)
+        sink = writer if recovered is None else ReplaySink(recovered.ledger, writer)
+    guard = Guard(population, sink=sink)
     groups = class_groups(population, guard)
     data_seed, noise_seed, pool_seed = np.random.SeedSequence(seed).spawn(3)
     sizes = [c.count for c in population.classes]
@@ -287,19 +342,38 @@ def run_mechanism(
         mechanism, variant, arithmetic, len(population), len(population.classes), slots
     )
     summary.setup_note = note
+    summary.recovered = recovered
+    releases = ReleaseStream(releases_path) if durable and releases_path is not None else None
     try:
         for _ in range(slots):
-            summary.records.append(runner.step())
+            record = runner.step()
+            summary.records.append(record)
+            if releases is not None:
+                releases.write(record)
             if progress is not None:
                 progress(1)
+        if isinstance(sink, ReplaySink) and sink.replaying:
+            raise ReplayMismatch(
+                f"--resume: the ledger holds {len(recovered.ledger) if recovered else 0} "
+                f"charges but the resumed run of {slots} slots asked for only "
+                f"{sink.replayed}: resume with the run's own --slots"
+            )
     except (BudgetExceeded, EvidenceRejected, InvalidAllocation, PoolExhausted) as exc:
         summary.refusal = exc
     finally:
         summary.ledger = guard.ledger
         summary.charges = len(guard.ledger)
         summary.reports = guard.ledger.per_user_rows()
-        write_outputs(
-            (ledger_path, lambda p: write_ledger(guard.ledger, p)),
-            (releases_path, lambda p: write_releases(summary.records, p)),
-        )
+        if releases is not None:
+            releases.close()
+        if writer is not None:
+            writer.close()
+            summary.durable = "segments" if isinstance(writer, SegmentWriter) else "chained-jsonl"
+            summary.head = writer.head
+            summary.committed = writer.committed
+        else:
+            write_outputs(
+                (ledger_path, lambda p: write_ledger(guard.ledger, p)),
+                (releases_path, lambda p: write_releases(summary.records, p)),
+            )
     return summary

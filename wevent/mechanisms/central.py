@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from wevent.accounting.budget import Budget, BudgetError, format_exact
-from wevent.accounting.spending import Spender
+from wevent.accounting.spending import Spend, Spender, spend_all
 from wevent.errors import WeventError
 from wevent.mechanisms.allocators import status_of
 from wevent.mechanisms.allocators.kernel import Kernel, Plan, first_negative
@@ -125,15 +125,20 @@ class CentralRunner(KernelRunner):
     """Drives ``kernel`` over ``stream`` with ``spender`` (the guard) in the loop."""
 
     def _charge(self, t: int, sm: _SM, part: str) -> None:
-        for c, b in zip(sm.classes, sm.budgets, strict=True):
-            self.spender.spend(
-                t,
-                b,
-                group=self.groups[c],
-                part=part,
-                mechanism=self.mechanism,
-                evidence=sm.mech.evidence(b),
-            )
+        spend_all(  # every class's charge is durable before any noise is drawn (group commit)
+            self.spender,
+            [
+                Spend(
+                    t,
+                    b,
+                    group=self.groups[c],
+                    part=part,
+                    mechanism=self.mechanism,
+                    evidence=sm.mech.evidence(b),
+                )
+                for c, b in zip(sm.classes, sm.budgets, strict=True)
+            ],
+        )
 
     def _sample(self, sm: _SM, hist: IntArray) -> IntArray:
         counts: dict[Budget, IntArray] = {}

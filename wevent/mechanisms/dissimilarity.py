@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from wevent.accounting.budget import Budget, BudgetError
-from wevent.accounting.spending import Spender
+from wevent.accounting.spending import Spend, Spender, spend_all
 from wevent.mechanisms.sampling import SamplingMechanism, obs
 
 __all__ = ["dc_dissimilarity", "ldp_dissimilarity"]
@@ -59,15 +59,20 @@ def dc_dissimilarity(
     sm = SamplingMechanism.for_budgets(sizes, theta, sensitivity=Fraction(1, d))
     if sm.check_counts(counts) != d:
         raise BudgetError(f"class histograms and the last release must both have {d} values")
-    for eps, group in groups.items():
-        spender.spend(
-            slot,
-            Budget(eps),
-            group=group,
-            part="dissimilarity",
-            mechanism=mechanism,
-            evidence=sm.evidence(eps),
-        )
+    spend_all(
+        spender,
+        [
+            Spend(
+                slot,
+                Budget(eps),
+                group=group,
+                part="dissimilarity",
+                mechanism=mechanism,
+                evidence=sm.evidence(eps),
+            )
+            for eps, group in groups.items()
+        ],
+    )
     sampled = sm.sample_counts(counts, rng)
     mean_abs = float(np.mean(np.abs(sampled - last)))
     return mean_abs + float(rng.laplace(0.0, sm.laplace.scale)), theta

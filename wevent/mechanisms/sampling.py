@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from wevent.accounting.budget import Budget, BudgetError
 from wevent.accounting.evidence import Evidence, Laplace, Sampled
-from wevent.accounting.spending import Spender
+from wevent.accounting.spending import Spend, Spender, spend_all
 from wevent.mechanisms.noise import LaplaceMechanism
 from wevent.mechanisms.rounding import exp_lower, exp_upper, float_down
 
@@ -174,15 +174,20 @@ class SamplingMechanism:
         self.check_counts(counts)
         if {Budget(e) for e in counts} != {Budget(e) for e in groups}:
             raise BudgetError("counts and groups must name the same classes")
-        for eps, group in groups.items():
-            spender.spend(
-                slot,
-                Budget(eps),
-                group=group,
-                part=part,
-                mechanism=mechanism,
-                evidence=self.evidence(eps),
-            )
+        spend_all(
+            spender,
+            [
+                Spend(
+                    slot,
+                    Budget(eps),
+                    group=group,
+                    part=part,
+                    mechanism=mechanism,
+                    evidence=self.evidence(eps),
+                )
+                for eps, group in groups.items()
+            ],
+        )
         sampled = self.sample_counts(counts, rng)
         noisy: FloatArray = sampled + rng.laplace(0.0, self.laplace.scale, size=sampled.shape)
         return noisy

@@ -24,6 +24,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from fractions import Fraction
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -32,8 +34,10 @@ from wevent.accounting.budget import Budget, BudgetError, check_slot
 from wevent.accounting.evidence import CostCheck, Evidence, certify_cost
 from wevent.accounting.ledger import Charge, Ledger, distinct
 from wevent.accounting.population import Population
+from wevent.accounting.recovery import Recovered, open_durable
 from wevent.accounting.requirements import requirement_bounds
-from wevent.accounting.spending import BudgetExceeded, EvidenceRejected, WindowState
+from wevent.accounting.sinks import LedgerSink
+from wevent.accounting.spending import BudgetExceeded, EvidenceRejected, Spend, WindowState
 from wevent.verifier.accounts import AccountEngine
 from wevent.verifier.guard_engines import AUTO, GuardEngine, choose_guard_engine
 from wevent.verifier.state import Window
@@ -68,6 +72,7 @@ class Guard:
         *,
         check_evidence: bool = True,
         engine: str = AUTO,
+        sink: LedgerSink | None = None,
     ) -> None:
         self.population = population
         self.check_evidence = check_evidence
@@ -89,11 +94,32 @@ class Guard:
         self._evidence_checks: dict[tuple[Evidence, Fraction], CostCheck] = {}
         self._checks_by_code: dict[tuple[int, int, int], CostCheck] = {}
         self._slot = 0
+        self._sink: LedgerSink | None = None
+        self._batch = 0  # open spend_many calls: their charges commit together at the end
         if ledger is not None:
             for name, members in ledger.groups.items():
                 self.define_group(name, members)
             for ch in ledger:
                 self.spend_charge(ch)
+        self._sink = sink  # a replayed ledger is already where it came from
+
+    @classmethod
+    def recover(
+        cls, path: Path | str, population: Population, **options: Any
+    ) -> tuple[Guard, Recovered]:
+        """A guard that continues the durable ledger at ``path`` after a crash: the ledger is
+        verified (a tampered one is refused), a torn tail is cut off into a side file and
+        reported, every committed charge is replayed into the guard's windows, and the guard
+        then writes ahead to the same ledger. Nothing the recovered windows no longer allow can
+        be spent again. ``options`` are the constructor's (``engine``, ``check_evidence``)."""
+        writer, recovered = open_durable(path, resume=True)
+        assert recovered is not None
+        return cls(population, recovered.ledger, sink=writer, **options), recovered
+
+    @property
+    def sink(self) -> LedgerSink | None:
+        """The durable ledger every accepted charge is committed to before `spend` returns."""
+        return self._sink
 
     def spend_charge(self, charge: Charge) -> None:
         """`spend` with the fields of a ledger charge (replaying a stored ledger)."""
@@ -113,7 +139,10 @@ class Guard:
         return self._slot
 
     def define_group(self, name: str, members: Iterable[str]) -> None:
-        self.ledger.define_group(name, members)
+        known = self.ledger.has_group(name)
+        self.ledger.define_group(name, members)  # a redefinition must match (checked there)
+        if self._sink is not None and not known:
+            self._sink.define_group(name, self.ledger.members(name))
 
     def define_group_by_index(
         self, name: str, table: Sequence[str], indices: npt.NDArray[np.int64]
@@ -132,7 +161,7 @@ class Guard:
             raise BudgetError(f"group {name!r} lists a member twice")
         if not self._is_canonical(table) or self.ledger.has_group(name):
             # By id: validated before anything is interned (a redefinition must match).
-            self.ledger.define_group(name, [table[i] for i in idx.tolist()])
+            self.define_group(name, [table[i] for i in idx.tolist()])
             return
         if self._identity and self._by_index == len(self.population):
             codes = idx  # every population user's code is its index (see below)
@@ -141,6 +170,8 @@ class Guard:
         # idx is in range and distinct, and index -> code is one-to-one: codes need no check
         self.ledger.define_group_codes(name, codes, validated=True)
         self._engine.group_defined(self.ledger.group_code(name), codes, idx)
+        if self._sink is not None:
+            self._sink.define_group(name, self.ledger.members(name))
 
     def _intern_by_index(self, table: Sequence[str], idx: npt.NDArray[np.int64]) -> I64:
         """The ledger codes of the population users at ``idx``, interning new ones in bulk."""
@@ -248,6 +279,34 @@ class Guard:
         )
         engine.commit(slot, asked, plan)
         self._slot = slot
+        if self._sink is not None:
+            # Write ahead: the charge is durable before the caller may draw its noise. A failed
+            # commit raises, so no noise is drawn; the charge stays counted here (fail closed).
+            self._sink.append_charge(ledger.charge(len(ledger) - 1))
+            if not self._batch:
+                self._sink.commit()
+
+    def spend_many(self, spends: Iterable[Spend]) -> None:
+        """`spend` each of ``spends`` in order, with one durable commit for all of them (group
+        commit) before returning. If one is refused, the ones before it stay charged and are
+        committed (conservative: nothing is released for any of them), then the refusal is
+        raised."""
+        self._batch += 1
+        try:
+            for s in spends:
+                self.spend(
+                    s.slot,
+                    s.amount,
+                    user=s.user,
+                    group=s.group,
+                    part=s.part,
+                    mechanism=s.mechanism,
+                    evidence=s.evidence,
+                )
+        finally:
+            self._batch -= 1
+            if self._sink is not None and not self._batch:
+                self._sink.commit()
 
     def _numerator(self, amount: Fraction) -> int:
         """``amount * D`` as an integer, growing D (and rescaling the engine's state) if needed."""
