@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from fractions import Fraction
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -15,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wevent.accounting.budget import BudgetError
+from wevent.accounting.budget import BudgetError, format_exact
 from wevent.accounting.durable import (
     ChainedJsonlWriter,
     SegmentWriter,
@@ -31,7 +32,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def _records(n: int) -> list[dict[str, object]]:
     out: list[dict[str, object]] = [{"group": "g", "members": ["a", "b"]}]
     for i in range(n):
-        out.append({"slot": i + 1, "user": f"u{i % 3}", "epsilon": f"{i % 4}/10"})
+        out.append(
+            {"slot": i + 1, "user": f"u{i % 3}", "epsilon": format_exact(Fraction(i % 4, 10))}
+        )
     out.append({"slot": n + 1, "group": "g", "epsilon": "1/3", "part": "publication"})
     return out
 
@@ -71,7 +74,8 @@ def test_plain_files_are_reported_unprotected(tmp_path: Path) -> None:
     path = tmp_path / "plain.jsonl"
     path.write_text('{"slot": 1, "user": "a", "epsilon": "0.1"}\n')
     found = audit_integrity(path)
-    assert found.ok and not found.chained and "not chained" in found.summary()
+    assert found.state == "unprotected" and not found.ok  # a warning, never "ok"
+    assert not found.chained and "not chained" in found.summary()
     with pytest.raises(BudgetError, match="no such file"):
         audit_integrity(tmp_path / "missing.jsonl")
 
