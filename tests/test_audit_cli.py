@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from wevent.accounting.durable import ChainedJsonlWriter, SegmentWriter, charge_record
 from wevent.accounting.formats import read_ledger, read_requirements
 from wevent.cli import cli
+from wevent.cli._common import EXIT_INTEGRITY
 from wevent.demo import example_path
 from wevent.verifier.audit import run_audit
 from wevent.verifier.report import histogram, render_html, render_markdown, report_json
@@ -96,9 +97,11 @@ def test_tampered_chain_fails_the_audit_even_when_windows_hold(tmp_path: Path) -
     lines[3], lines[4] = lines[4], lines[3]
     path.write_text("\n".join(lines) + "\n")
     code, out, _ = _audit(str(path), *REQ_ARGS, "--json", str(tmp_path / "a.json"))
-    assert code == 1 and "integrity: FAILED" in out and "chain hash mismatch" in out
+    assert code == EXIT_INTEGRITY and "integrity: BROKEN" in out and "chain hash mismatch" in out
+    assert "audit: INTEGRITY FAILURE" in out and "NOT COMPLIANT" not in out
     report = json.loads((tmp_path / "a.json").read_text())
     assert report["ok"] is False and report["verdict"]["ok"] is True
+    assert report["status"] == "integrity-failure" and report["integrity"][0]["state"] == "broken"
     assert report["integrity"][0]["records"] == 3
 
 
@@ -129,7 +132,8 @@ def test_segment_ledger_audit_and_expect_head(tmp_path: Path) -> None:
     code, _, _ = _audit(str(root), *REQ_ARGS, "--expect-head", head)
     assert code == 0
     code, out, _ = _audit(str(root), *REQ_ARGS, "--expect-head", "ab" * 32)
-    assert code == 1 and "expected head" in out
+    assert code == EXIT_INTEGRITY and "expected head" in out
+    assert "ab" * 32 in out and head in out  # a mismatch prints both heads
 
 
 def test_reports_carry_the_exact_verdict(tmp_path: Path) -> None:
@@ -138,15 +142,19 @@ def test_reports_carry_the_exact_verdict(tmp_path: Path) -> None:
     data = report_json(result)
     assert data["ok"] is False and len(data["verdict"]["violations"]) == 6
     assert data["utilization"]["classes"]["class-2"] == "5/4"
-    assert data["utilization"]["closest_users"][0] == {
-        "user": "carol",
-        "class": "class-2",
+    assert data["utilization"]["closest"][0] == {
         "utilization": "5/4",
+        "class": "class-2",
+        "users": 1,
+        "examples": ["carol"],
     }
     assert sum(data["utilization"]["histogram"].values()) == data["utilization"]["users"]
     assert data["spends_over_time"]["class-0"][0] == [1, "1/10"]
     md = render_markdown(result)
-    assert "**Verdict: NOT COMPLIANT" in md and "| 4 | whole-stream | carol |" in md
+    assert (
+        "**Verdict: NOT COMPLIANT" in md
+        and "| 4 | whole-stream | whole-stream eps=2 | carol |" in md
+    )
     page = render_html(result)
     assert page.count("<svg") >= 3 and "<script" not in page and "http" not in page.split("<svg")[0]
 
