@@ -1331,10 +1331,9 @@ def _side_path(base: Path) -> Path:
     return candidate
 
 
-def _cut_file(path: Path, offset: int) -> Path:
-    """Move the bytes of ``path`` from ``offset`` on into a side file (written and fsynced
-    first, so a crash during the repair loses nothing), then truncate ``path`` there."""
-    side = _side_path(path)
+def _cut_file(path: Path, offset: int, side: Path) -> Path:
+    """Move the bytes of ``path`` from ``offset`` on into the side file ``side`` (written and
+    fsynced first, so a crash during the repair loses nothing), then truncate ``path`` there."""
     with path.open("rb") as fh:
         fh.seek(offset)
         data = fh.read()
@@ -1368,7 +1367,8 @@ def repair(path: Path | str, *, public_key: PublicKeySource | None = None) -> Re
     cut: list[tuple[TornTail, str]] = []
     if found.layout == "chained-jsonl":
         if found.torn:
-            cut.append((found.torn[0], str(_cut_file(path, found.torn[0].offset))))
+            side = _cut_file(path, found.torn[0].offset, _side_path(path))
+            cut.append((found.torn[0], str(side)))
             cut += [(t, cut[0][1]) for t in found.torn[1:]]
         return Repair(str(path), found.records, found.head, tuple(cut))
     manifest = path / MANIFEST
@@ -1383,7 +1383,8 @@ def repair(path: Path | str, *, public_key: PublicKeySource | None = None) -> Re
     manifest_tails = [t for t in found.torn if t.kind != "uncommitted-segment"]
     if manifest_tails:
         named = [str(r.get("segment")) for r in verified_records(manifest)][found.records :]
-        side = _cut_file(manifest, manifest_tails[0].offset)
+        side_dir.mkdir(exist_ok=True)
+        side = _cut_file(manifest, manifest_tails[0].offset, _side_path(side_dir / MANIFEST))
         cut += [(t, str(side)) for t in manifest_tails]
         for seg in named:
             source = path / seg
