@@ -116,9 +116,9 @@ BAD: list[tuple[str, Callable[[Writer], None], str]] = [
     ),
     (
         "evidence type",
-        lambda w: w.append_charge(Charge(2, Budget(1), user="a", evidence="x")),
+        lambda w: w.append_charge(Charge(2, Budget(1), user="a", evidence="x")),  # type: ignore[arg-type]
         "evidence",
-    ),  # type: ignore[arg-type]
+    ),
     ("part type", lambda w: w.append_charge(Charge(2, Budget(1), user="a", part=3)), "part"),  # type: ignore[arg-type]
     ("not a mapping", lambda w: w.append([("slot", 1)]), "mapping"),  # type: ignore[arg-type]
 ]
