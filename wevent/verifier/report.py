@@ -27,6 +27,7 @@ from wevent.accounting.requirements import Dynamic, Fixed, Requirement, WholeStr
 from wevent.verifier.audit import AuditResult
 from wevent.verifier.sql import tightest_users
 from wevent.verifier.verdict import Violation, percent_text, render_verdict
+from wevent.verifier.verdict import breaks as violation_breaks
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -34,6 +35,7 @@ __all__ = [
     "breaks",
     "closest_groups",
     "closest_users",
+    "figures",
     "histogram",
     "render_html",
     "render_markdown",
@@ -83,14 +85,7 @@ def status_line(result: AuditResult) -> str:
 
 def breaks(result: AuditResult, violation: Violation) -> str:
     """The requirement, or for a dynamic user the declaration, that ``violation`` breaks."""
-    req = result.population.get(violation.users[0])
-    if isinstance(req, Dynamic) and violation.kind in ("backward", "forward"):
-        decl = req.in_force(violation.anchor)
-        if decl is not None:
-            return f"declaration {decl.describe()}"
-    if violation.kind == "unregistered":
-        return "no requirement in force"
-    return violation.requirement
+    return violation_breaks(violation, result.population)
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,13 +409,23 @@ def _outside_legend(ax: Any, size: int = 8) -> None:
 
 
 def _plots(result: AuditResult) -> list[tuple[str, str]]:
+    """The report's plots as inline SVG, with their titles."""
+    return [(title, _svg(fig)) for title, fig in figures(result)]
+
+
+def figures(result: AuditResult) -> list[tuple[str, Any]]:
+    """The report's plots as matplotlib figures, with their titles: the utilization histogram,
+    the window sums of the tightest user of each class against their bounds (backward and
+    forward windows for a dynamic user), and the spends per slot of each class. Every y axis
+    starts at zero, sums are drawn as steps (a spend holds for its slot) and legends sit to the
+    right of the axes, off the data."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     plt.rcParams["svg.fonttype"] = "none"
-    plots: list[tuple[str, str]] = []
+    plots: list[tuple[str, Any]] = []
     hist = histogram(result)
     fig, ax = plt.subplots(figsize=(7, 3))
     ax.bar(list(hist), list(hist.values()), color="#4477aa")
@@ -428,7 +433,7 @@ def _plots(result: AuditResult) -> list[tuple[str, str]]:
     ax.set_ylabel("users")
     ax.set_xlabel("utilization (largest window sum / bound)")
     ax.tick_params(axis="x", labelrotation=45)
-    plots.append(("Utilization histogram", _svg(fig)))
+    plots.append(("Utilization histogram", fig))
 
     horizon = result.verdict.horizon
     for user, spends in result.details.user_spends.items():
@@ -450,7 +455,7 @@ def _plots(result: AuditResult) -> list[tuple[str, str]]:
         ax.set_ylabel("epsilon")
         _outside_legend(ax)
         util = result.verdict.user_utilization.get(user)
-        plots.append((f"Window sums of {user} ({percent_text(util)})", _svg(fig)))
+        plots.append((f"Window sums of {user} ({percent_text(util)})", fig))
 
     if result.details.class_timeline:
         fig, ax = plt.subplots(figsize=(7, 3))
@@ -466,7 +471,7 @@ def _plots(result: AuditResult) -> list[tuple[str, str]]:
         ax.set_xlabel("slot")
         ax.set_ylabel("per-user charges in the slot (sum)")
         _outside_legend(ax, 7)
-        plots.append(("Spends per slot, per class", _svg(fig)))
+        plots.append(("Spends per slot, per class", fig))
     return plots
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "EvidenceFailure",
     "Verdict",
     "Violation",
+    "breaks",
     "percent_text",
     "ratio",
     "render_verdict",
@@ -233,6 +234,21 @@ def percent_text(x: Fraction | None, places: int = 2) -> str:
     return f"~{sign}{whole}.{frac:0{digits}d}%{note}"
 
 
+def breaks(violation: Violation, population: Population) -> str:
+    """The requirement ``violation`` breaks: for a dynamic user's backward or forward window,
+    the declaration in force at its anchor."""
+    from wevent.accounting.requirements import Dynamic
+
+    req = population.get(violation.users[0])
+    if isinstance(req, Dynamic) and violation.kind in ("backward", "forward"):
+        decl = req.in_force(violation.anchor)
+        if decl is not None:
+            return f"declaration {decl.describe()}"
+    if violation.kind == "unregistered":
+        return "no requirement in force"
+    return violation.requirement
+
+
 def render_verdict(verdict: Verdict, population: Population, *, limit: int = 50) -> str:
     """Human-readable verdict: violations exactly, then utilization per class."""
     lines = []
@@ -243,7 +259,9 @@ def render_verdict(verdict: Verdict, population: Population, *, limit: int = 50)
         f"{verdict.per_user_charges} per-user charges, horizon {verdict.horizon} slots)"
     )
     for i, v in enumerate(verdict.violations[:limit], start=1):
-        lines.append(f"  {i}. {v.describe()}")
+        broken = breaks(v, population)
+        note = f"; breaks {broken}" if broken.startswith("declaration") else ""
+        lines.append(f"  {i}. {v.describe()}{note}")
     if len(verdict.violations) > limit:
         lines.append(f"  ... {len(verdict.violations) - limit} more (use --json for all)")
     for e in verdict.evidence_failures[:limit]:
