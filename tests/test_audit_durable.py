@@ -275,10 +275,8 @@ def test_a_new_ledger_has_its_checkpoint_before_its_first_record(tmp_path: Path)
     (tmp_path / "l.jsonl.head").unlink()
     gone = audit_integrity(path)
     assert gone.state == "broken" and "checkpoint is missing" in gone.problems[0].message
-    # ... unless the expected head vouches for every record: then it is a note
-    anchored = audit_integrity(path, expect_head=w.head)
-    assert anchored.ok and anchored.anchors == ("expected head",)
-    assert "missing" in anchored.notes[0]
+    anchored = audit_integrity(path, expect_head=w.head)  # an expected head does not excuse it
+    assert anchored.state == "broken" and "checkpoint is missing" in anchored.problems[0].message
 
 
 def _strip(path: Path) -> None:

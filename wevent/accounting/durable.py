@@ -1127,17 +1127,15 @@ def _audit_chain(
                 )
             )
     if mark is None:
-        if "expected head" in anchors:  # it vouches for every record: the checkpoint adds nothing
-            notes.append(f"{head_file} is missing; the expected head anchors the chain")
-        else:
-            problems.append(
-                IntegrityProblem(
-                    str(head_file),
-                    0,
-                    "checkpoint is missing: a durable ledger's writer creates it before the first "
-                    "record, so it was deleted (a truncation would go unseen)",
-                )
+        problems.append(
+            IntegrityProblem(
+                str(head_file),
+                0,
+                "checkpoint is missing: a durable ledger's writer creates it before the first "
+                "record, so it was deleted or left behind when the ledger was copied (a "
+                "truncation would go unseen)",
             )
+        )
 
     torn = list(scan.torn)
     if problems:
