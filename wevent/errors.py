@@ -8,6 +8,10 @@
     │       ├── FormatError: a malformed file, with its file and line
     │       ├── AllocatorError, PopulationAllocatorError: a target that names no usable allocator
     │       ├── EngineError: a ledger an audit engine cannot check exactly (it names the one that can)
+    │       ├── RecordError: a record a durable writer refuses; nothing of it was written
+    │       ├── LedgerIntegrityError: a durable ledger a writer or `wevent ledger repair` will
+    │       │   not touch (tampered, or with an uncommitted tail); `wevent ledger repair` exits 5
+    │       │   on a tampered one
     │       └── SparsityExceeded: an input with more changes than the mechanism's sparsity s
     ├── Refused: the guard refused a spend; nothing was recorded
     │   ├── BudgetExceeded: it would break a window (the message names window, spent, bound)

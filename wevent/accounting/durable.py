@@ -871,7 +871,9 @@ class Integrity:
     def chained(self) -> bool:
         return self.layout != "plain"
 
-    def summary(self) -> str:
+    def summary(self, *, tail: bool = True) -> str:
+        """One line: the layout, what was audited, the first problem or the anchors and the
+        full head, and (with ``tail``) the first piece of an uncommitted tail."""
         if self.layout == "plain" and not self.problems:
             return f"{self.path}: not chained: no integrity protection (edits cannot be detected)"
         if self.layout == "plain":
@@ -885,7 +887,7 @@ class Integrity:
         else:
             anchored = ", ".join(self.anchors) or "nothing"
             parts.append(f"chain intact, anchored by {anchored}, head {self.head}")
-        if self.torn:
+        if self.torn and tail:
             parts.append(self.torn[0].describe())
         return "; ".join(parts)
 

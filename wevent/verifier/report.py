@@ -172,7 +172,7 @@ def _integrity_lines(result: AuditResult) -> list[tuple[str, list[str]]]:
         details = [p.describe() for p in i.problems]
         details += [t.describe() for t in i.torn]
         details += [f"note: {n}" for n in i.notes]
-        out.append((f"{STATE_LABEL[i.state]}: {i.summary()}", details))
+        out.append((f"{STATE_LABEL[i.state]}: {i.summary(tail=False)}", details))
     return out
 
 
