@@ -98,6 +98,7 @@ def _audit(echo: Callable[[str], None]) -> bool:
 
     from wevent.accounting.budget import Budget
     from wevent.accounting.durable import SegmentWriter, charge_record
+    from wevent.accounting.formats import write_requirements
     from wevent.accounting.requirements import Fixed, Requirement
     from wevent.verifier.audit import run_audit
     from wevent.verifier.report import render_html
@@ -107,6 +108,7 @@ def _audit(echo: Callable[[str], None]) -> bool:
         Fixed(w, Budget(e)): 1250 for w in (10, 20, 40, 80) for e in ("0.5", "1")
     }
     population = Population.from_classes(classes)
+    requirements = write_requirements(population, out / "audit-requirements.csv")
     echo("")
     echo("== wevent audit: the demo runs' ledgers, integrity and windows, with HTML reports")
     segments = out / "pba.wledger"
@@ -124,7 +126,13 @@ def _audit(echo: Callable[[str], None]) -> bool:
         ("pba", segments, "duckdb"),
         ("plpa+", out / "plpa.parquet", "numpy"),
     ):
-        result = run_audit([source], population, engine=engine)
+        result = run_audit(
+            [source],
+            population,
+            engine=engine,
+            requirements=requirements,  # named in the report, with its SHA-256
+            command=("wevent", "demo"),
+        )
         report = out / f"{label.replace('+', '-plus')}-audit.html"
         report.write_text(render_html(result), encoding="utf-8")
         echo(f"  {label} ({engine}): {result.integrity[0].summary()}")
