@@ -42,6 +42,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -152,6 +153,8 @@ def _text(value: object, what: str, *, allow_empty: bool = False) -> str:
         raise RecordError(f"{what}: expected a string, got {value!r}")
     if not value and not allow_empty:
         raise RecordError(f"{what}: must not be empty")
+    if value.isascii():  # the common case, without encoding
+        return value
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -320,9 +323,14 @@ class _RecordOrder:
     slot charged. `accept` checks a typed record against them and returns its JSONL record (None
     for a group defined again with the same members, which adds nothing)."""
 
+    _CACHE = 4096  # distinct amounts and evidence values whose text is kept
+
     def __init__(self) -> None:
         self.groups: dict[str, tuple[str, ...]] = {}
         self.last_slot = 0
+        # A mechanism charges few distinct amounts and evidence values: their text once.
+        self._amounts: dict[Fraction, str] = {}
+        self._evidence: dict[Evidence, dict[str, Any]] = {}
 
     def replay(self, records: Iterable[Mapping[str, Any]]) -> None:
         """Take in the records already in the ledger (verified, without their chain key)."""
@@ -351,7 +359,29 @@ class _RecordOrder:
                 "written in slot order"
             )
         self.last_slot = record.slot
-        return charge_record(record)
+        rec: dict[str, Any] = {"slot": record.slot}
+        if record.user is not None:
+            rec["user"] = record.user
+        else:
+            rec["group"] = record.group
+        text = self._amounts.get(record.amount)
+        if text is None:
+            if len(self._amounts) >= self._CACHE:
+                self._amounts.clear()
+            text = self._amounts[record.amount] = format_exact(record.amount)
+        rec["epsilon"] = text
+        if record.part:
+            rec["part"] = record.part
+        if record.mechanism:
+            rec["mechanism"] = record.mechanism
+        if record.evidence is not None:
+            ev = self._evidence.get(record.evidence)
+            if ev is None:
+                if len(self._evidence) >= self._CACHE:
+                    self._evidence.clear()
+                ev = self._evidence[record.evidence] = evidence_to_json(record.evidence)
+            rec["evidence"] = ev
+        return rec  # charge_record(record), with the texts of repeated values kept
 
 
 # ============================================================================ files
