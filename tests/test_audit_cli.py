@@ -523,3 +523,22 @@ def test_plots_start_at_zero_use_steps_keep_legends_off_the_data_and_show_forwar
     assert default_legend is not None
     assert default_legend.get_window_extent().x0 < ax.get_window_extent().x1
     plt.close("all")
+
+
+def test_a_writer_that_stopped_before_its_first_commit_leaves_an_empty_intact_ledger(
+    tmp_path: Path,
+) -> None:
+    """Not bad input: the empty ledger, intact and compliant, for either layout."""
+    path = tmp_path / "run.jsonl"
+    w = ChainedJsonlWriter(path)
+    w.append({"slot": 1, "user": "alice", "epsilon": "0.1"})  # never committed
+    segments = tmp_path / "run.wledger"
+    segments.mkdir()
+    for ledger in (path, segments):
+        code, out, err = _audit(str(ledger), *REQ_ARGS)
+        assert code == EXIT_OK, out + err
+        assert "integrity: INTACT" in out and "0 per-user charges" in out
+    plain = tmp_path / "plain.jsonl"
+    plain.write_bytes(b"")  # an empty plain file: unprotected, still not an error
+    code, out, _ = _audit(str(plain), *REQ_ARGS)
+    assert code == EXIT_OK and "UNPROTECTED" in out
