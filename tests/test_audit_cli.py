@@ -538,6 +538,11 @@ def test_a_writer_that_stopped_before_its_first_commit_leaves_an_empty_intact_le
         code, out, err = _audit(str(ledger), *REQ_ARGS)
         assert code == EXIT_OK, out + err
         assert "integrity: INTACT" in out and "0 per-user charges" in out
+    created = tmp_path / "created.jsonl"  # stopped between its checkpoint and its file
+    ChainedJsonlWriter(created).close()
+    created.unlink()
+    code, out, err = _audit(str(created), *REQ_ARGS)
+    assert code == EXIT_OK and "integrity: INTACT" in out, out + err
     plain = tmp_path / "plain.jsonl"
     plain.write_bytes(b"")  # an empty plain file: unprotected, still not an error
     code, out, _ = _audit(str(plain), *REQ_ARGS)

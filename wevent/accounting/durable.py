@@ -1195,7 +1195,7 @@ def _audit_chain(
         scan.heads[audited],
         tuple(problems),
         tuple(torn),
-        (name,),
+        (name,) if path.exists() else (),  # a checkpoint of 0 records and no file yet: empty
         checkpoint,
         tuple(anchors) if not problems else (),
         tuple(notes),
