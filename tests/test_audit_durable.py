@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from fractions import Fraction
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -15,8 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wevent.accounting.budget import BudgetError
+from wevent.accounting.budget import BudgetError, format_exact
 from wevent.accounting.durable import (
+    GENESIS_HEAD,
     ChainedJsonlWriter,
     SegmentWriter,
     audit_integrity,
@@ -31,7 +33,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def _records(n: int) -> list[dict[str, object]]:
     out: list[dict[str, object]] = [{"group": "g", "members": ["a", "b"]}]
     for i in range(n):
-        out.append({"slot": i + 1, "user": f"u{i % 3}", "epsilon": f"{i % 4}/10"})
+        out.append(
+            {"slot": i + 1, "user": f"u{i % 3}", "epsilon": format_exact(Fraction(i % 4, 10))}
+        )
     out.append({"slot": n + 1, "group": "g", "epsilon": "1/3", "part": "publication"})
     return out
 
@@ -71,7 +75,8 @@ def test_plain_files_are_reported_unprotected(tmp_path: Path) -> None:
     path = tmp_path / "plain.jsonl"
     path.write_text('{"slot": 1, "user": "a", "epsilon": "0.1"}\n')
     found = audit_integrity(path)
-    assert found.ok and not found.chained and "not chained" in found.summary()
+    assert found.state == "unprotected" and not found.ok  # a warning, never "ok"
+    assert not found.chained and "not chained" in found.summary()
     with pytest.raises(BudgetError, match="no such file"):
         audit_integrity(tmp_path / "missing.jsonl")
 
@@ -249,3 +254,314 @@ def test_killing_the_writer_mid_append_reports_the_torn_tail_and_keeps_commits(
     assert not found.problems
     assert len(found.torn) == 1 and found.torn[0].line == committed + 1
     assert [r["slot"] for r in verified_records(path)] == [1, 2, 3, 4, 5]
+
+
+# ---------------------------------------------------------------------------- checkpoints
+
+
+def test_a_new_ledger_has_its_checkpoint_before_its_first_record(tmp_path: Path) -> None:
+    """A crash before the first commit leaves the empty ledger, intact (not bad input); a
+    chained file without its checkpoint is an integrity failure (a truncation would hide)."""
+    path = tmp_path / "l.jsonl"
+    w = ChainedJsonlWriter(path)
+    w.append({"slot": 1, "user": "a", "epsilon": "1"})  # pending: never committed
+    head = json.loads((tmp_path / "l.jsonl.head").read_text())
+    assert head == {"records": 0, "head": GENESIS_HEAD}
+    found = audit_integrity(path)
+    assert found.ok and found.state == "intact" and found.records == 0
+    assert found.anchors == ("checkpoint",)
+    w.close()
+    assert audit_integrity(path).records == 1
+    (tmp_path / "l.jsonl.head").unlink()
+    gone = audit_integrity(path)
+    assert gone.state == "broken" and "checkpoint is missing" in gone.problems[0].message
+    anchored = audit_integrity(path, expect_head=w.head)  # an expected head does not excuse it
+    assert anchored.state == "broken" and "checkpoint is missing" in anchored.problems[0].message
+
+
+def _strip(path: Path) -> None:
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    path.write_text(
+        "".join(json.dumps({k: v for k, v in r.items() if k != "chain"}) + "\n" for r in lines)
+    )
+
+
+def test_a_durable_ledger_without_its_chain_is_an_integrity_failure(tmp_path: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    _write_jsonl(path, _records(3))
+    head = audit_integrity(path).head
+    _strip(path)
+    found = audit_integrity(path)  # the checkpoint says it is durable
+    assert found.state == "broken" and "no chain hash" in found.problems[0].message
+    (tmp_path / "l.jsonl.head").unlink()
+    plain = audit_integrity(path)  # nothing left says it was durable: unprotected, a warning
+    assert plain.state == "unprotected" and not plain.ok and not plain.problems
+    anchored = audit_integrity(path, expect_head=head)  # ... but an anchor cannot be met
+    assert anchored.state == "broken" and "not a durable ledger" in anchored.problems[0].message
+
+
+def test_records_past_the_checkpoint_are_an_unanchored_tail(tmp_path: Path) -> None:
+    """A commit interrupted between the fsync of its lines and its checkpoint leaves complete,
+    chained records that nothing vouches for: reported, never audited."""
+    path = tmp_path / "l.jsonl"
+    _write_jsonl(path, _records(2))
+    committed = audit_integrity(path)
+
+    class Crash(ChainedJsonlWriter):
+        def _checkpoint(self) -> None:
+            if self.committed > committed.records:
+                raise OSError("killed before the checkpoint")
+            super()._checkpoint()
+
+    w = Crash(path)
+    w.append({"slot": 9, "user": "a", "epsilon": "1"})
+    w.append({"slot": 9, "user": "b", "epsilon": "1"})
+    with pytest.raises(OSError, match="killed"):
+        w.commit()
+    tail_head = w.head
+    found = audit_integrity(path)
+    assert found.state == "intact" and not found.ok and found.records == committed.records
+    assert found.head == committed.head
+    (tail,) = found.torn
+    assert tail.kind == "unanchored" and tail.records == 2 and tail.line == committed.records + 1
+    assert tail.offset + tail.length == path.stat().st_size
+    assert [r.get("slot") for r in verified_records(path, limit=found.records)][-1] == 3
+    # The checkpoint's head, recorded elsewhere: the tail stays unanchored.
+    assert audit_integrity(path, expect_head=committed.head).torn == found.torn
+    # The head after the tail, recorded elsewhere: it vouches for the tail.
+    full = audit_integrity(path, expect_head=tail_head)
+    assert full.ok and full.records == committed.records + 2
+    with pytest.raises(BudgetError, match="ledger repair"):
+        ChainedJsonlWriter(path)
+
+
+def test_expected_heads_are_full_or_a_prefix_of_at_least_16_digits(tmp_path: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    _write_jsonl(path, _records(2))
+    with ChainedJsonlWriter(path) as w:
+        w.append({"slot": 9, "user": "a", "epsilon": "1"})
+    head = audit_integrity(path).head
+    earlier = json.loads(path.read_text().splitlines()[-2])["chain"]
+    for value in (head, head[:16], head[:40].upper()):
+        assert audit_integrity(path, expect_head=value).anchors == ("checkpoint", "expected head")
+    for bad in (head[:15], "z" * 16, head + "0"):
+        with pytest.raises(BudgetError, match="at least 16"):
+            audit_integrity(path, expect_head=bad)
+    stale = audit_integrity(path, expect_head=earlier[:20])
+    message = stale.problems[0].message
+    assert stale.state == "broken" and earlier[:20] in message and head in message
+    assert "head after record 4, and 1 record(s) follow it" in message
+
+
+# ---------------------------------------------------------------------------- signatures
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """A signing key, its public key, and another public key."""
+    from wevent.accounting.signing import generate_key_pair
+
+    root = tmp_path_factory.mktemp("keys")
+    generate_key_pair(root / "k", root / "k.pub")
+    generate_key_pair(root / "other", root / "other.pub")
+    return root / "k", root / "k.pub", root / "other.pub"
+
+
+def test_signed_checkpoints_verify_under_the_public_key_only(
+    tmp_path: Path, keys: tuple[Path, Path, Path]
+) -> None:
+    key, pub, other = keys
+    path = tmp_path / "l.jsonl"
+    with ChainedJsonlWriter(path, signing_key=key) as w:
+        for r in _records(3):
+            w.append(r)
+    mark = json.loads((tmp_path / "l.jsonl.head").read_text())
+    assert len(mark["signature"]) == 128
+    found = audit_integrity(path, public_key=pub)
+    assert found.ok and found.anchors == ("checkpoint", "signature")
+    assert "not verified" in audit_integrity(path).notes[0]  # signed, but no key given
+    wrong = audit_integrity(path, public_key=other)
+    assert wrong.state == "broken" and "does not verify" in wrong.problems[0].message
+    unsigned = tmp_path / "u.jsonl"
+    _write_jsonl(unsigned, _records(3))
+    refused = audit_integrity(unsigned, public_key=pub)
+    assert refused.state == "broken" and "not signed" in refused.problems[0].message
+    # A writer continues a signed ledger only under its key; an unsigned one may start signing.
+    with pytest.raises(BudgetError, match="signed"):
+        ChainedJsonlWriter(path)
+    from wevent.accounting.signing import generate_key_pair
+
+    generate_key_pair(tmp_path / "third", tmp_path / "third.pub")
+    with pytest.raises(BudgetError, match="not signed by this key"):
+        ChainedJsonlWriter(path, signing_key=tmp_path / "third")
+    with ChainedJsonlWriter(unsigned, signing_key=key) as w:
+        w.append({"slot": 20, "user": "a", "epsilon": "1"})
+    assert audit_integrity(unsigned, public_key=pub).ok
+
+
+def test_a_public_key_file_may_hold_hex_and_bad_keys_are_bad_input(
+    tmp_path: Path, keys: tuple[Path, Path, Path]
+) -> None:
+    from wevent.accounting.signing import key_id, load_public_key
+
+    key, pub, _ = keys
+    path = tmp_path / "l.jsonl"
+    with ChainedJsonlWriter(path, signing_key=key) as w:
+        w.append({"slot": 1, "user": "a", "epsilon": "1"})
+    hexfile = tmp_path / "k.hex"
+    hexfile.write_text(key_id(load_public_key(pub)) + "\n")
+    assert audit_integrity(path, public_key=hexfile).ok
+    junk = tmp_path / "junk.pub"
+    junk.write_text("not a key")
+    with pytest.raises(BudgetError, match="not a PEM public key"):
+        audit_integrity(path, public_key=junk)
+    with pytest.raises(BudgetError, match="cannot read"):
+        ChainedJsonlWriter(tmp_path / "m.jsonl", signing_key=tmp_path / "none.key")
+
+
+# ---------------------------------------------------------------------------- segments
+
+
+def test_segment_ledgers_are_durable_by_layout(tmp_path: Path) -> None:
+    root = tmp_path / "l.wledger"
+    root.mkdir()
+    empty = audit_integrity(root)  # a writer that stopped before its first checkpoint
+    assert empty.ok and empty.records == 0 and "empty" in empty.notes[0]
+    with SegmentWriter(root) as w:
+        for r in _records(3):
+            w.append(r)
+            w.commit()
+    found = audit_integrity(root)
+    assert found.ok and found.anchors == ("checkpoint",)
+    manifest = root / "manifest.jsonl"
+    _strip(manifest)
+    stripped = audit_integrity(root)
+    assert stripped.state == "broken" and "no chain hash" in stripped.problems[0].message
+    (root / "manifest.jsonl.head").unlink()
+    assert "no chain hash" in audit_integrity(root).problems[0].message
+    manifest.unlink()
+    gone = audit_integrity(root)
+    assert gone.state == "broken" and "manifest.jsonl is missing" in gone.problems[0].message
+    with pytest.raises(BudgetError, match="cannot append"):
+        SegmentWriter(root)
+    plain_dir = tmp_path / "notaledger"
+    plain_dir.mkdir()
+    with pytest.raises(BudgetError, match="not a segment ledger"):
+        audit_integrity(plain_dir)
+
+
+def test_a_segment_ledger_s_missing_checkpoint_is_an_integrity_failure(tmp_path: Path) -> None:
+    root = tmp_path / "l.wledger"
+    with SegmentWriter(root) as w:
+        for r in _records(2):
+            w.append(r)
+    (root / "manifest.jsonl.head").unlink()
+    found = audit_integrity(root)
+    assert found.state == "broken" and "checkpoint is missing" in found.problems[0].message
+
+
+# ---------------------------------------------------------------------------- repair
+
+
+def test_repair_cuts_a_torn_line_into_a_side_file_and_the_writer_continues(
+    tmp_path: Path,
+) -> None:
+    from wevent.accounting.durable import repair
+
+    path = tmp_path / "l.jsonl"
+    _write_jsonl(path, _records(3))
+    before = path.read_bytes()
+    with path.open("ab") as fh:
+        fh.write(b'{"slot": 9, "user": "a", "eps')
+    done = repair(path)
+    assert path.read_bytes() == before
+    side = tmp_path / "l.jsonl.cut"
+    assert [Path(s) for _, s in done.cut] == [side]
+    assert side.read_bytes() == b'{"slot": 9, "user": "a", "eps'
+    assert "torn tail" in done.describe()
+    with ChainedJsonlWriter(path) as w:
+        w.append({"slot": 9, "user": "a", "epsilon": "1"})
+    assert audit_integrity(path).ok
+    assert repair(path).cut == ()  # nothing left to repair
+    # a second repair keeps the first side file
+    with path.open("ab") as fh:
+        fh.write(b"{")
+    repair(path)
+    assert (tmp_path / "l.jsonl.cut.2").read_bytes() == b"{"
+
+
+def test_repair_cuts_an_unanchored_tail(tmp_path: Path) -> None:
+    from wevent.accounting.durable import repair
+
+    path = tmp_path / "l.jsonl"
+    _write_jsonl(path, _records(2))
+    before = path.read_bytes()
+    committed = audit_integrity(path)
+    with ChainedJsonlWriter(path) as w:
+        w.append({"slot": 9, "user": "a", "epsilon": "1"})
+    extra = path.read_bytes()[len(before) :]
+    (tmp_path / "l.jsonl.head").write_text(
+        json.dumps({"records": committed.records, "head": committed.head}) + "\n"
+    )
+    assert audit_integrity(path).torn[0].kind == "unanchored"
+    repair(path)
+    assert path.read_bytes() == before and (tmp_path / "l.jsonl.cut").read_bytes() == extra
+    assert audit_integrity(path).ok
+
+
+def test_repair_refuses_a_tampered_or_plain_ledger_and_leaves_it_untouched(
+    tmp_path: Path,
+) -> None:
+    from wevent.accounting.durable import LedgerIntegrityError, repair
+
+    path = tmp_path / "l.jsonl"
+    _write_jsonl(path, _records(3))
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[1], lines[2] = lines[2], lines[1]
+    path.write_bytes(b"".join(lines) + b'{"torn')
+    before = path.read_bytes()
+    with pytest.raises(LedgerIntegrityError, match="refusing to repair") as refused:
+        repair(path)
+    assert refused.value.integrity.state == "broken"
+    assert path.read_bytes() == before and not (tmp_path / "l.jsonl.cut").exists()
+    plain = tmp_path / "p.jsonl"
+    plain.write_text('{"slot": 1, "user": "a", "epsilon": "1"}\n')
+    with pytest.raises(LedgerIntegrityError, match="not a durable ledger"):
+        repair(plain)
+
+
+def test_repair_of_a_segment_ledger_moves_uncommitted_segments_aside(tmp_path: Path) -> None:
+    from wevent.accounting.durable import repair
+
+    root = tmp_path / "l.wledger"
+    with SegmentWriter(root) as w:
+        for r in _records(3):
+            w.append(r)
+            w.commit()
+    intact = audit_integrity(root)
+    # a committed-looking segment whose manifest line is past the checkpoint
+    mark = (root / "manifest.jsonl.head").read_bytes()
+    with SegmentWriter(root) as w:
+        w.append({"slot": 30, "user": "z", "epsilon": "1"})
+    (root / "manifest.jsonl.head").write_bytes(mark)
+    (root / "000099.parquet.tmp").write_bytes(b"PAR1 half")
+    found = audit_integrity(root)
+    assert {t.kind for t in found.torn} == {"unanchored", "uncommitted-segment"}
+    with pytest.raises(BudgetError, match="ledger repair"):
+        SegmentWriter(root)
+    done = repair(root)
+    side = tmp_path / "l.wledger.cut"
+    assert sorted(p.name for p in side.iterdir()) == [
+        f"{intact.records + 1:06d}.parquet",
+        "000099.parquet.tmp",
+        "manifest.jsonl.cut",
+    ]
+    assert sorted(p.name for p in root.iterdir()) == sorted(
+        [*(Path(f).name for f in intact.files), "manifest.jsonl", "manifest.jsonl.head"]
+    )
+    assert len(done.cut) == 3
+    after = audit_integrity(root)
+    assert after.ok and after.head == intact.head and after.files == intact.files
+    with SegmentWriter(root) as w:  # the writer continues
+        w.append({"slot": 40, "user": "z", "epsilon": "1"})
+    assert audit_integrity(root).records == intact.records + 1

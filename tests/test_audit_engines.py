@@ -233,6 +233,73 @@ def test_a_repeated_membership_row_is_malformed_for_every_engine(
     assert "\n" not in str(err.value)
 
 
+def _records_file(path: Path, records: list[dict[str, Any]]) -> Path:
+    """Records as written, in the format of ``path``'s extension (no Ledger in between, so a
+    file may charge a group it does not define)."""
+    import csv
+    import json
+
+    import pyarrow.parquet as pq
+
+    from wevent.accounting.durable import records_table
+
+    if path.suffix == ".jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    elif path.suffix == ".csv":
+        with path.open("w", newline="") as fh:
+            out = csv.writer(fh, lineterminator="\n")
+            out.writerow(["slot", "user", "group", "epsilon"])
+            for r in records:
+                for m in r.get("members", [None]):
+                    row = [
+                        r.get("slot", ""),
+                        m or r.get("user", ""),
+                        r["group"] if m else r.get("group", ""),
+                    ]
+                    out.writerow([*row, r.get("epsilon", "")])
+    else:
+        pq.write_table(records_table(records), path)
+    return path
+
+
+# Spark shares DuckDB's conversion of text files (`SqlEngine.audit`): one case of it suffices.
+_FORMATS = [(a, b) for a in ("jsonl", "csv", "parquet") for b in ("jsonl", "csv", "parquet")]
+
+
+@pytest.mark.parametrize(
+    ("engine", "first", "later"),
+    [(e, a, b) for e in ("numpy", "duckdb") for a, b in _FORMATS]
+    + [pytest.param("spark", "parquet", "jsonl", marks=pytest.mark.spark)],
+)
+def test_a_group_continues_in_a_later_file_of_every_format(
+    tmp_path: Path, engine: str, first: str, later: str
+) -> None:
+    """Files are read in order as one ledger: a group defined in one file is charged in a later
+    file of any format without listing its members again, with the verdict of the same
+    records in one file."""
+    population = Population({"a": Fixed(2, Budget("1/2")), "b": Fixed(2, Budget(1))})
+    head: list[dict[str, Any]] = [
+        {"group": "g", "members": ["a", "b"]},
+        {"slot": 1, "group": "g", "epsilon": "1/4"},
+    ]
+    tail: list[dict[str, Any]] = [
+        {"slot": 2, "user": "b", "epsilon": "3/4"},
+        {"slot": 2, "group": "g", "epsilon": "1/4"},
+    ]
+    files = [
+        _records_file(tmp_path / f"1.{first}", head),
+        _records_file(tmp_path / f"2.{later}", tail),
+    ]
+    verdict, _ = make_engine(engine).audit(files, population)
+    expected = check(read_ledger(_records_file(tmp_path / "whole.jsonl", head + tail)), population)
+    assert not expected.ok  # b spends 1/4 + 3/4 + 1/4 > 1 in two slots (a is at its bound)
+    _same(verdict, expected)
+    # Negative control: a group that no earlier file defines is refused, naming it.
+    files[0] = _records_file(tmp_path / f"0.{first}", [{"group": "h", "members": ["a"]}])
+    with pytest.raises(FormatError, match="'g'"):
+        make_engine(engine).audit(files, population)
+
+
 def test_sql_engines_refuse_sums_beyond_38_digits(tmp_path: Path) -> None:
     ledger = Ledger()
     ledger.append(1, "1/99999999999999999989", user="a")

@@ -1,3 +1,4 @@
+import hashlib
 import json
 from pathlib import Path
 
@@ -108,8 +109,13 @@ def test_demo_prints_both_verdicts() -> None:
     # The demo ends with the HTML audit reports of its runs, paths printed.
     last = out.strip().splitlines()[-1].strip()
     assert last.startswith("HTML audit report: ") and last.endswith("-audit.html")
-    page = Path(last.removeprefix("HTML audit report: ")).read_text(encoding="utf-8")
+    report = Path(last.removeprefix("HTML audit report: "))
+    page = report.read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>") and "<svg" in page
+    # ... naming every input file with its SHA-256: the ledger and the requirements
+    requirements = report.parent / "audit-requirements.csv"
+    assert hashlib.sha256(requirements.read_bytes()).hexdigest() in page
+    assert str(requirements) in page and page.count("<td>ledger</td>") >= 1
 
 
 def test_prove_prints_the_proved_statement() -> None:

@@ -18,7 +18,9 @@ from wevent.cli._common import (
     DEFAULT_TIMEOUT,
     DEFAULT_W_MAX,
     EXIT_INPUT,
+    EXIT_INTEGRITY,
     EXIT_OK,
+    EXIT_TAIL,
     EXIT_UNKNOWN,
     EXIT_VERIFIER,
     EXIT_VIOLATION,
@@ -67,6 +69,8 @@ def test_every_command_is_reached() -> None:
         "wevent prepare tdrive",
         "wevent prepare foursquare",
         "wevent demo",
+        "wevent ledger repair",
+        "wevent ledger keygen",
     }
 
 
@@ -214,6 +218,8 @@ def test_help_states_one_exit_code_table() -> None:
         (EXIT_INPUT, "usage or input error"),
         (EXIT_UNKNOWN, "UNKNOWN"),
         (EXIT_VERIFIER, "verifier error"),
+        (EXIT_INTEGRITY, "INTEGRITY FAILURE"),
+        (EXIT_TAIL, "UNCOMMITTED TAIL"),
     ):
         line = next(x for x in out.splitlines() if x.strip().startswith(f"{number} "))
         assert word in line, line

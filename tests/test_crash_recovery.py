@@ -105,7 +105,7 @@ def _kill_and_resume(work: Path, suffix: str, delay: float, reference: Ledger) -
     resumed = _run([*_args(ledger.name, "rel.csv"), "--resume"], work)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     if found.torn:
-        assert "cut a torn tail" in resumed.stdout
+        assert "cut an uncommitted tail" in resumed.stdout
     assert list(_read(ledger)) == list(reference)  # nothing lost, nothing doubled
     audited = _run(["audit", ledger.name, "-r", "req.csv"], work)
     assert audited.returncode == 0 and "audit: COMPLIANT" in audited.stdout, audited.stdout

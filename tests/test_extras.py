@@ -74,6 +74,8 @@ def test_the_core_checks_a_ledger_without_any_extra(tmp_path: Path) -> None:
         ("spark", ["audit", "LEDGER.jsonl", "-r", "REQS", "--engine", "spark"]),
         ("report", ["reproduce", "pwsm-w", "--quick", "--out", "rep"]),
         ("report", ["audit", "LEDGER.jsonl", "-r", "REQS", "--html", "out.html"]),
+        ("sign", ["audit", "LEDGER.jsonl", "-r", "REQS", "--public-key", "key.pub"]),
+        ("sign", ["ledger", "keygen", "ledger.key"]),
     ],
 )
 def test_a_missing_extra_is_one_line(extra: str, args: list[str], tmp_path: Path) -> None:
@@ -113,7 +115,7 @@ def test_the_demo_names_every_extra_it_needs_before_it_starts(tmp_path: Path) ->
 def test_the_facade_script_and_an_audit_run_in_the_core(tmp_path: Path) -> None:
     """The user script of `tests/test_facade.py` (guard, chained JSONL, check, audit against
     its head) and `wevent audit` of that ledger, with every optional module missing; a tampered
-    line is an integrity failure (exit 1), not a missing extra."""
+    line is an integrity failure (exit 5), not a missing extra."""
     from tests.test_facade import SCRIPT
 
     script = tmp_path / "task.py"
@@ -130,8 +132,8 @@ def test_the_facade_script_and_an_audit_run_in_the_core(tmp_path: Path) -> None:
     lines[0] = lines[0].replace('"epsilon":"0.1"', '"epsilon":"0.01"')
     ledger.write_text("\n".join(lines) + "\n")
     tampered = _run(ALL_OPTIONAL, "audit", str(ledger), "-r", str(reqs), cwd=tmp_path)
-    assert tampered.returncode == 1, tampered.stdout + tampered.stderr
-    assert "integrity: FAILED" in tampered.stdout and "extra" not in tampered.stderr
+    assert tampered.returncode == 5, tampered.stdout + tampered.stderr
+    assert "integrity: BROKEN" in tampered.stdout and "extra" not in tampered.stderr
 
 
 def test_a_run_on_a_synthetic_stream_needs_no_extra(tmp_path: Path) -> None:

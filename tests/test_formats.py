@@ -255,6 +255,20 @@ def test_jsonl_input_mistakes_are_one_line(tmp_path: Path, line: str, message: s
     assert message in str(info.value) and "\n" not in str(info.value)
 
 
+def test_jsonl_lines_end_at_newline_alone(tmp_path: Path) -> None:
+    """U+2028, U+2029 and U+0085 are characters inside a JSON string, not line breaks (JSON
+    Lines separates records by \\n); CRLF line ends still read."""
+    ids = ["a\u2028b", "c\u2029d", "e\x85f"]
+    text = "".join(
+        '{"slot": 1, "user": "' + u + '", "epsilon": "1/10"}' + end
+        for u, end in zip(ids, ["\n", "\r\n", "\n"], strict=True)
+    )
+    assert len(text.splitlines()) > len(ids)  # the control: str.splitlines breaks these ids
+    path = tmp_path / "l.jsonl"
+    path.write_bytes(text.encode())
+    assert [c.user for c in read_ledger(path)] == ids
+
+
 @pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
 def test_write_ledger_syncs_the_file_then_renames_then_syncs_the_directory(
     tmp_path: Path, suffix: str, monkeypatch: pytest.MonkeyPatch

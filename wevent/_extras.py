@@ -16,6 +16,7 @@ EXTRA_OF = {
     "pyarrow": "audit",
     "matplotlib": "report",
     "pyspark": "spark",
+    "cryptography": "sign",
 }
 
 

@@ -107,6 +107,7 @@ def _audit(echo: Callable[[str], None]) -> bool:
     with numpy; both written ahead by the guard during the runs; one self-contained HTML
     report each."""
     from wevent.accounting.budget import Budget
+    from wevent.accounting.formats import write_requirements
     from wevent.accounting.requirements import Fixed, Requirement
     from wevent.verifier.audit import run_audit
     from wevent.verifier.report import render_html
@@ -116,6 +117,7 @@ def _audit(echo: Callable[[str], None]) -> bool:
         Fixed(w, Budget(e)): 1250 for w in (10, 20, 40, 80) for e in ("0.5", "1")
     }
     population = Population.from_classes(classes)
+    requirements = write_requirements(population, out / "audit-requirements.csv")
     echo("")
     echo("== wevent audit: the demo runs' ledgers, integrity and windows, with HTML reports")
     intended = True
@@ -123,7 +125,13 @@ def _audit(echo: Callable[[str], None]) -> bool:
         ("pba", out / "pba.wledger", "duckdb"),
         ("plpa+", out / "plpa.jsonl", "numpy"),
     ):
-        result = run_audit([source], population, engine=engine)
+        result = run_audit(
+            [source],
+            population,
+            engine=engine,
+            requirements=requirements,  # named in the report, with its SHA-256
+            command=("wevent", "demo"),
+        )
         report = out / f"{label.replace('+', '-plus')}-audit.html"
         report.write_text(render_html(result), encoding="utf-8")
         echo(f"  {label} ({engine}): {result.integrity[0].summary()}")

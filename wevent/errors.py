@@ -5,7 +5,11 @@
     │   │   prints it in one line and exits 2 (`wevent.cli.main` catches every InputError)
     │   ├── BudgetError (wevent.accounting.budget): budgets, windows, evidence parameters,
     │   │   │   requirements, ledgers
-    │   │   └── FormatError: a malformed file, with its file and line
+    │   │   ├── FormatError: a malformed file, with its file and line
+    │   │   ├── RecordError: a record a durable writer refuses; nothing of it was written
+    │   │   └── LedgerIntegrityError: a durable ledger a writer or `wevent ledger repair` will
+    │   │       not touch (tampered, or with an uncommitted tail); `wevent ledger repair` exits 5
+    │   │       on a tampered one
     │   ├── AllocatorError: a name or target that names no usable allocator (an unknown name
     │   │   │   says which known ones are close)
     │   │   └── PopulationAllocatorError: a malformed population allocator

@@ -1,28 +1,37 @@
-"""Durable, tamper-evident ledger files: append-only writers and their integrity audit.
+"""Durable, tamper-evident ledger files: typed append-only writers, their integrity audit and the
+repair of a crashed writer's tail.
 
 Two layouts, both readable by the ordinary ledger reader (`wevent.accounting.formats.read_ledger`):
 
 * **chained JSONL** (``LEDGER.jsonl``): the documented JSONL records, each carrying one extra key
   ``"chain"``: ``H_i = sha256(H_{i-1} || canonical(record_i))`` in hex, where ``canonical`` is the
-  record without ``chain`` as sorted-key compact JSON (UTF-8) and ``H_0 = sha256(GENESIS)``. A
-  commit writes whole lines, flushes and fsyncs; then a checkpoint sidecar ``LEDGER.jsonl.head``
-  (record count and head hash) is replaced atomically (write, fsync, rename, fsync directory).
+  record without ``chain`` as sorted-key compact JSON (UTF-8) and ``H_0 = sha256(GENESIS)``. Its
+  checkpoint sidecar ``LEDGER.jsonl.head`` (record count and head hash, optionally an Ed25519
+  signature) is written when the ledger is created, before any record, and replaced atomically
+  (write, fsync, rename, fsync directory) after every commit has written and fsynced its lines.
 * **Parquet segments** (a directory ``LEDGER.wledger/``): each commit writes the buffered records
   as one Parquet file in the documented columns to a temporary name, fsyncs it and renames it to
   ``NNNNNN.parquet``; only then is a line naming it (rows, sha256 of the file's bytes) appended to
-  ``manifest.jsonl``, itself a chained JSONL file with its checkpoint. A segment without a
-  committed manifest line is an uncommitted tail.
+  ``manifest.jsonl``, itself a chained JSONL file with its checkpoint.
 
-Integrity, as `audit_integrity` reports it: a chain mismatch at line i means line i (or one
-before it) was edited, deleted, inserted or moved; a segment whose hash differs from its manifest
-line was edited; fewer valid records than the checkpoint means committed records were removed
-from the end. A last line without its newline (or not valid JSON) is a *torn tail*: an append
-that a crash interrupted before its commit returned. It is reported with its byte offset and
-length, never dropped silently, and the records before it are audited as usual.
+Writers take typed records (`Charge`, a group's name and members, or a mapping that parses to
+one) and refuse a bad one with a `RecordError` before anything of it is written: inexact amounts
+(floats), unknown fields, slots out of order (a durable ledger is in slot order, as the guard
+spends), a group charged before it is defined or defined again with other members, a member
+listed twice, text that is not valid Unicode.
 
-A hash chain is tamper-*evident* relative to a trusted head: whoever can rewrite the whole file
-and its checkpoint can forge a consistent chain, so `Integrity.head` is what an operator anchors
-elsewhere (and `expect_head` checks).
+Whether a ledger is durable is not decided by its content alone: a ``.wledger`` directory, a
+manifest, or a checkpoint sidecar make it durable, and a durable ledger without its chain or
+checkpoint is an integrity failure. `audit_integrity` reports three states (``intact``,
+``broken``, ``unprotected`` for a plain file) and, apart from them, an uncommitted tail: a torn
+last line, records past the last checkpoint (a commit interrupted between its fsync and its
+checkpoint, or records appended by someone else), or a segment without a committed manifest line.
+A tail is never audited and never dropped silently; `repair` moves it to a side file.
+
+A hash chain is tamper-*evident* relative to something the ledger's writer cannot change: the
+checkpoint (only as trustworthy as the file system), a head recorded elsewhere (``expect_head``),
+or a signature of the checkpoint under a key the auditor trusts (``public_key``). docs/audits.md
+states what each protects against.
 """
 
 from __future__ import annotations
@@ -30,29 +39,47 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from wevent.accounting.budget import BudgetError, format_exact
-from wevent.accounting.evidence import evidence_to_json
+from wevent.accounting.budget import Budget, BudgetError, check_slot, format_exact
+from wevent.accounting.evidence import Evidence, evidence_from_json, evidence_to_json
 from wevent.accounting.ledger import Charge
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey,
+        Ed25519PublicKey,
+    )
+
+    from wevent.accounting.signing import PrivateKeySource, PublicKeySource
 
 __all__ = [
     "GENESIS",
+    "GENESIS_HEAD",
     "ChainedJsonlWriter",
+    "GroupRecord",
     "Integrity",
     "IntegrityProblem",
+    "LedgerIntegrityError",
+    "RecordError",
+    "Repair",
     "SegmentWriter",
     "TornTail",
     "audit_integrity",
     "canonical",
     "chain_step",
     "charge_record",
+    "check_expected_head",
     "group_record",
     "is_durable_ledger",
+    "parse_record",
     "records_table",
+    "repair",
     "sync_rename",
     "verified_records",
 ]
@@ -61,6 +88,13 @@ GENESIS = b"wevent-ledger-chain-v1"
 CHAIN_KEY = "chain"
 MANIFEST = "manifest.jsonl"
 SEGMENT_DIR_SUFFIX = ".wledger"
+CUT_SUFFIX = ".cut"
+
+# Characters that `str.splitlines` (and so many JSON Lines readers) treat as line breaks but
+# `json.dumps(ensure_ascii=False)` leaves unescaped inside strings; json.dumps already escapes
+# every character below U+0020 (\n, \r, \v, \f, \x1c-\x1e). tests/test_audit_durable.py checks
+# this set against every code point.
+LINE_BREAKS_UNESCAPED = ("\x85", "\u2028", "\u2029")
 
 
 def canonical(record: Mapping[str, Any]) -> bytes:
@@ -75,6 +109,191 @@ def chain_step(previous: str, record: Mapping[str, Any]) -> str:
 
 
 GENESIS_HEAD = hashlib.sha256(GENESIS).hexdigest()
+
+
+def _line(record: Mapping[str, Any]) -> bytes:
+    """One JSON line (without its newline): UTF-8, every line-break character escaped."""
+    text = json.dumps(record, separators=(",", ":"), ensure_ascii=False)
+    for ch in LINE_BREAKS_UNESCAPED:
+        if ch in text:  # only inside strings: JSON has no other place for them
+            text = text.replace(ch, f"\\u{ord(ch):04x}")
+    return text.encode()
+
+
+# ============================================================================ typed records
+
+
+class RecordError(BudgetError):
+    """A record a durable writer refuses; nothing of it was written."""
+
+
+class LedgerIntegrityError(BudgetError):
+    """A durable ledger a writer or `repair` will not touch: tampered, or (for a writer) with an
+    uncommitted tail (`repair` moves it aside). ``integrity`` is what the audit found."""
+
+    def __init__(self, message: str, integrity: Integrity) -> None:
+        super().__init__(message)
+        self.integrity = integrity
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRecord:
+    """A group definition: the compact form's name and its members, in order."""
+
+    name: str
+    members: tuple[str, ...]
+
+
+CHARGE_FIELDS = ("slot", "user", "group", "epsilon", "part", "mechanism", "evidence")
+GROUP_FIELDS = ("group", "members")
+
+
+def _text(value: object, what: str, *, allow_empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise RecordError(f"{what}: expected a string, got {value!r}")
+    if not value and not allow_empty:
+        raise RecordError(f"{what}: must not be empty")
+    if value.isascii():  # the common case, without encoding
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise RecordError(f"{what}: {value!r} is not valid Unicode text") from None
+    return value
+
+
+def _amount(value: object) -> Budget:
+    if isinstance(value, float):
+        raise RecordError(
+            f"epsilon: {value!r} is a float, which is not exact; write the amount as a string "
+            "('0.1', '1/3') or a Fraction"
+        )
+    if value is None or value == "":
+        raise RecordError("epsilon: missing")
+    try:
+        return value if isinstance(value, Budget) else Budget(value, what="epsilon")  # type: ignore[arg-type]
+    except BudgetError as exc:
+        raise RecordError(str(exc)) from None
+
+
+def _evidence_keys(given: Mapping[str, Any], parsed: Evidence) -> None:
+    """Refuse evidence fields the kind does not have (the parser would drop them silently)."""
+    known = set(evidence_to_json(parsed)) | {"note"}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise RecordError(f"evidence: unknown field(s) {', '.join(map(repr, unknown))}")
+    inner = given.get("inner")
+    if isinstance(inner, Mapping):
+        _evidence_keys(inner, evidence_from_json(inner))
+
+
+def _evidence(value: object) -> Evidence | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise RecordError(f"evidence: not valid JSON ({exc.msg})") from None
+    if _is_evidence(value):
+        return value  # type: ignore[return-value]
+    if not isinstance(value, Mapping):
+        raise RecordError(f"evidence: expected a JSON object or evidence, got {value!r}")
+    try:
+        parsed = evidence_from_json(value)
+    except BudgetError as exc:
+        raise RecordError(str(exc)) from None
+    _evidence_keys(value, parsed)
+    return parsed
+
+
+_EVIDENCE_TYPES: tuple[type, ...] = ()
+
+
+def _is_evidence(value: object) -> bool:
+    global _EVIDENCE_TYPES
+    if not _EVIDENCE_TYPES:
+        from typing import get_args
+
+        _EVIDENCE_TYPES = get_args(Evidence)
+    return isinstance(value, _EVIDENCE_TYPES)
+
+
+def check_charge(charge: Charge) -> Charge:
+    """``charge`` with its fields checked (slot, an exact non-negative amount, exactly one of
+    user or group, text fields, evidence); `RecordError` otherwise."""
+    if not isinstance(charge, Charge):
+        raise RecordError(f"expected a Charge, got {type(charge).__name__}")
+    try:
+        check_slot(charge.slot)
+    except BudgetError as exc:
+        raise RecordError(str(exc)) from None
+    amount = _amount(charge.amount)
+    if (charge.user is None) == (charge.group is None):
+        raise RecordError("a charge names exactly one of user or group")
+    user = None if charge.user is None else _text(charge.user, "user")
+    group = None if charge.group is None else _text(charge.group, "group")
+    part = _text(charge.part, "part", allow_empty=True)
+    mechanism = _text(charge.mechanism, "mechanism", allow_empty=True)
+    if charge.evidence is not None and not _is_evidence(charge.evidence):
+        raise RecordError(f"evidence: expected evidence, got {type(charge.evidence).__name__}")
+    if amount is charge.amount:
+        return charge
+    return Charge(charge.slot, amount, user, group, part, mechanism, charge.evidence)
+
+
+def check_group(name: object, members: Iterable[object]) -> GroupRecord:
+    """A group definition with its fields checked: a name, at least one member, none twice."""
+    name = _text(name, "group")
+    if isinstance(members, str | bytes) or not isinstance(members, Iterable):
+        raise RecordError(f"group {name!r}: members must be a list of user ids")
+    listed = tuple(_text(m, f"group {name!r}: member") for m in members)
+    if not listed:
+        raise RecordError(f"group {name!r} has no members")
+    seen: set[str] = set()
+    for member in listed:
+        if member in seen:
+            raise RecordError(f"group {name!r} lists member {member!r} twice")
+        seen.add(member)
+    return GroupRecord(name, listed)
+
+
+def parse_record(record: Mapping[str, Any]) -> Charge | GroupRecord:
+    """The typed record of a documented JSONL record (a charge, or a group definition with
+    ``members``); `RecordError` for anything else, naming what is wrong."""
+    if not isinstance(record, Mapping):
+        raise RecordError(f"a record is a mapping, got {type(record).__name__}")
+    keys = set(record)
+    if CHAIN_KEY in keys:
+        raise RecordError(f"records may not carry their own {CHAIN_KEY!r} key")
+    if "members" in keys:
+        unknown = sorted(keys - set(GROUP_FIELDS))
+        if unknown:
+            raise RecordError(
+                f"unknown field(s) {', '.join(map(repr, unknown))} in a group definition "
+                "(it has group and members)"
+            )
+        return check_group(record.get("group"), record["members"])
+    unknown = sorted(keys - set(CHARGE_FIELDS))
+    if unknown:
+        raise RecordError(
+            f"unknown field(s) {', '.join(map(repr, unknown))} (a charge has "
+            f"{', '.join(CHARGE_FIELDS)}; a group definition has group and members)"
+        )
+    if "slot" not in keys:
+        raise RecordError("slot: missing")
+    user, group = record.get("user"), record.get("group")
+    return check_charge(
+        Charge(
+            slot=record["slot"],
+            amount=_amount(record.get("epsilon")),
+            user=None if user is None or user == "" else user,
+            group=None if group is None or group == "" else group,
+            part="" if record.get("part") is None else record["part"],
+            mechanism="" if record.get("mechanism") is None else record["mechanism"],
+            evidence=_evidence(record.get("evidence")),
+        )
+    )
 
 
 def charge_record(charge: Charge) -> dict[str, Any]:
@@ -97,6 +316,75 @@ def charge_record(charge: Charge) -> dict[str, Any]:
 def group_record(name: str, members: Iterable[str]) -> dict[str, Any]:
     """A group definition as its documented JSONL record."""
     return {"group": name, "members": list(members)}
+
+
+class _RecordOrder:
+    """What a durable ledger's next record must respect: the groups defined so far and the last
+    slot charged. `accept` checks a typed record against them and returns its JSONL record (None
+    for a group defined again with the same members, which adds nothing)."""
+
+    _CACHE = 4096  # distinct amounts and evidence values whose text is kept
+
+    def __init__(self) -> None:
+        self.groups: dict[str, tuple[str, ...]] = {}
+        self.last_slot = 0
+        # A mechanism charges few distinct amounts and evidence values: their text once.
+        self._amounts: dict[Fraction, str] = {}
+        self._evidence: dict[Evidence, dict[str, Any]] = {}
+
+    def replay(self, records: Iterable[Mapping[str, Any]]) -> None:
+        """Take in the records already in the ledger (verified, without their chain key)."""
+        for rec in records:
+            if "members" in rec:
+                self.groups.setdefault(str(rec["group"]), tuple(rec["members"]))
+            elif isinstance(rec.get("slot"), int):
+                self.last_slot = max(self.last_slot, rec["slot"])
+
+    def accept(self, record: Charge | GroupRecord) -> dict[str, Any] | None:
+        if isinstance(record, GroupRecord):
+            known = self.groups.get(record.name)
+            if known is not None:
+                if known != record.members:
+                    raise RecordError(
+                        f"group {record.name!r} is already defined with other members"
+                    )
+                return None
+            self.groups[record.name] = record.members
+            return group_record(record.name, record.members)
+        if record.group is not None and record.group not in self.groups:
+            raise RecordError(f"group {record.group!r} is charged before it is defined")
+        if record.slot < self.last_slot:
+            raise RecordError(
+                f"slot {record.slot} comes after slot {self.last_slot}: a durable ledger is "
+                "written in slot order"
+            )
+        self.last_slot = record.slot
+        rec: dict[str, Any] = {"slot": record.slot}
+        if record.user is not None:
+            rec["user"] = record.user
+        else:
+            rec["group"] = record.group
+        text = self._amounts.get(record.amount)
+        if text is None:
+            if len(self._amounts) >= self._CACHE:
+                self._amounts.clear()
+            text = self._amounts[record.amount] = format_exact(record.amount)
+        rec["epsilon"] = text
+        if record.part:
+            rec["part"] = record.part
+        if record.mechanism:
+            rec["mechanism"] = record.mechanism
+        if record.evidence is not None:
+            ev = self._evidence.get(record.evidence)
+            if ev is None:
+                if len(self._evidence) >= self._CACHE:
+                    self._evidence.clear()
+                ev = self._evidence[record.evidence] = evidence_to_json(record.evidence)
+            rec["evidence"] = ev
+        return rec  # charge_record(record), with the texts of repeated values kept
+
+
+# ============================================================================ files
 
 
 def _fsync_dir(path: Path) -> None:
@@ -129,32 +417,98 @@ def _head_path(path: Path) -> Path:
     return path.with_name(path.name + ".head")
 
 
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _signer(source: PrivateKeySource | None) -> Ed25519PrivateKey | None:
+    if source is None:
+        return None
+    from wevent.accounting.signing import load_signing_key
+
+    return load_signing_key(source)
+
+
+def _verifier(source: PublicKeySource | None) -> Ed25519PublicKey | None:
+    if source is None:
+        return None
+    from wevent.accounting.signing import load_public_key
+
+    return load_public_key(source)
+
+
 # ============================================================================ writers
 
 
-class ChainedJsonlWriter:
-    """Append-only chained JSONL ledger. ``append`` buffers; ``commit`` makes the buffered records
-    durable (write, flush, fsync, checkpoint) and returns the committed count.
+class _ChainLog:
+    """An append-only chained JSONL file with its checkpoint: the mechanics both writers share
+    (the ledger itself, or a segment ledger's manifest). ``append_line`` buffers a checked
+    record; ``commit`` writes the buffered lines, flushes and fsyncs, then replaces the
+    checkpoint atomically (signed when a key is given)."""
 
-    Opening an existing file verifies it first and continues its chain; a file with a torn tail
-    or a broken chain is refused (audit it, then repair by hand), so a writer never extends a
-    ledger it cannot vouch for.
-    """
-
-    def __init__(self, path: Path | str) -> None:
-        self.path = Path(path)
+    def __init__(self, path: Path, signing_key: PrivateKeySource | None, *, layout: str) -> None:
+        self.path = path
+        self._key = _signer(signing_key)
         self._pending: list[bytes] = []
         self._head = GENESIS_HEAD
         self._count = 0
-        if self.path.exists():
-            found = audit_integrity(self.path)
-            if not found.ok:
-                raise BudgetError(
-                    f"{self.path}: cannot append: {found.summary()} (run wevent audit)"
-                )
-            self._head, self._count = found.head, found.records
+        self._committed_head = GENESIS_HEAD
+        self.existing: list[dict[str, Any]] = []
+        if self.path.exists() or _head_path(self.path).exists():
+            self._continue(layout)
+        else:  # a new ledger: its checkpoint first, so a durable ledger never lacks one
+            self._checkpoint()
         self._fh: BinaryIO = self.path.open("ab")
+        _fsync_dir(self.path.parent)
         self._closed = False
+
+    def _continue(self, layout: str) -> None:
+        """Verify the existing file and continue its chain (refusing what it cannot vouch for)."""
+        head_file = _head_path(self.path)
+        if not head_file.exists() and self.path.exists() and self.path.stat().st_size == 0:
+            self._checkpoint()  # an empty file and nothing else: a new ledger in it
+            return
+        found = _audit_chain(self.path, layout=layout)
+        if found.layout == "plain":
+            raise LedgerIntegrityError(
+                f"{self.path}: cannot append: it is a plain ledger (no chain, no checkpoint); "
+                "a durable ledger starts in a new file",
+                found,
+            )
+        if not found.ok:
+            action = (
+                f"wevent ledger repair {self.path} moves it aside"
+                if found.state == "intact"
+                else "run wevent audit"
+            )
+            raise LedgerIntegrityError(
+                f"{self.path}: cannot append: {found.summary()} ({action})", found
+            )
+        mark = _read_checkpoint(head_file)
+        if isinstance(mark, _Checkpoint) and mark.signature:
+            # A signed ledger continues only under its own key (an unsigned one may start
+            # signing: the writer signs the chain it has just verified).
+            if self._key is None:
+                raise LedgerIntegrityError(
+                    f"{self.path}: cannot append: its checkpoints are signed; pass its signing key",
+                    found,
+                )
+            from wevent.accounting.signing import verify_checkpoint
+
+            if not verify_checkpoint(
+                self._key.public_key(), mark.records, mark.head, mark.signature
+            ):
+                raise LedgerIntegrityError(
+                    f"{self.path}: cannot append: its checkpoint is not signed by this key",
+                    found,
+                )
+        self._head = self._committed_head = found.head
+        self._count = found.records
+        self.existing = list(verified_records(self.path, limit=found.records))
 
     @property
     def committed(self) -> int:
@@ -164,26 +518,30 @@ class ChainedJsonlWriter:
     def head(self) -> str:
         return self._head
 
-    def append(self, record: Mapping[str, Any]) -> None:
+    @property
+    def committed_head(self) -> str:
+        return self._committed_head
+
+    def append_line(self, record: Mapping[str, Any]) -> None:
         if self._closed:
-            raise BudgetError(f"{self.path}: writer is closed")
-        if CHAIN_KEY in record:
-            raise BudgetError(f"records may not carry their own {CHAIN_KEY!r} key")
+            raise RecordError(f"{self.path}: writer is closed")
         self._head = chain_step(self._head, record)
         line = dict(record)
         line[CHAIN_KEY] = self._head
-        self._pending.append(json.dumps(line, separators=(",", ":"), ensure_ascii=False).encode())
+        self._pending.append(_line(line))
         self._count += 1
-
-    def append_charge(self, charge: Charge) -> None:
-        self.append(charge_record(charge))
-
-    def define_group(self, name: str, members: Iterable[str]) -> None:
-        self.append(group_record(name, members))
 
     def _write(self, data: bytes) -> None:
         """One write of raw bytes (a seam for crash tests)."""
         self._fh.write(data)
+
+    def _checkpoint(self) -> None:
+        mark: dict[str, Any] = {"records": self._count, "head": self._head}
+        if self._key is not None:
+            from wevent.accounting.signing import sign_checkpoint
+
+            mark.update(sign_checkpoint(self._key, self._count, self._head))
+        _replace_atomically(_head_path(self.path), json.dumps(mark).encode() + b"\n")
 
     def commit(self) -> int:
         """Write the pending lines, flush and fsync, then replace the checkpoint atomically."""
@@ -193,10 +551,8 @@ class ChainedJsonlWriter:
             self._fh.flush()
             os.fsync(self._fh.fileno())
             self._pending.clear()
-            _replace_atomically(
-                _head_path(self.path),
-                json.dumps({"records": self._count, "head": self._head}).encode() + b"\n",
-            )
+            self._checkpoint()
+            self._committed_head = self._head
         return self._count
 
     def close(self) -> None:
@@ -204,6 +560,64 @@ class ChainedJsonlWriter:
             self.commit()
             self._fh.close()
             self._closed = True
+
+
+class ChainedJsonlWriter(_ChainLog):
+    """Append-only chained JSONL ledger of typed records.
+
+    `append_charge` and `define_group` (or `append`, for a mapping that parses to one of them)
+    check a record and buffer it; a bad record raises `RecordError` and leaves nothing behind.
+    `commit` makes the buffered records durable (write, flush, fsync, checkpoint) and returns
+    the committed count. With ``signing_key`` (an Ed25519 private key or its PEM file; the
+    ``sign`` extra) every checkpoint is signed.
+
+    ``committed`` counts the records on disk and vouched for by the checkpoint; ``head`` is the
+    chain head after every record appended so far, ``committed_head`` the checkpoint's (the
+    value to anchor elsewhere after a commit).
+
+    A new ledger's checkpoint is written before its first record. Opening an existing ledger
+    verifies it and continues its chain; a tampered ledger, one with an uncommitted tail (run
+    `wevent ledger repair`), a plain file, or a signed ledger opened without its key is refused
+    with `LedgerIntegrityError`, so a writer never extends a ledger it cannot vouch for.
+    """
+
+    def __init__(self, path: Path | str, *, signing_key: PrivateKeySource | None = None) -> None:
+        super().__init__(Path(path), signing_key, layout="chained-jsonl")
+        self._order = _RecordOrder()
+        self._order.replay(self.existing)
+        self.existing = []
+
+    def _add(self, record: Charge | GroupRecord) -> None:
+        try:
+            line = self._order.accept(record)
+        except RecordError as exc:
+            raise RecordError(f"{self.path}: record refused, nothing written: {exc}") from None
+        if line is not None:
+            self.append_line(line)
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        """Append a documented JSONL record (a charge or a group definition), checked."""
+        try:
+            typed = parse_record(record)
+        except RecordError as exc:
+            raise RecordError(f"{self.path}: record refused, nothing written: {exc}") from None
+        self._add(typed)
+
+    def append_charge(self, charge: Charge) -> None:
+        try:
+            checked = check_charge(charge)
+        except RecordError as exc:
+            raise RecordError(f"{self.path}: record refused, nothing written: {exc}") from None
+        self._add(checked)
+
+    def define_group(self, name: str, members: Iterable[str]) -> None:
+        """Define a group before its first charge; defining it again with the same members
+        writes nothing, with other members is refused."""
+        try:
+            checked = check_group(name, members)
+        except RecordError as exc:
+            raise RecordError(f"{self.path}: record refused, nothing written: {exc}") from None
+        self._add(checked)
 
     def __enter__(self) -> ChainedJsonlWriter:
         return self
@@ -213,17 +627,38 @@ class ChainedJsonlWriter:
 
 
 class SegmentWriter:
-    """Append-only Parquet segment ledger in a directory (``*.wledger``).
+    """Append-only Parquet segment ledger in a directory (``*.wledger``) of typed records.
 
-    ``commit`` writes the buffered records as the next segment (temporary name, fsync, atomic
-    rename, directory fsync) and then commits a manifest line naming the segment's row count and
-    SHA-256 through a `ChainedJsonlWriter`.
+    Records are checked as `ChainedJsonlWriter` checks them. ``commit`` writes the buffered
+    records as the next segment (temporary name, fsync, atomic rename, directory fsync) and
+    then commits a manifest line naming the segment's row count and SHA-256 (the manifest is a
+    chained JSONL file with its checkpoint, signed with ``signing_key`` when given).
     """
 
-    def __init__(self, directory: Path | str) -> None:
+    def __init__(
+        self, directory: Path | str, *, signing_key: PrivateKeySource | None = None
+    ) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._manifest = ChainedJsonlWriter(self.directory / MANIFEST)
+        if any(self.directory.iterdir()):
+            found = _audit_segments(self.directory, None, None)
+            if not found.ok:
+                action = (
+                    f"wevent ledger repair {self.directory} moves it aside"
+                    if found.state == "intact"
+                    else "run wevent audit"
+                )
+                raise LedgerIntegrityError(
+                    f"{self.directory}: cannot append: {found.summary()} ({action})", found
+                )
+        self._manifest = _ChainLog(self.directory / MANIFEST, signing_key, layout="segments")
+        self._order = _RecordOrder()
+        if self._manifest.existing:
+            self._order.replay(
+                _segment_records(
+                    self.directory, [str(r["segment"]) for r in self._manifest.existing]
+                )
+            )
         self._segments = self._manifest.committed
         self._pending: list[dict[str, Any]] = []
 
@@ -234,17 +669,41 @@ class SegmentWriter:
 
     @property
     def head(self) -> str:
-        """The manifest chain's head: what anchors the whole segment ledger."""
+        """The manifest's chain head after the last commit (segments are bound into it by
+        their SHA-256): the value to anchor elsewhere."""
         return self._manifest.head
 
+    committed_head = head
+
+    def _add(self, record: Charge | GroupRecord) -> None:
+        try:
+            rec = self._order.accept(record)
+        except RecordError as exc:
+            raise RecordError(f"{self.directory}: record refused, nothing written: {exc}") from None
+        if rec is not None:
+            self._pending.append(rec)
+
     def append(self, record: Mapping[str, Any]) -> None:
-        self._pending.append(dict(record))
+        """Append a documented JSONL record (a charge or a group definition), checked."""
+        try:
+            typed = parse_record(record)
+        except RecordError as exc:
+            raise RecordError(f"{self.directory}: record refused, nothing written: {exc}") from None
+        self._add(typed)
 
     def append_charge(self, charge: Charge) -> None:
-        self.append(charge_record(charge))
+        try:
+            checked = check_charge(charge)
+        except RecordError as exc:
+            raise RecordError(f"{self.directory}: record refused, nothing written: {exc}") from None
+        self._add(checked)
 
     def define_group(self, name: str, members: Iterable[str]) -> None:
-        self.append(group_record(name, members))
+        try:
+            checked = check_group(name, members)
+        except RecordError as exc:
+            raise RecordError(f"{self.directory}: record refused, nothing written: {exc}") from None
+        self._add(checked)
 
     def commit(self) -> int:
         """Write the pending records as one segment; returns the number of committed segments."""
@@ -258,7 +717,7 @@ class SegmentWriter:
         table = records_table(self._pending)
         pq.write_table(table, tmp)
         sync_rename(tmp, final)
-        self._manifest.append(
+        self._manifest.append_line(
             {"segment": name, "rows": table.num_rows, "sha256": _file_sha256(final)}
         )
         self._manifest.commit()
@@ -275,6 +734,29 @@ class SegmentWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _segment_records(directory: Path, segments: list[str]) -> Iterator[dict[str, Any]]:
+    """The group definitions and the last charged slot of committed segments, as records
+    (enough for `_RecordOrder.replay`)."""
+    import pyarrow.parquet as pq
+
+    groups: dict[str, list[str]] = {}
+    last = 0
+    for name in segments:
+        table = pq.read_table(directory / name, columns=["slot", "group", "user"])
+        slots = table.column("slot").to_pylist()
+        for slot, group, user in zip(
+            slots, table.column("group").to_pylist(), table.column("user").to_pylist(), strict=True
+        ):
+            if slot is None:
+                groups.setdefault(str(group), []).append(str(user))
+            else:
+                last = max(last, int(slot))
+    for name, members in groups.items():
+        yield {"group": name, "members": members}
+    if last:
+        yield {"slot": last}
 
 
 def records_table(records: Iterable[Mapping[str, Any]]) -> Any:
@@ -312,41 +794,61 @@ def records_table(records: Iterable[Mapping[str, Any]]) -> Any:
     )
 
 
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 # ============================================================================ audit
 
 
 @dataclass(frozen=True, slots=True)
 class TornTail:
-    """Bytes at the end of a file that no commit covered: an interrupted append."""
+    """Content at the end of a durable ledger that no commit vouches for, never audited:
+
+    * ``torn-line``: a last line without its newline (an append a crash interrupted);
+    * ``unanchored``: ``records`` complete records past the last checkpoint (a commit
+      interrupted between the fsync of its lines and its checkpoint, or records appended by
+      someone else: the two cannot be told apart);
+    * ``uncommitted-segment``: a segment file without a committed manifest line.
+    """
 
     file: str
     offset: int
     length: int
     line: int
+    kind: str = "torn-line"
+    records: int = 0
 
     def describe(self) -> str:
-        if self.line == 0:
+        if self.kind == "uncommitted-segment":
             return (
                 f"{self.file}: uncommitted segment ({self.length} byte(s) written before a crash, "
-                "no manifest line; not audited)"
+                "no committed manifest line; not audited)"
+            )
+        if self.kind == "unanchored":
+            return (
+                f"{self.file}: unanchored tail from line {self.line} (byte {self.offset}): "
+                f"{self.records} record(s) past the last checkpoint, a commit interrupted before "
+                "its checkpoint or an append by someone else; not audited"
             )
         return (
             f"{self.file}: torn tail at line {self.line} (byte {self.offset}, {self.length} "
             "byte(s) of an append that never committed; not audited)"
         )
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "file": self.file,
+            "line": self.line,
+            "offset": self.offset,
+            "bytes": self.length,
+            "records": self.records,
+            "description": self.describe(),
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class IntegrityProblem:
-    """Evidence that committed content was changed: an edit, deletion, insertion or reorder."""
+    """Evidence that committed content was changed or that nothing vouches for it: an edit,
+    deletion, insertion or reorder, a missing or mismatching checkpoint, a stripped chain, a
+    head or signature that does not match."""
 
     file: str
     line: int
@@ -359,11 +861,16 @@ class IntegrityProblem:
 
 @dataclass(frozen=True)
 class Integrity:
-    """The chain-integrity result of one durable ledger.
+    """The integrity of one ledger.
 
-    ``ok`` is False on any problem (tampering) *or* torn tail; ``records`` counts the verified
-    records (ledger lines, or manifest lines = segments), ``rows`` the ledger rows they hold;
-    ``files`` are the verified data files an engine should audit, in order.
+    ``state``: ``intact`` (the chain verifies and matches every anchor given), ``broken`` (any
+    problem: an integrity failure) or ``unprotected`` (a plain file: nothing can show tampering).
+    ``torn`` lists the uncommitted tail (apart from the state: a crashed writer's trace).
+    ``records`` counts the records audited (ledger lines, or manifest lines = segments), ``rows``
+    the ledger rows they hold, ``head`` is the chain head after them (full 64 hex digits);
+    ``anchors`` what vouched for that head (``checkpoint``, ``signature``, ``expected head``);
+    ``files`` the data files an engine should audit, in order (a prefix of a chained file is
+    extracted with `verified_records`).
     """
 
     path: str
@@ -375,48 +882,82 @@ class Integrity:
     torn: tuple[TornTail, ...] = ()
     files: tuple[str, ...] = field(default=())
     checkpoint: int | None = None
+    anchors: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    complete: bool = True  # every verified record of the file is audited (no prefix cut)
+
+    @property
+    def state(self) -> str:
+        if self.problems:
+            return "broken"
+        return "unprotected" if self.layout == "plain" else "intact"
 
     @property
     def ok(self) -> bool:
-        return not self.problems and not self.torn
+        """Intact and without an uncommitted tail (an unprotected ledger is never ok)."""
+        return self.state == "intact" and not self.torn
 
     @property
     def chained(self) -> bool:
         return self.layout != "plain"
 
-    def summary(self) -> str:
+    def summary(self, *, tail: bool = True) -> str:
+        """One line: the layout, what was audited, the first problem or the anchors and the
+        full head, and (with ``tail``) the first piece of an uncommitted tail."""
+        if self.layout == "plain" and not self.problems:
+            return f"{self.path}: not chained: no integrity protection (edits cannot be detected)"
         if self.layout == "plain":
-            return f"{self.path}: not chained (no integrity protection)"
+            return f"{self.path}: {self.problems[0].message}"
         what = "segment(s)" if self.layout == "segments" else "record(s)"
         parts = [f"{self.path}: {self.layout}, {self.records} committed {what}, {self.rows} row(s)"]
         if self.problems:
             parts.append(
                 f"{len(self.problems)} integrity problem(s): {self.problems[0].describe()}"
             )
-        if self.torn:
+        else:
+            anchored = ", ".join(self.anchors) or "nothing"
+            parts.append(f"chain intact, anchored by {anchored}, head {self.head}")
+        if self.torn and tail:
             parts.append(self.torn[0].describe())
-        if self.ok:
-            parts.append(f"chain intact, head {self.head[:16]}")
         return "; ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "layout": self.layout,
+            "state": self.state,
             "ok": self.ok,
             "records": self.records,
             "rows": self.rows,
             "head": self.head,
             "checkpoint": self.checkpoint,
+            "anchors": list(self.anchors),
             "problems": [p.describe() for p in self.problems],
-            "torn_tail": [t.describe() for t in self.torn],
+            "tail": [t.to_json() for t in self.torn],
+            "notes": list(self.notes),
         }
 
 
+def check_expected_head(text: str) -> str:
+    """An expected head as given: the full head (64 hex digits) or a prefix of at least 16;
+    returned in lower case. `BudgetError` otherwise."""
+    value = text.strip().lower()
+    if not re.fullmatch(r"[0-9a-f]{16,64}", value):
+        raise BudgetError(
+            f"--expect-head {text!r}: give the full chain head (64 hex digits) or a prefix of at "
+            "least 16 of them"
+        )
+    return value
+
+
 def is_durable_ledger(path: Path) -> bool:
-    """A segment directory, or a JSONL file whose first record carries a chain hash."""
+    """A ledger whose layout says it is durable: a ``.wledger`` directory or one holding a
+    manifest, a file with a checkpoint sidecar, or a JSONL file whose first record carries a
+    chain hash."""
     if path.is_dir():
-        return (path / MANIFEST).exists()
+        return path.suffix == SEGMENT_DIR_SUFFIX or (path / MANIFEST).exists()
+    if path.suffix == SEGMENT_DIR_SUFFIX or _head_path(path).exists():
+        return True
     if path.suffix.lower() not in {".jsonl", ".ndjson"} or not path.exists():
         return False
     with path.open("rb") as fh:
@@ -428,16 +969,20 @@ def is_durable_ledger(path: Path) -> bool:
     return isinstance(obj, dict) and CHAIN_KEY in obj
 
 
-def _scan_chain(
-    path: Path,
-) -> tuple[list[dict[str, Any]], str, list[IntegrityProblem], list[TornTail]]:
-    """Verify a chained JSONL file line by line: the records up to the first problem, the head
-    hash after them, the problems and the torn tail."""
-    data = path.read_bytes()
-    problems: list[IntegrityProblem] = []
-    torn: list[TornTail] = []
-    records: list[dict[str, Any]] = []
-    head = GENESIS_HEAD
+@dataclass
+class _Scan:
+    records: list[dict[str, Any]]
+    heads: list[str]  # heads[k]: the head after k records (heads[0] = GENESIS_HEAD)
+    offsets: list[int]  # offsets[k]: the byte where record k + 1 starts
+    problems: list[IntegrityProblem]
+    torn: list[TornTail]
+
+
+def _scan_chain(path: Path) -> _Scan:
+    """Verify a chained JSONL file line by line: the records up to the first problem, the heads
+    and byte offsets after each, the problems and a torn last line."""
+    data = path.read_bytes() if path.exists() else b""
+    scan = _Scan([], [GENESIS_HEAD], [0], [], [])
     offset = 0
     number = 0
     name = str(path)
@@ -445,21 +990,27 @@ def _scan_chain(
         end = data.find(b"\n", offset)
         number += 1
         if end < 0:  # no newline: a commit always ends its lines, so this append never committed
-            torn.append(TornTail(name, offset, len(data) - offset, number))
+            scan.torn.append(TornTail(name, offset, len(data) - offset, number))
             break
         raw = data[offset:end]
-        offset = end + 1
         try:
             obj = json.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            problems.append(IntegrityProblem(name, number, "not a valid JSON record"))
+            scan.problems.append(IntegrityProblem(name, number, "not a valid JSON record"))
             break
         if not isinstance(obj, dict) or not isinstance(obj.get(CHAIN_KEY), str):
-            problems.append(IntegrityProblem(name, number, "record has no chain hash"))
+            scan.problems.append(
+                IntegrityProblem(
+                    name,
+                    number,
+                    "record has no chain hash: in a durable ledger every record has one "
+                    "(stripped, or inserted by someone else)",
+                )
+            )
             break
-        expected = chain_step(head, obj)
+        expected = chain_step(scan.heads[-1], obj)
         if obj[CHAIN_KEY] != expected:
-            problems.append(
+            scan.problems.append(
                 IntegrityProblem(
                     name,
                     number,
@@ -468,91 +1019,281 @@ def _scan_chain(
                 )
             )
             break
-        head = expected
-        records.append(obj)
-    return records, head, problems, torn
+        offset = end + 1
+        scan.records.append(obj)
+        scan.heads.append(expected)
+        scan.offsets.append(offset)
+    return scan
 
 
-def _check_checkpoint(
-    path: Path, records: list[dict[str, Any]], problems: list[IntegrityProblem]
-) -> int | None:
-    head_file = _head_path(path)
-    if not head_file.exists():
+@dataclass(frozen=True)
+class _Checkpoint:
+    records: int
+    head: str
+    signature: str = ""
+
+
+def _read_checkpoint(path: Path) -> _Checkpoint | str | None:
+    """The checkpoint at ``path``; None when there is none, a message when it is unreadable."""
+    if not path.exists():
         return None
     try:
-        mark = json.loads(head_file.read_bytes())
-        count, head = int(mark["records"]), str(mark["head"])
-    except (ValueError, KeyError, TypeError):
-        problems.append(IntegrityProblem(str(head_file), 0, "unreadable checkpoint"))
-        return None
-    if problems:  # the chain already failed; the checkpoint adds nothing
-        return count
-    if count > len(records):
-        problems.append(
-            IntegrityProblem(
-                str(path),
-                len(records) + 1,
-                f"the checkpoint vouches for {count} committed record(s), the file holds "
-                f"{len(records)}: committed records were removed",
-            )
-        )
-    elif count and records[count - 1][CHAIN_KEY] != head:
-        problems.append(
-            IntegrityProblem(str(path), count, "chain head differs from the checkpoint")
-        )
-    return count
+        mark = json.loads(path.read_bytes())
+        count, head = mark["records"], mark["head"]
+        signature = mark.get("signature", "")
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return "unreadable checkpoint"
+    if (
+        isinstance(count, bool)
+        or not isinstance(count, int)
+        or count < 0
+        or not isinstance(head, str)
+        or not re.fullmatch(r"[0-9a-f]{64}", head)
+        or not isinstance(signature, str)
+    ):
+        return "unreadable checkpoint (records, head or signature malformed)"
+    return _Checkpoint(count, head, signature)
 
 
-def verified_records(path: Path | str) -> Iterator[dict[str, Any]]:
-    """The verified records of a chained JSONL file (without their chain key)."""
-    records, _, _, _ = _scan_chain(Path(path))
-    for rec in records:
-        yield {k: v for k, v in rec.items() if k != CHAIN_KEY}
-
-
-def audit_integrity(path: Path | str, *, expect_head: str | None = None) -> Integrity:
-    """Verify a durable ledger (see the module docstring); a plain ledger file is reported as
-    unprotected (``layout == "plain"``, ok)."""
-    path = Path(path)
-    if path.is_dir():
-        return _audit_segments(path, expect_head)
-    if not is_durable_ledger(path):
+def _audit_chain(
+    path: Path,
+    *,
+    layout: str,
+    expect_head: str | None = None,
+    public_key: Ed25519PublicKey | None = None,
+) -> Integrity:
+    """Verify one chained JSONL file (a ledger, or a segment ledger's manifest with ``layout
+    == "segments"``: durable by its layout) against its checkpoint and the anchors given."""
+    name = str(path)
+    head_file = _head_path(path)
+    mark = _read_checkpoint(head_file)
+    durable = layout == "segments" or mark is not None or is_durable_ledger(path)
+    if not durable:
         if not path.exists():
             raise BudgetError(f"{path}: no such file")
-        return Integrity(str(path), "plain", 0, 0, "", files=(str(path),))
-    records, head, problems, torn = _scan_chain(path)
-    checkpoint = _check_checkpoint(path, records, problems)
-    if expect_head is not None and not problems and head != expect_head:
-        problems.append(IntegrityProblem(str(path), 0, "head differs from the expected head"))
-    rows = sum(1 for r in records if "slot" in r)
+        problems = []
+        if expect_head is not None or public_key is not None:
+            given = "--expect-head" if expect_head is not None else "--public-key"
+            problems.append(
+                IntegrityProblem(
+                    name,
+                    0,
+                    f"not a durable ledger (no chain, no checkpoint), so nothing vouches for its "
+                    f"content: {given} cannot be checked",
+                )
+            )
+        return Integrity(name, "plain", 0, 0, "", tuple(problems), files=(name,))
+
+    scan = _scan_chain(path)
+    problems = list(scan.problems)
+    notes: list[str] = []
+    n = len(scan.records)
+    checkpoint: int | None = None
+    anchored: int | None = None  # records vouched for by the checkpoint
+    anchors: list[str] = []
+    if isinstance(mark, str):
+        problems.append(IntegrityProblem(str(head_file), 0, mark))
+    elif mark is None:
+        if not path.exists():
+            raise BudgetError(f"{path}: no such file")
+    else:
+        checkpoint = mark.records
+        if not scan.problems:
+            if mark.records > n:
+                problems.append(
+                    IntegrityProblem(
+                        name,
+                        n + 1,
+                        f"the checkpoint vouches for {mark.records} committed record(s), the file "
+                        f"holds {n}: committed records were removed",
+                    )
+                )
+            elif scan.heads[mark.records] != mark.head:
+                problems.append(
+                    IntegrityProblem(
+                        name, mark.records, "chain head differs from the checkpoint's head"
+                    )
+                )
+            else:
+                anchored = mark.records
+                anchors.append("checkpoint")
+        if public_key is not None:
+            from wevent.accounting.signing import verify_checkpoint
+
+            if not mark.signature:
+                problems.append(IntegrityProblem(str(head_file), 0, "checkpoint is not signed"))
+            elif not verify_checkpoint(public_key, mark.records, mark.head, mark.signature):
+                problems.append(
+                    IntegrityProblem(
+                        str(head_file),
+                        0,
+                        "checkpoint signature does not verify under the public key (forged, "
+                        "altered, or signed with another key)",
+                    )
+                )
+            elif anchored is not None:
+                anchors.append("signature")
+        elif mark.signature:
+            notes.append("checkpoint signed (not verified: pass --public-key)")
+
+    last = scan.heads[n]
+    if expect_head is not None and not scan.problems:
+        if last.startswith(expect_head):
+            anchored = n
+            anchors.append("expected head")
+        elif anchored is not None and scan.heads[anchored].startswith(expect_head):
+            anchors.append("expected head")
+        else:
+            at = [k for k, h in enumerate(scan.heads) if h.startswith(expect_head)]
+            where = (
+                f"; it is the head after record {at[0]}, and {n - at[0]} record(s) follow it"
+                if len(at) == 1
+                else ""
+            )
+            problems.append(
+                IntegrityProblem(
+                    name,
+                    0,
+                    f"head differs from the expected head: expected {expect_head}, the ledger's "
+                    f"head is {scan.heads[anchored] if anchored is not None else last}{where}",
+                )
+            )
+    if mark is None:
+        problems.append(
+            IntegrityProblem(
+                str(head_file),
+                0,
+                "checkpoint is missing: a durable ledger's writer creates it before the first "
+                "record, so it was deleted or left behind when the ledger was copied (a "
+                "truncation would go unseen)",
+            )
+        )
+
+    torn = list(scan.torn)
+    if problems:
+        audited = min(n, checkpoint) if checkpoint is not None else n
+    else:
+        audited = n if anchored is None else anchored
+        if audited < n:
+            torn.insert(
+                0,
+                TornTail(
+                    name,
+                    scan.offsets[audited],
+                    scan.offsets[n] - scan.offsets[audited],
+                    audited + 1,
+                    "unanchored",
+                    n - audited,
+                ),
+            )
+    rows = sum(1 for r in scan.records[:audited] if "slot" in r)
     return Integrity(
-        str(path),
-        "chained-jsonl",
-        len(records),
+        name,
+        layout,
+        audited,
         rows,
-        head,
+        scan.heads[audited],
         tuple(problems),
         tuple(torn),
-        (str(path),),
+        (name,) if path.exists() else (),  # a checkpoint of 0 records and no file yet: empty
         checkpoint,
+        tuple(anchors) if not problems else (),
+        tuple(notes),
+        complete=audited == n and not torn and not problems,
     )
 
 
-def _audit_segments(directory: Path, expect_head: str | None) -> Integrity:
+def verified_records(path: Path | str, *, limit: int | None = None) -> Iterator[dict[str, Any]]:
+    """The chain-verified records of a chained JSONL file (without their chain key), the first
+    ``limit`` of them when given (`Integrity.records`: those an audit covers)."""
+    scan = _scan_chain(Path(path))
+    for rec in scan.records[:limit]:
+        yield {k: v for k, v in rec.items() if k != CHAIN_KEY}
+
+
+def audit_integrity(
+    path: Path | str,
+    *,
+    expect_head: str | None = None,
+    public_key: PublicKeySource | None = None,
+) -> Integrity:
+    """Verify a ledger (see the module docstring). ``expect_head``: the full head or a prefix of
+    at least 16 hex digits, recorded where the writer cannot change it; ``public_key``: the key
+    whose signature every checkpoint must carry. A plain file is ``unprotected``, or ``broken``
+    when an anchor was given for it."""
+    path = Path(path)
+    expected = None if expect_head is None else check_expected_head(expect_head)
+    key = _verifier(public_key)
+    if path.is_dir() or path.suffix == SEGMENT_DIR_SUFFIX:
+        return _audit_segments(path, expected, key)
+    return _audit_chain(path, layout="chained-jsonl", expect_head=expected, public_key=key)
+
+
+def _audit_segments(
+    directory: Path, expect_head: str | None, public_key: Ed25519PublicKey | None
+) -> Integrity:
     manifest = directory / MANIFEST
-    if not manifest.exists():
-        raise BudgetError(f"{directory}: not a segment ledger (no {MANIFEST})")
-    records, head, problems, torn = _scan_chain(manifest)
-    checkpoint = _check_checkpoint(manifest, records, problems)
+    name = str(directory)
+    if not directory.is_dir():
+        raise BudgetError(f"{directory}: no such directory")
+    if not manifest.exists() and not _head_path(manifest).exists():
+        if directory.suffix != SEGMENT_DIR_SUFFIX:
+            raise BudgetError(f"{directory}: not a segment ledger (no {MANIFEST})")
+        entries = sorted(p.name for p in directory.iterdir())
+        if entries:
+            problem = IntegrityProblem(
+                name,
+                0,
+                f"{MANIFEST} is missing: a segment ledger's chain is its manifest, so nothing "
+                f"vouches for {', '.join(entries[:3])}{' ...' if len(entries) > 3 else ''}",
+            )
+            return Integrity(name, "segments", 0, 0, "", (problem,))
+        # An empty directory: a writer that stopped before its first checkpoint; nothing was
+        # committed. The empty ledger, which only an expected head can anchor.
+        problems: list[IntegrityProblem] = []
+        anchors: tuple[str, ...] = ()
+        if public_key is not None:
+            problems.append(IntegrityProblem(name, 0, "no signed checkpoint (empty directory)"))
+        if expect_head is not None:
+            if GENESIS_HEAD.startswith(expect_head):
+                anchors = ("expected head",)
+            else:
+                problems.append(
+                    IntegrityProblem(
+                        name,
+                        0,
+                        f"head differs from the expected head: expected {expect_head}, the "
+                        f"ledger is empty (head {GENESIS_HEAD})",
+                    )
+                )
+        return Integrity(
+            name,
+            "segments",
+            0,
+            0,
+            GENESIS_HEAD,
+            tuple(problems),
+            anchors=anchors,
+            notes=("empty: nothing committed",),
+        )
+    found = _audit_chain(
+        manifest, layout="segments", expect_head=expect_head, public_key=public_key
+    )
+    problems = list(found.problems)
+    torn = list(found.torn)
+    all_lines = list(verified_records(manifest))
     files: list[str] = []
     rows = 0
     named: set[str] = set()
-    for number, rec in enumerate(records, start=1):
+    for number, rec in enumerate(all_lines, start=1):
         seg = rec.get("segment")
+        if isinstance(seg, str):
+            named.add(seg)
+        if number > found.records:
+            continue
         if not isinstance(seg, str) or "/" in seg or not seg.endswith(".parquet"):
             problems.append(IntegrityProblem(str(manifest), number, "bad segment name"))
             continue
-        named.add(seg)
         target = directory / seg
         if not target.exists():
             problems.append(
@@ -568,19 +1309,126 @@ def _audit_segments(directory: Path, expect_head: str | None) -> Integrity:
             continue
         files.append(str(target))
         rows += int(rec.get("rows", 0))
+    unanchored = {str(r.get("segment")) for r in all_lines[found.records :]}
     for extra in sorted(directory.glob("*.parquet*")):
+        if extra.name in unanchored:
+            continue  # part of the manifest's unanchored tail, reported there
         if extra.name not in named:
-            torn.append(TornTail(str(extra), 0, extra.stat().st_size, 0))
-    if expect_head is not None and not problems and head != expect_head:
-        problems.append(IntegrityProblem(str(manifest), 0, "head differs from the expected head"))
+            torn.append(TornTail(str(extra), 0, extra.stat().st_size, 0, "uncommitted-segment"))
     return Integrity(
-        str(directory),
+        name,
         "segments",
-        len(records),
+        found.records,
         rows,
-        head,
+        found.head,
         tuple(problems),
         tuple(torn),
         tuple(files),
-        checkpoint,
+        found.checkpoint,
+        found.anchors if not problems else (),
+        found.notes,
+        complete=not problems and not torn,
     )
+
+
+# ============================================================================ repair
+
+
+@dataclass(frozen=True)
+class Repair:
+    """What `repair` did: the records kept, and each piece cut with the side file keeping it."""
+
+    path: str
+    kept: int
+    head: str
+    cut: tuple[tuple[TornTail, str], ...]
+
+    def describe(self) -> str:
+        if not self.cut:
+            return f"{self.path}: nothing to repair ({self.kept} committed record(s), head {self.head})"
+        lines = [f"{self.path}: kept {self.kept} committed record(s), head {self.head}; cut:"]
+        lines += [f"  {tail.describe()} -> {side}" for tail, side in self.cut]
+        return "\n".join(lines)
+
+
+def _side_path(base: Path) -> Path:
+    """``base`` + ``.cut`` (or ``.cut.2``, ...): never an existing file."""
+    candidate = base.with_name(base.name + CUT_SUFFIX)
+    k = 2
+    while candidate.exists():
+        candidate = base.with_name(f"{base.name}{CUT_SUFFIX}.{k}")
+        k += 1
+    return candidate
+
+
+def _cut_file(path: Path, offset: int, side: Path) -> Path:
+    """Move the bytes of ``path`` from ``offset`` on into the side file ``side`` (written and
+    fsynced first, so a crash during the repair loses nothing), then truncate ``path`` there."""
+    with path.open("rb") as fh:
+        fh.seek(offset)
+        data = fh.read()
+    tmp = side.with_name(side.name + ".tmp")
+    tmp.write_bytes(data)
+    sync_rename(tmp, side)
+    with path.open("r+b") as fh:
+        fh.truncate(offset)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return side
+
+
+def repair(path: Path | str, *, public_key: PublicKeySource | None = None) -> Repair:
+    """Cut a durable ledger's uncommitted tail (a torn line, records past the last checkpoint,
+    segments without a committed manifest line) into side files next to it, so that a writer
+    can continue. A tampered ledger (any integrity problem) is refused with
+    `LedgerIntegrityError`, untouched; a plain file is refused as not durable."""
+    path = Path(path)
+    found = audit_integrity(path, public_key=public_key)
+    if found.layout == "plain":
+        raise LedgerIntegrityError(
+            f"{path}: not a durable ledger (no chain, no checkpoint): nothing to repair", found
+        )
+    if found.problems:
+        raise LedgerIntegrityError(
+            f"{path}: refusing to repair a ledger whose committed content does not verify: "
+            f"{found.problems[0].describe()}",
+            found,
+        )
+    cut: list[tuple[TornTail, str]] = []
+    if found.layout == "chained-jsonl":
+        if found.torn:
+            side = _cut_file(path, found.torn[0].offset, _side_path(path))
+            cut.append((found.torn[0], str(side)))
+            cut += [(t, cut[0][1]) for t in found.torn[1:]]
+        return Repair(str(path), found.records, found.head, tuple(cut))
+    manifest = path / MANIFEST
+    side_dir = _side_path(path)
+    for tail in found.torn:
+        if tail.kind == "uncommitted-segment":
+            side_dir.mkdir(exist_ok=True)
+            source = Path(tail.file)
+            target = side_dir / source.name
+            source.replace(target)
+            cut.append((tail, str(target)))
+    manifest_tails = [t for t in found.torn if t.kind != "uncommitted-segment"]
+    if manifest_tails:
+        named = [str(r.get("segment")) for r in verified_records(manifest)][found.records :]
+        side_dir.mkdir(exist_ok=True)
+        side = _cut_file(manifest, manifest_tails[0].offset, _side_path(side_dir / MANIFEST))
+        cut += [(t, str(side)) for t in manifest_tails]
+        for seg in named:
+            source = path / seg
+            if source.exists():
+                side_dir.mkdir(exist_ok=True)
+                target = side_dir / seg
+                source.replace(target)
+                cut.append(
+                    (
+                        TornTail(str(source), 0, target.stat().st_size, 0, "uncommitted-segment"),
+                        str(target),
+                    )
+                )
+    if side_dir.exists():
+        _fsync_dir(side_dir)
+        _fsync_dir(path)
+    return Repair(str(path), found.records, found.head, tuple(cut))

@@ -11,7 +11,7 @@ import errno
 import io
 import itertools
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from wevent.accounting.population import Population
 from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirement, WholeStream
 
 __all__ = [
+    "EarlierGroups",
     "FormatError",
     "ledger_kind",
     "read_ledger",
@@ -229,10 +230,14 @@ def ledger_kind(path: Path) -> str:
 
 
 class _RowParser:
-    """Parses ledger rows with caches for repeated amounts and evidence strings."""
+    """Parses ledger rows with caches for repeated amounts and evidence strings.
 
-    def __init__(self, path: Path) -> None:
+    ``inherited`` holds the groups defined in earlier files of the same ledger (`read_ledgers`):
+    this file may charge them without listing their members again."""
+
+    def __init__(self, path: Path, inherited: Mapping[str, Sequence[str]] | None = None) -> None:
         self.path = path
+        self.inherited = {} if inherited is None else inherited
         self.amounts: dict[str, Budget] = {}
         self.evidence: dict[str, Evidence] = {}
         self.groups: dict[str, list[str]] = {}
@@ -271,7 +276,10 @@ class _RowParser:
                 raise BudgetError("a charge names exactly one of user or group")
             if group is not None:
                 if group not in self.groups:
-                    raise BudgetError(f"group {group!r} is used before its members are listed")
+                    earlier = self.inherited.get(group)
+                    if earlier is None:
+                        raise BudgetError(f"group {group!r} is used before its members are listed")
+                    self.groups[group] = list(earlier)  # defined in an earlier file
                 self.used_groups.add(group)
             ev_v = fields.get("evidence")
             evidence: Evidence | None = None
@@ -310,10 +318,21 @@ class _RowParser:
 _PROGRESS_EVERY = 50_000
 
 
-def read_ledger(path: Path | str, *, progress: Callable[[int, int], None] | None = None) -> Ledger:
+def read_ledger(
+    path: Path | str,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    groups: Mapping[str, Sequence[str]] | None = None,
+) -> Ledger:
     """Read a ledger file (JSONL, CSV or Parquet; docs/formats.md lists the columns).
 
     ``progress(done, total)`` is called every 50,000 lines of a text file (for a progress bar).
+    ``groups``: groups defined in earlier files of the same ledger, which a text file may charge
+    without listing their members (`read_ledgers`); the ledger returned defines those it charges.
+
+    JSON Lines are separated by ``\n`` alone (a ``\r`` before it is JSON whitespace): U+2028,
+    U+2029, U+0085 and the other characters `str.splitlines` also breaks on are ordinary
+    characters inside a JSON string, so an id holding one reads back as written.
     """
     path = Path(path)
     kind = ledger_kind(path)
@@ -321,10 +340,11 @@ def read_ledger(path: Path | str, *, progress: Callable[[int, int], None] | None
         raise FormatError(f"{path}: no such file")
     if kind == "parquet":
         return _read_parquet(path)
-    parser = _RowParser(path)
+    parser = _RowParser(path, groups)
     if kind == "jsonl":
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
+            with path.open(encoding="utf-8", newline="") as fh:
+                lines = fh.read().split("\n")
         except (OSError, UnicodeDecodeError) as exc:
             raise FormatError(f"{path}: cannot read ({exc})") from None
         for number, text in enumerate(lines, start=1):
@@ -579,8 +599,9 @@ class _TableColumns:
 
 def read_ledgers(paths: Iterable[Path | str]) -> Ledger:
     """One ledger from several files read in order, as if concatenated (a group defined in one
-    file may be charged in a later one). One file is `read_ledger`; several are combined as
-    Arrow tables in the Parquet columns (text files converted first) and parsed once."""
+    file may be charged in a later one, whatever the formats). One file is `read_ledger`; several
+    are combined as Arrow tables in the Parquet columns (text files converted first, charging
+    the groups of the files before them) and parsed once."""
     files = [Path(p) for p in paths]
     if not files:
         raise FormatError("no ledger files given")
@@ -589,14 +610,15 @@ def read_ledgers(paths: Iterable[Path | str]) -> Ledger:
     import pyarrow as pa
 
     tables = []
+    seen: dict[str, tuple[str, ...]] = {}
     for f in files:
         if ledger_kind(f) == "parquet":
             if not f.exists():
                 raise FormatError(f"{f}: no such file")
-            tables.append(_parquet_columns(f))
+            table = _parquet_columns(f)
         else:
-            tables.append(_plain(_parquet_table(read_ledger(f))))
-    tables = _drop_repeated_groups(tables, files)
+            table = _plain(_parquet_table(read_ledger(f, groups=seen)))
+        tables.append(_drop_repeated_groups(table, f, seen))
     try:
         table = pa.concat_tables(tables, promote_options="permissive")
     except pa.ArrowException as exc:
@@ -604,34 +626,74 @@ def read_ledgers(paths: Iterable[Path | str]) -> Ledger:
     return _columns_ledger(_TableColumns(table), Path(" + ".join(str(f) for f in files)))
 
 
-def _drop_repeated_groups(tables: list[Any], files: list[Path]) -> list[Any]:
-    """A group may be defined again in a later file with the same members (each text file must
-    define the groups it charges); such repeats are dropped, other members are an error."""
+def _drop_repeated_groups(table: Any, path: Path, seen: dict[str, tuple[str, ...]]) -> Any:
+    """``table`` without the definitions of groups that an earlier file (``seen``) already
+    defined with the same members; a group defined with other members is an error. Adds the
+    table's new groups to ``seen``."""
     import pyarrow.compute as pc
 
-    seen: dict[str, tuple[str, ...]] = {}
-    out = []
-    for table, path in zip(tables, files, strict=True):
-        is_member = pc.is_null(table.column("slot"))
-        rows = table.filter(is_member)
-        defined: dict[str, list[str]] = {}
-        for g, u in zip(
-            rows.column("group").to_pylist(), rows.column("user").to_pylist(), strict=True
-        ):
-            defined.setdefault(g, []).append(u)
-        repeated = []
-        for g, members in defined.items():
-            if g in seen:
-                if seen[g] != tuple(members):
-                    raise FormatError(f"{path}: group {g!r} is already defined with other members")
-                repeated.append(g)
-            else:
-                seen[g] = tuple(members)
-        if repeated:
-            drop = pc.and_(is_member, pc.is_in(table.column("group"), value_set=_strings(repeated)))
-            table = table.filter(pc.invert(drop))
-        out.append(table)
-    return out
+    is_member = pc.is_null(table.column("slot"))
+    rows = table.filter(is_member)
+    defined: dict[str, list[str]] = {}
+    for g, u in zip(rows.column("group").to_pylist(), rows.column("user").to_pylist(), strict=True):
+        defined.setdefault(g, []).append(u)
+    repeated = []
+    for g, members in defined.items():
+        if g in seen:
+            if seen[g] != tuple(members):
+                raise FormatError(f"{path}: group {g!r} is already defined with other members")
+            repeated.append(g)
+        else:
+            seen[g] = tuple(members)
+    if repeated:
+        drop = pc.and_(is_member, pc.is_in(table.column("group"), value_set=_strings(repeated)))
+        table = table.filter(pc.invert(drop))
+    return table
+
+
+class EarlierGroups(Mapping[str, tuple[str, ...]]):
+    """The groups defined by the files of a ledger read so far, looked up by name on demand: a
+    Parquet file's membership rows are read only for a name a later text file charges (an
+    out-of-core audit never loads every membership). Iterating lists the groups found so far."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[str, ...]] = {}
+        self._parquet: list[Path] = []
+
+    def add_groups(self, groups: Mapping[str, Sequence[str]]) -> None:
+        for name, members in groups.items():
+            self._known.setdefault(name, tuple(members))
+
+    def add_parquet(self, path: Path) -> None:
+        self._parquet.append(path)
+
+    def __getitem__(self, name: str) -> tuple[str, ...]:
+        found = self._known.get(name)
+        if found is not None:
+            return found
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        for path in self._parquet:
+            try:
+                rows = pq.read_table(
+                    path,
+                    columns=["slot", "group", "user"],
+                    filters=pc.field("slot").is_null() & (pc.field("group") == name),
+                )
+            except Exception:  # a column missing or mistyped: the engine reports the file itself
+                continue
+            if rows.num_rows:
+                members = tuple(str(u) for u in rows.column("user").to_pylist())
+                self._known[name] = members
+                return members
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._known)
+
+    def __len__(self) -> int:
+        return len(self._known)
 
 
 def _strings(values: list[str]) -> Any:

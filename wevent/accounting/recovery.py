@@ -4,31 +4,29 @@
 a chained JSONL file (``.jsonl``) or a Parquet segment directory (``.wledger``). A fresh ledger
 must not exist yet (nothing is ever overwritten). Resuming verifies the ledger first: a
 tampered one is refused; a torn tail (an append a crash interrupted before its commit returned,
-so no noise was drawn for it) is cut off and kept beside the ledger in a side file
-``NAME.torn-N`` (an uncommitted segment moves out of its directory, ``DIR.SEGMENT.torn-N``),
-and is reported; then the committed records are read back and the writer
+so no noise was drawn for it: a torn line, records past the last checkpoint, a segment without
+its manifest line) is cut off into side files beside the ledger (`durable.repair`) and is
+reported; then the committed records are read back and the writer
 continues their chain.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from wevent.accounting.durable import (
-    GENESIS_HEAD,
     MANIFEST,
     SEGMENT_DIR_SUFFIX,
     ChainedJsonlWriter,
     SegmentWriter,
-    TornTail,
     audit_integrity,
+    repair,
 )
 from wevent.accounting.ledger import Ledger
 from wevent.errors import InputError
 
-__all__ = ["DURABLE_SUFFIXES", "Recovered", "cut_torn_tails", "is_durable_path", "open_durable"]
+__all__ = ["DURABLE_SUFFIXES", "Recovered", "is_durable_path", "open_durable"]
 
 DURABLE_SUFFIXES = (".jsonl", SEGMENT_DIR_SUFFIX)
 
@@ -50,48 +48,7 @@ class Recovered:
 
     def describe(self) -> list[str]:
         lines = [f"resumed {self.path}: {self.records} committed record(s), head {self.head}"]
-        return lines + [f"  cut a torn tail: {c}" for c in self.cut]
-
-
-def _side_file(path: Path) -> Path:
-    n = 1
-    while True:
-        side = path.with_name(f"{path.name}.torn-{n}")
-        if not side.exists():
-            return side
-        n += 1
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def cut_torn_tails(torn: tuple[TornTail, ...]) -> list[str]:
-    """Cut each torn tail off its file, keeping the bytes in a side file; one line per cut."""
-    done = []
-    for tail in torn:
-        path = Path(tail.file)
-        if tail.line == 0:  # a whole segment file no manifest line committed: moved out of
-            # the segment directory (beside it), where no audit of the ledger looks
-            side = _side_file(path.parent.with_name(f"{path.parent.name}.{path.name}"))
-            path.rename(side)
-            _fsync(path.parent)
-            _fsync(side.parent)
-        else:
-            side = _side_file(path)
-            with path.open("rb") as fh:
-                fh.seek(tail.offset)
-                data = fh.read()
-            side.write_bytes(data)
-            _fsync(side)
-            os.truncate(path, tail.offset)
-            _fsync(path)
-        done.append(f"{tail.describe()}; kept in {side}")
-    return done
+        return lines + [f"  cut an uncommitted tail: {c}" for c in self.cut]
 
 
 def open_durable(
@@ -114,12 +71,6 @@ def open_durable(
         return (SegmentWriter(path) if segments else ChainedJsonlWriter(path)), None
     if not path.exists() or (segments and not (path / MANIFEST).exists()):
         raise InputError(f"--resume: {path} does not exist (nothing to resume)")
-    cut: list[str] = []
-    if not segments:
-        data = path.read_bytes()
-        if b"\n" not in data:  # a crash before the first commit: nothing, or a torn first line
-            cut = cut_torn_tails((TornTail(str(path), 0, len(data), 1),)) if data else []
-            return ChainedJsonlWriter(path), Recovered(str(path), 0, GENESIS_HEAD, Ledger(), cut)
     found = audit_integrity(path)
     if found.problems:
         raise InputError(
@@ -127,10 +78,12 @@ def open_durable(
         )
     if found.layout == "plain":
         raise InputError(f"--resume: {path} is not a durable (chained) ledger")
-    cut = cut_torn_tails(found.torn)
-    if cut:
+    cut: list[str] = []
+    if found.torn:  # a crashed writer's tail: cut into side files, reported
+        done = repair(path)
+        cut = [f"{tail.describe()}; kept in {side}" for tail, side in done.cut]
         found = audit_integrity(path)
-        if not found.ok:  # pragma: no cover - a cut leaves only committed records
+        if not found.ok:  # pragma: no cover - a repair leaves only committed records
             raise InputError(f"--resume: {path}: {found.summary()}")
     from wevent.accounting.formats import read_ledger, read_ledgers
 

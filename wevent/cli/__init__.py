@@ -1,11 +1,12 @@
 """The ``wevent`` command line: one module per command, one group that holds them.
 
 Every command shares one exit-code table (`wevent.cli._common`): 0 success (COMPLIANT, PROVED,
-PASSED, every charge accepted), 1 a violation (NOT COMPLIANT, REFUTED, REFUSED, an integrity
-failure), 2 a usage or input error (one line on stderr, ``wevent CMD: error: ...``, never a
-traceback), 3 undecided (UNKNOWN: a proof timed out; ``gate --require-proof`` without a proof),
-4 verifier error (the verifier contradicted itself: a counterexample that does not replay; a
-bug in wevent, never a verdict).
+PASSED, every charge accepted), 1 a violation (NOT COMPLIANT, REFUTED, REFUSED), 2 a usage or
+input error (one line on stderr, ``wevent CMD: error: ...``, never a traceback), 3 undecided
+(UNKNOWN: a proof timed out; ``gate --require-proof`` without a proof), 4 verifier error (the
+verifier contradicted itself: a counterexample that does not replay; a bug in wevent, never a
+verdict), 5 an integrity failure (a ledger's committed content, chain, checkpoint, head or
+signature does not verify), 6 an uncommitted tail (a crashed writer's; ``wevent ledger repair``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from wevent.cli.audit import audit_cmd
 from wevent.cli.check import check_cmd
 from wevent.cli.demo import demo_cmd
 from wevent.cli.gate import gate_cmd
+from wevent.cli.ledger import ledger_group
 from wevent.cli.prepare import prepare_group
 from wevent.cli.prove import prove_group
 from wevent.cli.reproduce import reproduce_cmd
@@ -51,16 +53,19 @@ def cli() -> None:
     \b
     Verdicts and exit codes (every command):
       0  COMPLIANT, PROVED, PASSED (searched, not proved), every charge accepted
-      1  NOT COMPLIANT, REFUTED, REFUSED by the guard, an integrity failure
+      1  NOT COMPLIANT, REFUTED, REFUSED by the guard
       2  a usage or input error (one line on stderr)
       3  UNKNOWN (a proof timed out), or gate --require-proof without a proof
       4  verifier error (a bug in wevent, never a verdict)
+      5  INTEGRITY FAILURE: a ledger was changed or cannot be vouched for (audit, ledger)
+      6  UNCOMMITTED TAIL: a crashed writer's tail, not audited (wevent ledger repair)
     """
 
 
 for _command in (
     check_cmd,
     audit_cmd,
+    ledger_group,
     run_cmd,
     trace_cmd,
     prove_group,

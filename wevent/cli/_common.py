@@ -14,11 +14,14 @@ from typing import Any, NoReturn
 import click
 
 __all__ = [
+    "AUDIT_EXIT",
     "DEFAULT_CLASSES",
     "DEFAULT_TIMEOUT",
     "DEFAULT_W_MAX",
     "EXIT_INPUT",
+    "EXIT_INTEGRITY",
     "EXIT_OK",
+    "EXIT_TAIL",
     "EXIT_UNKNOWN",
     "EXIT_VERIFIER",
     "EXIT_VIOLATION",
@@ -30,9 +33,11 @@ __all__ = [
     "emit_json",
     "error_line",
     "fail",
+    "invocation",
     "json_option",
     "known_allocator",
     "reading_bar",
+    "record_invocation",
     "requirements_option",
     "scope_options",
     "variant_options",
@@ -40,13 +45,41 @@ __all__ = [
 
 # One exit-code table for every command (docs/cli.md).
 EXIT_OK = 0  # compliant, proved, passed, every charge accepted
-EXIT_VIOLATION = 1  # not compliant, refuted, refused by the guard, an integrity failure
+EXIT_VIOLATION = 1  # not compliant, refuted, refused by the guard
 EXIT_INPUT = 2  # a usage or input error (one line on stderr, never a traceback)
 EXIT_UNKNOWN = 3  # undecided: a proof timed out; gate --require-proof without a proof
 EXIT_VERIFIER = 4  # the verifier contradicted itself (a bug in wevent, never a verdict)
+# A ledger's integrity failed: committed content changed, a durable ledger without its chain or
+# checkpoint, a head or signature that does not match what the auditor holds.
+EXIT_INTEGRITY = 5
+# A crashed writer's uncommitted tail (a torn line, records past the last checkpoint, a segment
+# without its manifest line), the committed content compliant: `wevent ledger repair` cuts it.
+# Its own code because its remedy is mechanical, where an integrity failure needs an
+# investigation and a violation is a privacy failure.
+EXIT_TAIL = 6
 
 # A proof outcome's status -> its exit code (prove and gate).
 STATUS_EXIT = {"proved": EXIT_OK, "counterexample": EXIT_VIOLATION, "unknown": EXIT_UNKNOWN}
+# An audit's status (`wevent.verifier.audit.STATUSES`) -> its exit code.
+AUDIT_EXIT = {
+    "compliant": EXIT_OK,
+    "not-compliant": EXIT_VIOLATION,
+    "integrity-failure": EXIT_INTEGRITY,
+    "uncommitted-tail": EXIT_TAIL,
+}
+
+_INVOCATION: list[str] = []
+
+
+def record_invocation(argv: Sequence[str]) -> None:
+    """Remember the arguments the command line was started with (for reports)."""
+    _INVOCATION[:] = list(argv)
+
+
+def invocation() -> tuple[str, ...]:
+    """The command line as started: ``("wevent", *arguments)``."""
+    return ("wevent", *_INVOCATION)
+
 
 # The proof scope's defaults, the same in `prove allocator`, `prove population` and `gate`.
 DEFAULT_W_MAX = 6

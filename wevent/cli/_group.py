@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from wevent._extras import missing_extra
-from wevent.cli._common import EXIT_INPUT, did_you_mean, error_line
+from wevent.cli._common import EXIT_INPUT, did_you_mean, error_line, record_invocation
 from wevent.errors import InputError
 
 __all__ = ["RENAMED", "WeventGroup"]
@@ -89,6 +89,7 @@ class WeventGroup(click.Group):
         # Exact sums can have many digits; printing them must not hit the int-to-str limit.
         sys.set_int_max_str_digits(0)
         argv = list(args) if args is not None else sys.argv[1:]
+        record_invocation(argv)
         try:
             code = super().main(argv, prog_name, complete_var, False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:  # a bare group: its help

@@ -11,20 +11,19 @@ import click
 from wevent._extras import missing_extra, require
 from wevent.accounting.formats import read_requirements
 from wevent.cli._common import (
-    EXIT_OK,
-    EXIT_VIOLATION,
+    AUDIT_EXIT,
     Choice,
     StageBar,
     check_writable,
     emit_json,
     fail,
     first_line,
+    invocation,
     json_option,
     requirements_option,
 )
 from wevent.cli.check import until_option
 from wevent.errors import InputError
-from wevent.verifier.verdict import percent_text, render_verdict
 
 __all__ = ["audit_cmd"]
 
@@ -42,9 +41,19 @@ __all__ = ["audit_cmd"]
 @until_option
 @click.option(
     "--expect-head",
-    default=None,
+    "expect_head",
+    multiple=True,
     metavar="HEX",
-    help="The chain head recorded elsewhere: anchors a single durable ledger.",
+    help="The chain head recorded where the ledger's writer cannot change it: the full 64 hex "
+    "digits or a prefix of at least 16. One per ledger, in order. A mismatch, or a ledger "
+    "without a chain, is an integrity failure.",
+)
+@click.option(
+    "--public-key",
+    type=click.Path(path_type=Path),
+    metavar="FILE",
+    help="The Ed25519 public key (PEM, or 64 hex digits) whose signature every durable "
+    "ledger's checkpoint must carry (the sign extra).",
 )
 @click.option(
     "--memory-limit",
@@ -62,7 +71,8 @@ def audit_cmd(
     requirements: Sequence[Path],
     engine: str,
     until: int | None,
-    expect_head: str | None,
+    expect_head: Sequence[str],
+    public_key: Path | None,
     memory_limit: str,
     json_out: str | None,
     html_out: Path | None,
@@ -70,19 +80,29 @@ def audit_cmd(
 ) -> None:
     """Audit deployed LEDGERS (files read in order as one ledger) against the requirements.
 
-    A durable ledger (chained .jsonl, or a .wledger segment directory) is first verified:
-    edited, deleted or reordered committed records and torn tails are reported. Then the
-    chosen engine checks every window and evidence record exactly. The verdict is COMPLIANT
-    (exit 0: intact and within every bound) or NOT COMPLIANT (exit 1: a violation or an
-    integrity failure); bad input exits 2.
+    Each ledger's integrity first: a durable ledger (chained .jsonl with its .head checkpoint,
+    or a .wledger segment directory) must verify against its checkpoint and against every
+    anchor given (--expect-head, --public-key); a plain ledger is UNPROTECTED (a warning).
+    Then the chosen engine checks every window and evidence record of the verified content
+    exactly. Exit 0 COMPLIANT; 1 NOT COMPLIANT (a violation); 5 INTEGRITY FAILURE (tampered,
+    a head or signature that does not match, a durable ledger without its chain or
+    checkpoint); 6 UNCOMMITTED TAIL (a crashed writer's tail, not audited: 'wevent ledger
+    repair' cuts it); 2 bad input.
 
     \b
     Examples:
       wevent audit run.jsonl -r requirements.csv --html report.html
+      wevent audit run.wledger -r req.csv --expect-head 3f2a9c41d07e5b68 --public-key key.pub
       wevent audit big.parquet -r req.csv --engine duckdb --json audit.json
     """
     from wevent.verifier.audit import run_audit
-    from wevent.verifier.report import closest_users, render_html, render_markdown, report_json
+    from wevent.verifier.report import (
+        render_html,
+        render_markdown,
+        render_text,
+        report_json,
+        status_line,
+    )
     from wevent.verifier.sql import EngineError
 
     check_writable(json_out, html_out, md_out)
@@ -94,7 +114,10 @@ def audit_cmd(
                 population,
                 engine=engine,
                 horizon=until,
-                expect_head=expect_head,
+                expect_head=list(expect_head) if expect_head else None,
+                public_key=public_key,
+                requirements=requirements,
+                command=invocation(),
                 memory_limit=memory_limit,
                 progress=bar.say,
             )
@@ -105,7 +128,8 @@ def audit_cmd(
         fail(f"{engine} engine ran out of memory: {exc or 'MemoryError'}{hint}")
     except Exception as exc:  # engine failures (e.g. a Spark or DuckDB error): one line
         missing = missing_extra(exc, "audit")
-        if missing is not None and engine == "spark":  # [spark] brings pyarrow too
+        arrow = isinstance(exc, ModuleNotFoundError) and (exc.name or "").startswith("pyarrow")
+        if missing is not None and engine == "spark" and arrow:  # [spark] brings pyarrow too
             missing = require("audit --engine spark", "spark")
         if missing is not None:
             fail(missing)
@@ -122,21 +146,9 @@ def audit_cmd(
             except OSError as exc:
                 fail(f"{out}: cannot write ({exc.strerror})")
     if text:
-        for found in result.integrity:
-            click.echo(f"integrity: {'ok' if found.ok else 'FAILED'}: {found.summary()}")
-            for p in found.problems:
-                click.echo(f"  {p.describe()}")
-            for t in found.torn:
-                click.echo(f"  {t.describe()}")
-        click.echo(render_verdict(result.verdict, population))
-        close = closest_users(result, 5)
-        if close:
-            click.echo(
-                "closest to their bounds: "
-                + ", ".join(f"{u} ({percent_text(x)})" for u, _, x in close)
-            )
+        click.echo(render_text(result, closest=5))
         for written in (json_out, md_out, html_out):
             if written is not None:
                 click.echo(f"report written to {written}")
-        click.echo(f"audit: {'COMPLIANT' if result.ok else 'NOT COMPLIANT'}")
-    sys.exit(EXIT_OK if result.ok else EXIT_VIOLATION)
+        click.echo(f"audit: {status_line(result)}")
+    sys.exit(AUDIT_EXIT[result.status])

@@ -179,16 +179,20 @@ class SqlEngine:
         horizon: int | None = None,
         progress: Callable[[str], None] | None = None,
     ) -> tuple[Verdict, SqlDetails]:
-        from wevent.accounting.formats import ledger_kind, read_ledger, write_ledger
+        from wevent.accounting.formats import EarlierGroups, ledger_kind, read_ledger, write_ledger
 
         with tempfile.TemporaryDirectory(prefix="wevent-audit-") as tmp:
             parquet: list[Path] = []
+            earlier = EarlierGroups()  # a text file may charge groups of the files before it
             for i, f in enumerate(files):
                 if ledger_kind(Path(f)) == "parquet":
                     parquet.append(Path(f))
+                    earlier.add_parquet(Path(f))
                 else:
                     converted = Path(tmp) / f"input-{i}.parquet"
-                    write_ledger(read_ledger(f), converted)
+                    ledger = read_ledger(f, groups=earlier)
+                    write_ledger(ledger, converted)
+                    earlier.add_groups(ledger.groups)
                     parquet.append(converted)
             backend = self._factory(Path(tmp))
             try:

@@ -1,8 +1,13 @@
-"""Audit reports: JSON (exact, machine-readable), Markdown and one self-contained HTML page
-with inline SVG plots (matplotlib).
+"""Audit reports that stand as evidence: the text the command line prints, JSON (exact,
+machine-readable, with a schema version; its schema is in docs/audits.md), Markdown, and one
+self-contained HTML page with inline SVG plots (matplotlib).
 
-Numbers in JSON are exact (``"a/b"`` strings); plots and percentages are for reading only and
-are drawn from floats of the exact values, never used for any decision.
+Every report names what was checked: the wevent version, the UTC time, the command line, every
+input file (ledgers and requirement files) with its SHA-256, each ledger's integrity state
+(intact, broken, unprotected) with its full chain head and what anchored it, and the engine.
+Numbers in JSON are exact (``"a/b"`` strings); percentages come from one formatter
+(`wevent.verifier.verdict.percent_text`: exact, or marked ``~``); plots are drawn from floats of
+the exact values, never used for any decision.
 """
 
 from __future__ import annotations
@@ -10,29 +15,129 @@ from __future__ import annotations
 import html
 import io
 import itertools
+import json
 from collections import Counter
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from wevent.accounting.budget import approx, format_exact, ratio_text
+from wevent.accounting.budget import format_exact, ratio_text
+from wevent.accounting.evidence import evidence_to_json
 from wevent.accounting.requirements import Dynamic, Fixed, Requirement, WholeStream
 from wevent.verifier.audit import AuditResult
 from wevent.verifier.sql import tightest_users
+from wevent.verifier.verdict import Violation, percent_text, render_verdict
+from wevent.verifier.verdict import breaks as violation_breaks
 
-__all__ = ["closest_users", "histogram", "render_html", "render_markdown", "report_json"]
+__all__ = [
+    "SCHEMA_VERSION",
+    "Closest",
+    "breaks",
+    "closest_groups",
+    "closest_users",
+    "figures",
+    "histogram",
+    "render_html",
+    "render_markdown",
+    "render_text",
+    "report_json",
+    "status_line",
+]
+
+# The JSON report's schema version (docs/audits.md): raised when a field changes meaning or
+# goes away; added fields keep it.
+SCHEMA_VERSION = 1
 
 _BINS = (0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
+
+STATE_LABEL = {"intact": "INTACT", "broken": "BROKEN", "unprotected": "UNPROTECTED (warning)"}
 
 
 def _util_text(x: Fraction | None) -> str:
     return "inf" if x is None else ratio_text(x)
 
 
-def _percent(x: Fraction | None) -> str:
-    if x is None:
-        return "unbounded (positive spend against a zero bound)"
-    note = " (over the bound)" if x > 1 else " (at the bound)" if x == 1 else ""
-    return f"{approx(x * 100, 4)}%{note}"
+def status_line(result: AuditResult) -> str:
+    """The audit's one-line outcome (the command line's last line, the reports' headline)."""
+    status = result.status
+    if status == "integrity-failure":
+        extra = (
+            f"; and NOT COMPLIANT: {len(result.verdict.violations)} violation(s), "
+            f"{len(result.verdict.evidence_failures)} evidence failure(s) in the verified content"
+            if not result.verdict.ok
+            else "; the verified content alone is compliant"
+        )
+        return f"INTEGRITY FAILURE (a ledger does not verify{extra})"
+    if status == "not-compliant":
+        return (
+            f"NOT COMPLIANT ({len(result.verdict.violations)} violation(s), "
+            f"{len(result.verdict.evidence_failures)} evidence failure(s))"
+        )
+    if status == "uncommitted-tail":
+        return (
+            "UNCOMMITTED TAIL (the committed content is compliant; a crashed writer's tail was "
+            "not audited: wevent ledger repair moves it aside)"
+        )
+    if result.unprotected:
+        return "COMPLIANT (unprotected: a plain ledger cannot show tampering)"
+    return "COMPLIANT"
+
+
+def breaks(result: AuditResult, violation: Violation) -> str:
+    """The requirement, or for a dynamic user the declaration, that ``violation`` breaks."""
+    return violation_breaks(violation, result.population)
+
+
+@dataclass(frozen=True, slots=True)
+class Closest:
+    """Users of one class tied at one utilization: ``count`` of them, the first few named."""
+
+    utilization: Fraction | None
+    cls: str
+    count: int
+    users: tuple[str, ...]
+
+    def text(self) -> str:
+        share = percent_text(self.utilization)
+        if self.count == 1:
+            return f"{self.users[0]} ({share})"
+        named = ", ".join(self.users) + (", ..." if self.count > len(self.users) else "")
+        return f"{self.count} users of {self.cls} ({named}) at {share}"
+
+    def who(self) -> str:
+        if self.count == 1:
+            return self.users[0]
+        more = f", ... ({self.count} users)" if self.count > len(self.users) else ""
+        return ", ".join(self.users) + more
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "utilization": _util_text(self.utilization),
+            "class": self.cls,
+            "users": self.count,
+            "examples": list(self.users),
+        }
+
+
+def closest_groups(result: AuditResult, k: int = 20, sample: int = 3) -> list[Closest]:
+    """The k largest utilizations (unbounded first), users of one class tied at one value
+    collapsed into one entry with their count (exact comparisons)."""
+    pop = result.population
+    by_value: dict[Fraction | None, list[str]] = {}
+    for user, x in result.verdict.user_utilization.items():
+        by_value.setdefault(x, []).append(user)
+    order = sorted(by_value, key=lambda x: (x is not None, -(x or 0)))
+    out: list[Closest] = []
+    for x in order:
+        per_class: dict[str, list[str]] = {}
+        for u in by_value[x]:
+            per_class.setdefault(pop.class_of(u).name if u in pop else "unregistered", []).append(u)
+        for cls in sorted(per_class):
+            users = sorted(per_class[cls])
+            out.append(Closest(x, cls, len(users), tuple(users[:sample])))
+            if len(out) == k:
+                return out
+    return out
 
 
 def closest_users(result: AuditResult, k: int = 20) -> list[tuple[str, str, Fraction | None]]:
@@ -60,27 +165,66 @@ def histogram(result: AuditResult) -> dict[str, int]:
     return counts
 
 
+def _integrity_lines(result: AuditResult) -> list[tuple[str, list[str]]]:
+    """Per ledger: its headline and the indented details (problems, tail, notes)."""
+    out = []
+    for i in result.integrity:
+        details = [p.describe() for p in i.problems]
+        details += [t.describe() for t in i.torn]
+        details += [f"note: {n}" for n in i.notes]
+        out.append((f"{STATE_LABEL[i.state]}: {i.summary(tail=False)}", details))
+    return out
+
+
+def render_text(result: AuditResult, *, closest: int = 5) -> str:
+    """What `wevent audit` prints before its status line: each ledger's integrity (with the full
+    head, to pass back with --expect-head), the verdict, and the users closest to their bounds."""
+    lines = []
+    for head, details in _integrity_lines(result):
+        lines.append(f"integrity: {head}")
+        lines += [f"  {d}" for d in details]
+    lines.append(render_verdict(result.verdict, result.population))
+    groups = closest_groups(result, closest)
+    if groups:
+        lines.append("closest to their bounds: " + "; ".join(g.text() for g in groups))
+    return "\n".join(lines)
+
+
+def _provenance(result: AuditResult) -> dict[str, Any]:
+    return {
+        "tool": {"name": "wevent", "version": result.version},
+        "created": result.created,
+        "command": list(result.command),
+        "engine": result.engine,
+    }
+
+
 def report_json(result: AuditResult) -> dict[str, Any]:
-    """The audit as JSON: verdict, integrity, utilization summaries and spends over time."""
+    """The audit as JSON (schema version `SCHEMA_VERSION`, docs/audits.md)."""
     v = result.verdict
     return {
+        "schema_version": SCHEMA_VERSION,
+        **_provenance(result),
+        "status": result.status,
         "ok": result.ok,
-        "engine": result.engine,
-        "inputs": list(result.inputs),
+        "ledgers": list(result.inputs),
+        "requirements": list(result.requirements),
+        "inputs": [f.to_json() for f in result.files],
+        "anchors": {
+            "expected_heads": list(result.expected_heads),
+            "public_key": result.public_key or None,
+        },
         "integrity": [i.to_json() for i in result.integrity],
         "verdict": {
             "ok": v.ok,
-            "violations": [x.to_json() for x in v.violations],
+            "violations": [{**x.to_json(), "breaks": breaks(result, x)} for x in v.violations],
             "evidence_failures": [e.to_json() for e in v.evidence_failures],
             "horizon": v.horizon,
             "per_user_charges": v.per_user_charges,
         },
         "utilization": {
             "classes": {k: _util_text(x) for k, x in sorted(v.class_utilization.items())},
-            "closest_users": [
-                {"user": u, "class": c, "utilization": _util_text(x)}
-                for u, c, x in closest_users(result)
-            ],
+            "closest": [g.to_json() for g in closest_groups(result)],
             "histogram": histogram(result),
             "users": len(v.user_utilization),
         },
@@ -91,20 +235,6 @@ def report_json(result: AuditResult) -> dict[str, Any]:
     }
 
 
-def _status(result: AuditResult) -> str:
-    if result.ok:
-        return "COMPLIANT"
-    reasons = []
-    if not result.verdict.ok:
-        reasons.append(
-            f"{len(result.verdict.violations)} violation(s), "
-            f"{len(result.verdict.evidence_failures)} evidence failure(s)"
-        )
-    if not result.integrity_ok:
-        reasons.append("ledger integrity failure")
-    return "NOT COMPLIANT (" + "; ".join(reasons) + ")"
-
-
 def _class_label(result: AuditResult, name: str) -> str:
     for c in result.population.classes:
         if c.name == name:
@@ -112,47 +242,81 @@ def _class_label(result: AuditResult, name: str) -> str:
     return name
 
 
+def _users(x: Violation) -> str:
+    return ", ".join(x.users[:3]) + (f" (+{len(x.users) - 3})" if len(x.users) > 3 else "")
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
 def render_markdown(result: AuditResult, limit: int = 100) -> str:
     v = result.verdict
     lines = [
         "# wevent audit",
         "",
-        f"**Verdict: {_status(result)}**",
+        f"**Verdict: {status_line(result)}**",
         "",
-        f"Engine `{result.engine}`; {v.per_user_charges} per-user charges; horizon {v.horizon}.",
+        "## What was audited",
         "",
-        "## Ledger integrity",
+        "| | |",
+        "|---|---|",
+        f"| wevent | {result.version} |",
+        f"| created (UTC) | {result.created} |",
+        f"| command | `{_md(' '.join(result.command)) or '(Python API)'}` |",
+        f"| engine | `{result.engine}` |",
+        f"| expected heads | {', '.join(f'`{h}`' for h in result.expected_heads) or 'none'} |",
+        f"| public key | {f'`{result.public_key}`' if result.public_key else 'none'} |",
+        f"| charges | {v.per_user_charges} per-user charges, horizon {v.horizon} slots |",
         "",
+        "## Inputs (SHA-256)",
+        "",
+        "| role | file | bytes | SHA-256 |",
+        "|---|---|---|---|",
     ]
-    lines += [f"- {'ok' if i.ok else 'FAILED'}: {i.summary()}" for i in result.integrity]
-    for i in result.integrity:
-        lines += [f"  - {p.describe()}" for p in i.problems]
-        lines += [f"  - {t.describe()}" for t in i.torn]
+    lines += [f"| {f.role} | `{_md(f.path)}` | {f.bytes} | `{f.sha256}` |" for f in result.files]
+    lines += ["", "## Ledger integrity", ""]
+    for head, details in _integrity_lines(result):
+        lines.append(f"- {_md(head)}")
+        lines += [f"  - {_md(d)}" for d in details]
     lines += ["", "## Violations", ""]
-    if not v.violations and not v.evidence_failures:
+    if not v.violations:
         lines.append("None.")
     else:
         lines += [
-            "| # | kind | users | window | sum | bound | excess |",
-            "|---|---|---|---|---|---|---|",
+            "| # | kind | breaks | users | window | sum | bound | excess |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for k, x in enumerate(v.violations[:limit], start=1):
-            users = ", ".join(x.users[:3]) + (f" (+{len(x.users) - 3})" if len(x.users) > 3 else "")
             lines.append(
-                f"| {k} | {x.kind} | {users} | [{x.first}, {x.last}] | {format_exact(x.total)} "
+                f"| {k} | {x.kind} | {_md(breaks(result, x))} | {_md(_users(x))} "
+                f"| [{x.first}, {x.last}] | {format_exact(x.total)} "
                 f"| {format_exact(x.bound)} | {format_exact(x.excess)} |"
             )
         if len(v.violations) > limit:
             lines.append(f"\n... {len(v.violations) - limit} more (see the JSON report)")
-        lines += [f"- evidence: {e.describe()}" for e in v.evidence_failures]
+    lines += ["", "## Evidence failures", ""]
+    if not v.evidence_failures:
+        lines.append("None.")
+    else:
+        lines += [
+            "| # | evidence | amount | certified cost in | charges | first row | first slot |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for k, e in enumerate(v.evidence_failures[:limit], start=1):
+            lines.append(
+                f"| {k} | `{_md(json.dumps(evidence_to_json(e.evidence)))}` | {format_exact(e.amount)} "
+                f"| [{ratio_text(e.cost_lower)}, {ratio_text(e.cost_upper)}] | {e.rows} "
+                f"| {e.first_row + 1} | {e.first_slot} |"
+            )
     lines += ["", "## Utilization per class (largest window sum / bound)", ""]
     lines += ["| class | utilization |", "|---|---|"]
     for name, share in sorted(v.class_utilization.items()):
-        lines.append(f"| {_class_label(result, name)} | {_percent(share)} |")
-    lines += ["", "## Users closest to their bounds", "", "| user | class | utilization |"]
+        lines.append(f"| {_md(_class_label(result, name))} | {percent_text(share)} |")
+    lines += ["", "## Users closest to their bounds", "", "| users | class | utilization |"]
     lines.append("|---|---|---|")
-    for u, c, share in closest_users(result):
-        lines.append(f"| {u} | {c} | {_percent(share)} |")
+    for g in closest_groups(result):
+        lines.append(f"| {_md(g.who())} | {_md(g.cls)} | {percent_text(g.utilization)} |")
     lines += ["", "## Utilization histogram (users)", "", "| bin | users |", "|---|---|"]
     lines += [f"| {b} | {n} |" for b, n in histogram(result).items()]
     return "\n".join(lines) + "\n"
@@ -178,139 +342,286 @@ def _svg(fig: Any) -> str:
     return text[text.find("<svg") :]
 
 
+@dataclass
+class _Series:
+    label: str
+    values: list[float]
+    bound: bool  # a bound (dashed) or a sum (solid)
+
+
 def _window_series(
     req: Requirement | None, spends: tuple[tuple[int, Fraction], ...], horizon: int
-) -> tuple[list[int], list[float], list[float], str]:
-    """Window sums over time (display floats) and the bound at each slot, for one user."""
+) -> tuple[list[int], list[_Series]]:
+    """Window sums over time and the bound in force at each slot, for one user (display
+    floats): for a fixed requirement the sum of the last w slots; for a dynamic one the backward
+    window ending at t and the forward window starting at t, each against the bound of the
+    declaration in force at t; for a whole-stream one the cumulative spend."""
     per = dict(spends)
     slots = list(range(1, horizon + 1)) if horizon <= 5000 else sorted(per)
-    sums: list[float] = []
-    bounds: list[float] = []
-    label = "window sum"
-    running = Fraction(0)
-    for t in slots:
-        if isinstance(req, Fixed):
-            total = sum((x for s, x in spends if t - req.w < s <= t), Fraction(0))
-            bound: Fraction = req.eps
-            label = f"sum of the last {req.w} slots"
-        elif isinstance(req, Dynamic):
+
+    def window(first: int, last: int) -> Fraction:
+        return sum((x for s, x in spends if first <= s <= last), Fraction(0))
+
+    if isinstance(req, Fixed):
+        sums = [window(t - req.w + 1, t) for t in slots]
+        return slots, [
+            _Series(f"sum of the last {req.w} slots", [_plot_value(x) for x in sums], False),
+            _Series("bound", [_plot_value(req.eps)] * len(slots), True),
+        ]
+    if isinstance(req, Dynamic):
+        back, back_bound, fwd, fwd_bound = [], [], [], []
+        for t in slots:
             decl = req.in_force(t)
             if decl is None:
-                total, bound = Fraction(0), Fraction(0)
+                total_b = total_f = bound_b = bound_f = Fraction(0)
             else:
-                total = sum((x for s, x in spends if t - decl.w_back < s <= t), Fraction(0))
-                bound = decl.eps_back
-            label = "backward window sum"
-        else:
-            running += per.get(t, Fraction(0))
-            total = running
-            bound = req.eps if isinstance(req, WholeStream) else Fraction(0)
-            label = "cumulative spend"
-        sums.append(_plot_value(total))
-        bounds.append(_plot_value(bound))
-    return slots, sums, bounds, label
+                total_b = window(t - decl.w_back + 1, t)
+                total_f = window(t, t + decl.w_fwd - 1)
+                bound_b, bound_f = decl.eps_back, decl.eps_fwd
+            back.append(_plot_value(total_b))
+            back_bound.append(_plot_value(bound_b))
+            fwd.append(_plot_value(total_f))
+            fwd_bound.append(_plot_value(bound_f))
+        return slots, [
+            _Series("backward window sum (ending at t)", back, False),
+            _Series("backward bound", back_bound, True),
+            _Series("forward window sum (from t)", fwd, False),
+            _Series("forward bound", fwd_bound, True),
+        ]
+    running = Fraction(0)
+    cumulative = []
+    for t in slots:
+        running += per.get(t, Fraction(0))
+        cumulative.append(_plot_value(running))
+    bound = req.eps if isinstance(req, WholeStream) else Fraction(0)
+    return slots, [
+        _Series("cumulative spend", cumulative, False),
+        _Series("bound", [_plot_value(bound)] * len(slots), True),
+    ]
+
+
+_COLORS = ("#228833", "#cc3311", "#4477aa", "#ee7733")
+
+
+def _outside_legend(ax: Any, size: int = 8) -> None:
+    """The legend to the right of the axes, never over the data."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=size)
 
 
 def _plots(result: AuditResult) -> list[tuple[str, str]]:
+    """The report's plots as inline SVG, with their titles."""
+    return [(title, _svg(fig)) for title, fig in figures(result)]
+
+
+def figures(result: AuditResult) -> list[tuple[str, Any]]:
+    """The report's plots as matplotlib figures, with their titles: the utilization histogram,
+    the window sums of the tightest user of each class against their bounds (backward and
+    forward windows for a dynamic user), and the spends per slot of each class. Every y axis
+    starts at zero, sums are drawn as steps (a spend holds for its slot) and legends sit to the
+    right of the axes, off the data."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     plt.rcParams["svg.fonttype"] = "none"
-    plots: list[tuple[str, str]] = []
+    plots: list[tuple[str, Any]] = []
     hist = histogram(result)
     fig, ax = plt.subplots(figsize=(7, 3))
     ax.bar(list(hist), list(hist.values()), color="#4477aa")
+    ax.set_ylim(bottom=0)
     ax.set_ylabel("users")
     ax.set_xlabel("utilization (largest window sum / bound)")
     ax.tick_params(axis="x", labelrotation=45)
-    plots.append(("Utilization histogram", _svg(fig)))
+    plots.append(("Utilization histogram", fig))
 
     horizon = result.verdict.horizon
     for user, spends in result.details.user_spends.items():
         req = result.population.get(user)
-        slots, sums, bounds, label = _window_series(req, spends, horizon)
+        slots, series = _window_series(req, spends, horizon)
         fig, ax = plt.subplots(figsize=(7, 2.6))
-        ax.step(slots, sums, where="post", label=label, color="#228833")
-        ax.step(slots, bounds, where="post", label="bound", color="#cc3311", linestyle="--")
+        for k, line in enumerate(series):
+            ax.step(
+                slots,
+                line.values,
+                where="post",
+                label=line.label,
+                color=_COLORS[(k // 2) * 2 + (1 if line.bound else 0)],
+                linestyle="--" if line.bound else "-",
+                alpha=0.9 if k < 2 else 0.6,
+            )
+        ax.set_ylim(bottom=0)
         ax.set_xlabel("slot")
         ax.set_ylabel("epsilon")
-        ax.legend(loc="upper right", fontsize=8)
+        _outside_legend(ax)
         util = result.verdict.user_utilization.get(user)
-        plots.append((f"Window sums of {user} ({_percent(util)})", _svg(fig)))
+        plots.append((f"Window sums of {user} ({percent_text(util)})", fig))
 
     if result.details.class_timeline:
         fig, ax = plt.subplots(figsize=(7, 3))
         for name, points in sorted(result.details.class_timeline.items()):
-            ax.plot([s for s, _ in points], [_plot_value(x) for _, x in points], label=name, lw=1)
+            ax.step(
+                [s for s, _ in points],
+                [_plot_value(x) for _, x in points],
+                where="post",
+                label=name,
+                lw=1,
+            )
+        ax.set_ylim(bottom=0)
         ax.set_xlabel("slot")
-        ax.set_ylabel("per-user charges (sum)")
-        ax.legend(loc="upper right", fontsize=7, ncol=2)
-        plots.append(("Spends over time per class", _svg(fig)))
+        ax.set_ylabel("per-user charges in the slot (sum)")
+        _outside_legend(ax, 7)
+        plots.append(("Spends per slot, per class", fig))
     return plots
 
 
 _CSS = """
-body{font-family:sans-serif;max-width:980px;margin:2em auto;color:#222}
-h1{font-size:1.6em} .ok{color:#1b7837} .bad{color:#b2182b}
+body{font-family:sans-serif;max-width:1080px;margin:2em auto;color:#222}
+h1{font-size:1.6em} .ok{color:#1b7837} .bad{color:#b2182b} .warn{color:#8c510a}
 table{border-collapse:collapse;margin:.5em 0} td,th{border:1px solid #ccc;padding:3px 8px;
-font-size:.9em;text-align:left} figure{margin:1em 0} figcaption{font-weight:bold}
-code{font-size:.85em}
+font-size:.9em;text-align:left;vertical-align:top} figure{margin:1em 0}
+figcaption{font-weight:bold} code{font-size:.85em;word-break:break-all}
 """
 
 
+def _table(headers: list[str], rows: list[list[str]], ident: str = "") -> str:
+    """An HTML table of already escaped cells."""
+    attr = f" id='{ident}'" if ident else ""
+    out = [f"<table{attr}><tr>" + "".join(f"<th>{h}</th>" for h in headers) + "</tr>"]
+    out += ["<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows]
+    out.append("</table>")
+    return "".join(out)
+
+
 def render_html(result: AuditResult, limit: int = 200) -> str:
-    """One self-contained HTML page: verdict, integrity, violations, utilization and plots."""
+    """One self-contained HTML page: verdict, provenance and inputs, integrity, violations,
+    evidence failures, utilization and plots."""
     e = html.escape
     v = result.verdict
-    cls = "ok" if result.ok else "bad"
+    status = result.status
+    cls = (
+        "ok" if status == "compliant" and not result.unprotected else "warn" if result.ok else "bad"
+    )
+    code = "<code>{}</code>".format
     out = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         "<title>wevent audit</title>",
         f"<style>{_CSS}</style></head><body>",
         "<h1>wevent audit</h1>",
-        f"<p id='verdict' class='{cls}'><strong>Verdict: {e(_status(result))}</strong></p>",
-        f"<p>Engine <code>{e(result.engine)}</code>; inputs: "
-        + ", ".join(f"<code>{e(p)}</code>" for p in result.inputs)
-        + f"; {v.per_user_charges} per-user charges; horizon {v.horizon} slots.</p>",
+        f"<p id='verdict' class='{cls}'><strong>Verdict: {e(status_line(result))}</strong></p>",
+        "<h2>What was audited</h2>",
+        _table(
+            ["", ""],
+            [
+                ["wevent", e(result.version)],
+                ["created (UTC)", e(result.created)],
+                [
+                    "command",
+                    code(e(" ".join(result.command))) if result.command else "(Python API)",
+                ],
+                ["engine", code(e(result.engine))],
+                [
+                    "expected heads",
+                    ", ".join(code(e(h)) for h in result.expected_heads) or "none",
+                ],
+                ["public key", code(e(result.public_key)) if result.public_key else "none"],
+                ["charges", f"{v.per_user_charges} per-user charges; horizon {v.horizon} slots"],
+            ],
+            "provenance",
+        ),
+        "<h2>Inputs (SHA-256)</h2>",
+        _table(
+            ["role", "file", "bytes", "SHA-256"],
+            [[e(f.role), code(e(f.path)), str(f.bytes), code(f.sha256)] for f in result.files],
+            "inputs",
+        ),
         "<h2>Ledger integrity</h2><ul id='integrity'>",
     ]
-    for i in result.integrity:
-        out.append(f"<li>{'ok' if i.ok else '<b>FAILED</b>'}: {e(i.summary())}<ul>")
-        out += [f"<li>{e(p.describe())}</li>" for p in i.problems]
-        out += [f"<li>{e(t.describe())}</li>" for t in i.torn]
+    for i, (head, details) in zip(result.integrity, _integrity_lines(result), strict=True):
+        mark = {"intact": "ok", "broken": "bad", "unprotected": "warn"}[i.state]
+        out.append(f"<li class='{mark}'>{e(head)}<ul>")
+        out += [f"<li>{e(d)}</li>" for d in details]
         out.append("</ul></li>")
     out.append("</ul><h2>Violations</h2>")
-    if not v.violations and not v.evidence_failures:
-        out.append("<p>None: every window and evidence record holds.</p>")
+    if not v.violations:
+        out.append("<p>None: every window holds.</p>")
     else:
+        rows = [
+            [
+                str(k),
+                e(x.kind),
+                e(breaks(result, x)),
+                e(_users(x)),
+                f"[{x.first}, {x.last}]",
+                e(", ".join(f"{s}:{format_exact(a)}" for s, a in x.spends[:10])),
+                e(format_exact(x.total)),
+                e(format_exact(x.bound)),
+                e(format_exact(x.excess)),
+            ]
+            for k, x in enumerate(v.violations[:limit], start=1)
+        ]
         out.append(
-            "<table id='violations'><tr><th>#</th><th>kind</th><th>users</th><th>window</th>"
-            "<th>spends</th><th>sum</th><th>bound</th><th>excess</th></tr>"
-        )
-        for k, x in enumerate(v.violations[:limit], start=1):
-            users = ", ".join(x.users[:3]) + (f" (+{len(x.users) - 3})" if len(x.users) > 3 else "")
-            spends = ", ".join(f"{s}:{format_exact(a)}" for s, a in x.spends[:10])
-            out.append(
-                f"<tr><td>{k}</td><td>{e(x.kind)}</td><td>{e(users)}</td>"
-                f"<td>[{x.first}, {x.last}]</td><td>{e(spends)}</td>"
-                f"<td>{e(format_exact(x.total))}</td><td>{e(format_exact(x.bound))}</td>"
-                f"<td>{e(format_exact(x.excess))}</td></tr>"
+            _table(
+                ["#", "kind", "breaks", "users", "window", "spends", "sum", "bound", "excess"],
+                rows,
+                "violations",
             )
-        out.append("</table>")
+        )
         if len(v.violations) > limit:
             out.append(f"<p>... {len(v.violations) - limit} more (see the JSON report).</p>")
-        out += [f"<p>Evidence: {e(x.describe())}</p>" for x in v.evidence_failures]
-    out.append("<h2>Utilization per class</h2><table><tr><th>class</th><th>utilization</th></tr>")
-    for name, share in sorted(v.class_utilization.items()):
-        label = e(_class_label(result, name))
-        out.append(f"<tr><td>{label}</td><td>{e(_percent(share))}</td></tr>")
-    out.append("</table><h2>Users closest to their bounds</h2>")
-    out.append("<table><tr><th>user</th><th>class</th><th>utilization</th></tr>")
-    for u, c, share in closest_users(result):
-        out.append(f"<tr><td>{e(u)}</td><td>{e(c)}</td><td>{e(_percent(share))}</td></tr>")
-    out.append("</table><h2>Plots</h2>")
+    out.append("<h2>Evidence failures</h2>")
+    if not v.evidence_failures:
+        out.append("<p>None: every evidence record certifies its charge.</p>")
+    else:
+        rows = [
+            [
+                str(k),
+                code(e(json.dumps(evidence_to_json(x.evidence)))),
+                e(format_exact(x.amount)),
+                e(f"[{ratio_text(x.cost_lower)}, {ratio_text(x.cost_upper)}]"),
+                str(x.rows),
+                str(x.first_row + 1),
+                str(x.first_slot),
+            ]
+            for k, x in enumerate(v.evidence_failures[:limit], start=1)
+        ]
+        out.append(
+            _table(
+                [
+                    "#",
+                    "evidence",
+                    "amount",
+                    "certified cost in",
+                    "charges",
+                    "first row",
+                    "first slot",
+                ],
+                rows,
+                "evidence",
+            )
+        )
+    out.append("<h2>Utilization per class</h2>")
+    out.append(
+        _table(
+            ["class", "utilization"],
+            [
+                [e(_class_label(result, name)), e(percent_text(share))]
+                for name, share in sorted(v.class_utilization.items())
+            ],
+        )
+    )
+    out.append("<h2>Users closest to their bounds</h2>")
+    out.append(
+        _table(
+            ["users", "class", "utilization"],
+            [
+                [e(g.who()), e(g.cls), e(percent_text(g.utilization))]
+                for g in closest_groups(result)
+            ],
+            "closest",
+        )
+    )
+    out.append("<h2>Plots</h2>")
     for title, svg in _plots(result):
         out.append(f"<figure class='plot'><figcaption>{e(title)}</figcaption>{svg}</figure>")
     out.append("</body></html>")

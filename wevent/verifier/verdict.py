@@ -19,6 +19,7 @@ reported once, listing every such user.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -34,6 +35,7 @@ __all__ = [
     "EvidenceFailure",
     "Verdict",
     "Violation",
+    "breaks",
     "percent_text",
     "ratio",
     "render_verdict",
@@ -204,14 +206,47 @@ class Verdict:
 # ---------------------------------------------------------------------------- text
 
 
-def percent_text(x: Fraction | None) -> str:
-    """Utilization as a percentage: exact where it terminates, else to 0.1% (display only)."""
+def percent_text(x: Fraction | None, places: int = 2) -> str:
+    """Utilization as a percentage, the one formatter of the command line and every report
+    (display only, never a decision): exact when the percentage has at most ``places``
+    decimals (``83.25%``, ``100%``); otherwise marked ``~`` and rounded to ``places`` decimals,
+    half away from zero (133/160 = 83.125% reads ``~83.13%``), with more decimals where that
+    rounding would land on 0% or 100% (a value just under the bound never reads as at it).
+    Computed on the exact rational."""
     if x is None:
         return "unbounded (positive spend against a zero bound)"
-    text = format_exact(x * 100)
-    shown = text if "/" not in text and len(text) <= 8 else f"~{approx(x * 100, 4)}"
     note = " (at the bound)" if x == 1 else " (over the bound)" if x > 1 else ""
-    return f"{shown}%{note}"
+    value = Fraction(x) * 100
+    scale = 10**places
+    if (value * scale).denominator == 1:
+        return f"{format_exact(value)}%{note}"
+    digits = places
+    while True:
+        scale = 10**digits
+        rounded = Fraction(math.floor(abs(value) * scale + Fraction(1, 2)), scale)
+        if value < 0:
+            rounded = -rounded
+        if rounded not in (0, 100):
+            break
+        digits += 1
+    whole, frac = divmod(abs(rounded.numerator) * (scale // rounded.denominator), scale)
+    sign = "-" if rounded < 0 else ""
+    return f"~{sign}{whole}.{frac:0{digits}d}%{note}"
+
+
+def breaks(violation: Violation, population: Population) -> str:
+    """The requirement ``violation`` breaks: for a dynamic user's backward or forward window,
+    the declaration in force at its anchor."""
+    from wevent.accounting.requirements import Dynamic
+
+    req = population.get(violation.users[0])
+    if isinstance(req, Dynamic) and violation.kind in ("backward", "forward"):
+        decl = req.in_force(violation.anchor)
+        if decl is not None:
+            return f"declaration {decl.describe()}"
+    if violation.kind == "unregistered":
+        return "no requirement in force"
+    return violation.requirement
 
 
 def render_verdict(verdict: Verdict, population: Population, *, limit: int = 50) -> str:
@@ -224,7 +259,9 @@ def render_verdict(verdict: Verdict, population: Population, *, limit: int = 50)
         f"{verdict.per_user_charges} per-user charges, horizon {verdict.horizon} slots)"
     )
     for i, v in enumerate(verdict.violations[:limit], start=1):
-        lines.append(f"  {i}. {v.describe()}")
+        broken = breaks(v, population)
+        note = f"; breaks {broken}" if broken.startswith("declaration") else ""
+        lines.append(f"  {i}. {v.describe()}{note}")
     if len(verdict.violations) > limit:
         lines.append(f"  ... {len(verdict.violations) - limit} more (use --json for all)")
     for e in verdict.evidence_failures[:limit]:
