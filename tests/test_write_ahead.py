@@ -20,7 +20,7 @@ from wevent.accounting.population import Population
 from wevent.accounting.recovery import open_durable
 from wevent.accounting.requirements import Fixed
 from wevent.accounting.sinks import LedgerSink, ReplayMismatch, ReplaySink
-from wevent.accounting.spending import BudgetExceeded, Spend
+from wevent.accounting.spending import BudgetExceeded
 from wevent.errors import InputError
 from wevent.verifier.guard import Guard
 
@@ -54,7 +54,7 @@ def test_every_spend_is_committed_before_it_returns() -> None:
     guard.spend(1, "0.1", user="a")
     assert sink.events == ["charge 1 user 'a'", "commit"]
     guard.define_group("both", ["a", "b"])
-    guard.spend_many([Spend(2, Budget("0.1"), group="both"), Spend(2, Budget("0.1"), user="b")])
+    guard.spend_many([Charge(2, Budget("0.1"), group="both"), Charge(2, Budget("0.1"), user="b")])
     assert sink.events[2:] == ["group both", "charge 2 group 'both'", "charge 2 user 'b'", "commit"]
 
 
@@ -62,7 +62,7 @@ def test_a_refusal_inside_spend_many_commits_the_ones_before_it() -> None:
     sink = Recorder()
     guard = Guard(POP, sink=sink)
     with pytest.raises(BudgetExceeded):
-        guard.spend_many([Spend(1, Budget("0.3"), user="a"), Spend(1, Budget("0.1"), user="a")])
+        guard.spend_many([Charge(1, Budget("0.3"), user="a"), Charge(1, Budget("0.1"), user="a")])
     assert sink.events == ["charge 1 user 'a'", "commit"]
     assert len(guard.ledger) == 1
 
@@ -78,7 +78,7 @@ def test_a_failed_commit_fails_closed() -> None:
 
 def test_without_a_sink_nothing_changes() -> None:
     guard = Guard(POP)
-    guard.spend_many([Spend(1, Budget("0.1"), user="a")])
+    guard.spend_many([Charge(1, Budget("0.1"), user="a")])
     assert guard.sink is None and len(guard.ledger) == 1
 
 

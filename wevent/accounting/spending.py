@@ -16,12 +16,12 @@ import numpy.typing as npt
 
 from wevent.accounting.budget import Budget, format_exact
 from wevent.accounting.evidence import Evidence
+from wevent.accounting.ledger import Charge
 from wevent.errors import Refused
 
 __all__ = [
     "BudgetExceeded",
     "EvidenceRejected",
-    "Spend",
     "Spender",
     "WindowState",
     "spend_all",
@@ -107,36 +107,23 @@ class EvidenceRejected(Refused):
         )
 
 
-@dataclass(frozen=True, slots=True)
-class Spend:
-    """One spend a mechanism asks for (the arguments of `Spender.spend`)."""
-
-    slot: int
-    amount: Budget
-    user: str | None = None
-    group: str | None = None
-    part: str = ""
-    mechanism: str = ""
-    evidence: Evidence | None = None
-
-
-def spend_all(spender: Spender, spends: Sequence[Spend]) -> None:
-    """Charge every one of ``spends`` before any noise is drawn: through the spender's
-    ``spend_many`` when it has one (the guard: one durable commit for all of them), else one
-    `Spender.spend` each."""
+def spend_all(spender: Spender, charges: Sequence[Charge]) -> None:
+    """Charge every one of ``charges`` (each a `Charge`: the spend's fields) before any noise is
+    drawn: through the spender's ``spend_many`` when it has one (the guard: one durable commit
+    for all of them), else one `Spender.spend` each."""
     many = getattr(spender, "spend_many", None)
     if many is not None:
-        many(spends)
+        many(charges)
         return
-    for s in spends:
+    for c in charges:
         spender.spend(
-            s.slot,
-            s.amount,
-            user=s.user,
-            group=s.group,
-            part=s.part,
-            mechanism=s.mechanism,
-            evidence=s.evidence,
+            c.slot,
+            c.amount,
+            user=c.user,
+            group=c.group,
+            part=c.part,
+            mechanism=c.mechanism,
+            evidence=c.evidence,
         )
 
 

@@ -31,7 +31,8 @@ import numpy as np
 import numpy.typing as npt
 
 from wevent.accounting.budget import Budget, BudgetError, format_exact
-from wevent.accounting.spending import Spend, Spender, spend_all
+from wevent.accounting.ledger import Charge
+from wevent.accounting.spending import Spender, spend_all
 from wevent.errors import WeventError
 from wevent.mechanisms.allocators import status_of
 from wevent.mechanisms.allocators.kernel import Kernel, Plan, first_negative
@@ -128,7 +129,7 @@ class CentralRunner(KernelRunner):
         spend_all(  # every class's charge is durable before any noise is drawn (group commit)
             self.spender,
             [
-                Spend(
+                Charge(
                     t,
                     b,
                     group=self.groups[c],

@@ -17,7 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from wevent.accounting.budget import Budget, BudgetError
-from wevent.accounting.spending import Spend, Spender, spend_all
+from wevent.accounting.ledger import Charge
+from wevent.accounting.spending import Spender, spend_all
 from wevent.mechanisms.sampling import SamplingMechanism, obs
 
 __all__ = ["dc_dissimilarity", "ldp_dissimilarity"]
@@ -62,7 +63,7 @@ def dc_dissimilarity(
     spend_all(
         spender,
         [
-            Spend(
+            Charge(
                 slot,
                 Budget(eps),
                 group=group,

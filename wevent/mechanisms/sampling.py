@@ -26,7 +26,8 @@ import numpy.typing as npt
 
 from wevent.accounting.budget import Budget, BudgetError
 from wevent.accounting.evidence import Evidence, Laplace, Sampled
-from wevent.accounting.spending import Spend, Spender, spend_all
+from wevent.accounting.ledger import Charge
+from wevent.accounting.spending import Spender, spend_all
 from wevent.mechanisms.noise import LaplaceMechanism
 from wevent.mechanisms.rounding import exp_lower, exp_upper, float_down
 
@@ -177,7 +178,7 @@ class SamplingMechanism:
         spend_all(
             spender,
             [
-                Spend(
+                Charge(
                     slot,
                     Budget(eps),
                     group=group,

@@ -37,7 +37,7 @@ from wevent.accounting.population import Population
 from wevent.accounting.recovery import Recovered, open_durable
 from wevent.accounting.requirements import requirement_bounds
 from wevent.accounting.sinks import LedgerSink
-from wevent.accounting.spending import BudgetExceeded, EvidenceRejected, Spend, WindowState
+from wevent.accounting.spending import BudgetExceeded, EvidenceRejected, WindowState
 from wevent.verifier.accounts import AccountEngine
 from wevent.verifier.guard_engines import AUTO, GuardEngine, choose_guard_engine
 from wevent.verifier.state import Window
@@ -286,23 +286,15 @@ class Guard:
             if not self._batch:
                 self._sink.commit()
 
-    def spend_many(self, spends: Iterable[Spend]) -> None:
-        """`spend` each of ``spends`` in order, with one durable commit for all of them (group
+    def spend_many(self, charges: Iterable[Charge]) -> None:
+        """`spend` each of ``charges`` in order, with one durable commit for all of them (group
         commit) before returning. If one is refused, the ones before it stay charged and are
         committed (conservative: nothing is released for any of them), then the refusal is
         raised."""
         self._batch += 1
         try:
-            for s in spends:
-                self.spend(
-                    s.slot,
-                    s.amount,
-                    user=s.user,
-                    group=s.group,
-                    part=s.part,
-                    mechanism=s.mechanism,
-                    evidence=s.evidence,
-                )
+            for charge in charges:
+                self.spend_charge(charge)
         finally:
             self._batch -= 1
             if self._sink is not None and not self._batch:
