@@ -266,7 +266,12 @@ def test_published_dynamic_run_stops_and_keeps_its_ledger(tmp_path: Path) -> Non
     assert code == 1 and "published 1" in out
     assert "REFUSED, the run stopped" in out and "negative publication budget -0.025" in out
     assert ledger.exists() and run("check", str(ledger), "-r", req)[0] == 0
-    assert run("run", "dpbd", "-r", req, "--stream", stream, "--ledger", str(ledger))[0] == 0
+    assert (
+        run(
+            "run", "dpbd", "-r", req, "--stream", stream, "--ledger", str(tmp_path / "sound.jsonl")
+        )[0]
+        == 0
+    )
 
 
 @pytest.mark.parametrize(

@@ -211,8 +211,8 @@ def test_zero_budget_users_never_report(tmp_path: Path) -> None:
         + "".join(f"a{i},3,1\n" for i in range(20))
         + "".join(f"z{i},3,0\n" for i in range(10))
     )
-    ledger = tmp_path / "l.jsonl"
     for mechanism in ("plpd", "plpa", "plpd+", "plba-rp"):
+        ledger = tmp_path / f"{mechanism}.jsonl"  # a ledger is never overwritten
         code, out = run(
             "run", mechanism, "-r", str(req), "--stream", "sin", "--slots", "12",
             "--ledger", str(ledger),

@@ -103,6 +103,9 @@ def test_run_takes_the_example_allocator_by_name(env: dict[str, str], tmp_path: 
     assert done.returncode == 0, done.stdout + done.stderr
     checked = _run(["-m", "wevent", "check", str(ledger), "-r", str(req)], env, tmp_path)
     assert checked.returncode == 0 and "COMPLIANT" in checked.stdout, checked.stdout
+    broken_ledger = tmp_path / "broken.jsonl"  # a ledger is never overwritten
+    args[args.index(str(ledger))] = str(broken_ledger)
+    ledger = broken_ledger
     broken = _run(["-m", "wevent", "run", "thrifty:broken", *args], env, tmp_path)
     assert broken.returncode == 1 and "refused" in broken.stdout.lower(), broken.stdout
     checked = _run(["-m", "wevent", "check", str(ledger), "-r", str(req)], env, tmp_path)
