@@ -22,7 +22,7 @@ from wevent.accounting.requirements import Fixed
 from wevent.accounting.sinks import LedgerSink, ReplayMismatch, ReplaySink
 from wevent.accounting.spending import BudgetExceeded
 from wevent.errors import InputError
-from wevent.verifier.guard import Guard
+from wevent.verifier.guard import Guard, SinkFailed
 
 POP = Population({"a": Fixed(3, Budget("0.3")), "b": Fixed(2, Budget("1/2"))})
 
@@ -68,12 +68,19 @@ def test_a_refusal_inside_spend_many_commits_the_ones_before_it() -> None:
 
 
 def test_a_failed_commit_fails_closed() -> None:
-    """The spend raises (so its noise is never drawn) and stays counted in the windows."""
+    """The spend raises (so its noise is never drawn) and stays counted in the windows, and
+    every later spend is refused: the durable ledger's state is unknown until it is recovered
+    (a writer retrying its pending lines could corrupt it)."""
     guard = Guard(POP, sink=Recorder(fail_commit=True))
     with pytest.raises(OSError):
         guard.spend(1, "0.3", user="a")
-    with pytest.raises(BudgetExceeded):  # the uncommitted 0.3 still counts
-        guard.spend(1, "0.1", user="a")
+    assert guard.headroom(1, user="a") == 0  # the uncommitted 0.3 still counts
+    assert isinstance(guard.broken, OSError)
+    with pytest.raises(SinkFailed, match="until it is recovered"):
+        guard.spend(1, "0.1", user="b")
+    with pytest.raises(SinkFailed):
+        guard.spend_many([Charge(2, Budget("0.1"), user="b")])
+    assert len(guard.ledger) == 1
 
 
 def test_without_a_sink_nothing_changes() -> None:
@@ -170,3 +177,42 @@ def test_the_replay_sink_checks_every_recovered_charge(tmp_path: Path) -> None:
     other = Guard(POP, sink=ReplaySink(recovered, Recorder()))
     with pytest.raises(ReplayMismatch, match="resume with the allocator"):
         other.spend(1, "0.2", user="a")
+
+
+def test_a_resumed_run_must_be_the_same_run(tmp_path: Path) -> None:
+    """The run header (allocator, flags, stream, requirements) and the releases already on disk
+    hold a resumed run to the run that wrote the ledger: another seed would publish the same
+    slots again with fresh noise and no charge, so it is refused, and nothing is touched."""
+    from wevent.experiments.running import run_mechanism
+    from wevent.mechanisms.streams import SyntheticStream
+
+    sizes = [c.count for c in POP.classes]
+    ledger, releases = tmp_path / "run.jsonl", tmp_path / "rel.csv"
+
+    def run(seed: int, resume: bool, **kw: object) -> object:
+        return run_mechanism(
+            "uniform", POP, SyntheticStream("sin", 30, sizes, seed), slots=30, seed=seed,
+            ledger_path=ledger, releases_path=releases, resume=resume, **kw,  # type: ignore[arg-type]
+        )  # fmt: skip
+
+    run(1, False)
+    before = (ledger.read_bytes(), releases.read_bytes())
+    with pytest.raises(ReplayMismatch, match="releases of slot 1 would differ"):
+        run(2, True)  # uniform's charges do not depend on the data: only the releases tell
+    with pytest.raises(InputError, match=r"differs from the one that wrote .* in stream"):
+        run(1, True, identity={"stream": "another"})
+    assert (ledger.read_bytes(), releases.read_bytes()) == before
+    assert not (tmp_path / "rel.csv.resume").exists()
+    run(1, True)  # the same run resumes (here: nothing left to do) and changes nothing
+    assert (ledger.read_bytes(), releases.read_bytes()) == before
+
+
+def test_one_writer_at_a_time(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    sink, _ = open_durable(path, resume=False)
+    with pytest.raises(InputError, match="being written by another process"):
+        open_durable(path, resume=True)
+    sink.close()
+    again, found = open_durable(path, resume=True)
+    assert found is not None
+    again.close()

@@ -7,6 +7,7 @@ mechanism is checked at runtime without importing verifier internals.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Protocol
@@ -24,6 +25,7 @@ __all__ = [
     "EvidenceRejected",
     "Spender",
     "WindowState",
+    "batched",
     "spend_all",
 ]
 
@@ -105,6 +107,13 @@ class EvidenceRejected(Refused):
             f"least {format_exact(lower)} (or could not be certified), more than the "
             f"{format_exact(amount)} charged"
         )
+
+
+def batched(spender: Spender) -> AbstractContextManager[None]:
+    """The spender's group commit (`Guard.batch`) when it has one, else nothing: the spends
+    inside share one durable commit. No noise may be drawn inside."""
+    batch = getattr(spender, "batch", None)
+    return batch() if batch is not None else nullcontext()
 
 
 def spend_all(spender: Spender, charges: Sequence[Charge]) -> None:

@@ -157,6 +157,13 @@ def run_cmd(
     if allocator == "exsub":
         if oracle is not None or variant != "sound" or arithmetic != "exact" or resume:
             fail("exsub takes no --oracle, --variant, --arithmetic or --resume")
+        if ledger_out is not None and ledger_out.suffix.lower() == ".wledger":
+            fail(
+                "exsub writes its ledger at the end of the run: --ledger FILE.jsonl, .csv or "
+                ".parquet"
+            )
+        if ledger_out is not None and ledger_out.exists():
+            fail(f"{ledger_out} exists: a ledger is never overwritten (choose another name)")
         _run_exsub(
             requirements,
             stream_spec,
@@ -205,10 +212,17 @@ def run_cmd(
             progress=None if bar is None else bar.update,
             oracle=oracle,
             resume=resume,
+            identity={"stream": _stream_identity(stream_spec)},
             **chosen,
         )
     except InputError as exc:
         fail(str(exc))
+    except OSError as exc:  # the ledger or releases could not be written: the run stopped
+        fail(
+            f"cannot write the run's output ({exc.strerror or exc}"
+            + (f": {exc.filename}" if exc.filename else "")
+            + "); the guard refused every later spend, --resume continues a write-ahead ledger"
+        )
     except Exception as exc:  # a third-party kernel's own failure: one line, no traceback
         if builtin:
             raise
@@ -236,6 +250,21 @@ def run_cmd(
     if releases_out is not None:
         click.echo(f"  releases written to {releases_out}")
     sys.exit(EXIT_OK if summary.ok else EXIT_VIOLATION)
+
+
+def _stream_identity(spec: str) -> str:
+    """What a resumed run must match of ``--stream``: a synthetic kind by name, a CSV file by
+    the SHA-256 of its bytes (a changed value is another stream)."""
+    path = Path(spec)
+    if not path.is_file():
+        return spec
+    import hashlib
+
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return f"csv sha256:{digest.hexdigest()}"
 
 
 def _run_exsub(

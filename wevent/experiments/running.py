@@ -9,7 +9,8 @@ still written, so nothing is lost.
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable, Sequence
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -19,11 +20,11 @@ import numpy as np
 import numpy.typing as npt
 
 from wevent.accounting.budget import BudgetError
-from wevent.accounting.durable import ChainedJsonlWriter, SegmentWriter, sync_rename
+from wevent.accounting.durable import sync_rename
 from wevent.accounting.formats import ledger_kind, write_ledger
 from wevent.accounting.ledger import Ledger
 from wevent.accounting.population import Population
-from wevent.accounting.recovery import Recovered, is_durable_path, open_durable
+from wevent.accounting.recovery import DurableSink, Recovered, is_durable_path, open_durable
 from wevent.accounting.sinks import LedgerSink, ReplayMismatch, ReplaySink
 from wevent.accounting.spending import BudgetExceeded, EvidenceRejected
 from wevent.errors import AllocatorError
@@ -139,30 +140,67 @@ def open_stream(
     return CsvStream.load(path, class_of, len(sizes), domain=domain)
 
 
-class ReleaseStream:
-    """Releases written slot by slot (CSV ``slot,status,cell,release,truth``) to ``PATH.partial``,
-    each slot's rows flushed when its step returns, renamed to ``PATH`` when the run ends. With
-    a write-ahead ledger every charge of a slot is committed before its noise is drawn, so
-    every release on disk has its charges on disk; after a crash ``PATH.partial`` holds the
-    releases so far, and a resumed run (same seed: the same releases) writes them all again."""
+def _release_rows(r: SlotRecord) -> list[list[str]]:
+    return [
+        [str(r.slot), r.status, str(cell), repr(float(value)), str(int(true))]
+        for cell, (value, true) in enumerate(zip(r.release, r.truth, strict=True))
+    ]
 
-    def __init__(self, path: Path) -> None:
+
+class ReleaseStream:
+    """Releases written slot by slot (CSV ``slot,status,cell,release,truth``), each slot's rows
+    flushed when its step returns. With a write-ahead ledger every charge of a slot is committed
+    before its noise is drawn, so every release on disk has its charges on disk.
+
+    A fresh run streams to ``PATH.partial``, renamed to ``PATH`` when the run ends (or the guard
+    stops it); after a crash ``PATH.partial`` holds the releases so far. A resumed run streams
+    to ``PATH.resume`` and checks every replayed slot against the releases already on disk
+    (``PATH.partial``, else ``PATH``): the same seed and data give the same releases, and a run
+    that would publish a slot again with other values is refused (`ReplayMismatch`). Only when
+    it ends is ``PATH`` replaced; a run that fails leaves the earlier files as they were."""
+
+    def __init__(self, path: Path, *, resume: bool) -> None:
         self.path = path
         self.partial = path.with_name(path.name + ".partial")
-        self._fh = self.partial.open("w", newline="", encoding="utf-8")
+        self._earlier: dict[str, list[list[str]]] = {}
+        if resume:
+            source = self.partial if self.partial.exists() else path
+            if source.exists():
+                with source.open(newline="", encoding="utf-8") as fh:
+                    for row in list(csv.reader(fh))[1:]:
+                        self._earlier.setdefault(row[0], []).append(row)
+            self.target = path.with_name(path.name + ".resume")
+        else:
+            self.target = self.partial
+        self._fh = self.target.open("w", newline="", encoding="utf-8")
         self._out = csv.writer(self._fh)
         self._out.writerow(["slot", "status", "cell", "release", "truth"])
         self._fh.flush()
 
     def write(self, r: SlotRecord) -> None:
-        for cell, (value, true) in enumerate(zip(r.release, r.truth, strict=True)):
-            self._out.writerow([r.slot, r.status, cell, repr(float(value)), int(true)])
+        rows = _release_rows(r)
+        earlier = self._earlier.get(str(r.slot))
+        if earlier is not None and earlier != rows:
+            raise ReplayMismatch(
+                f"--resume: the releases of slot {r.slot} would differ from the ones already "
+                f"in {self.path} (another seed, stream or flags): nothing is published again"
+            )
+        self._out.writerows(rows)
         self._fh.flush()
 
-    def close(self) -> None:
-        """Close and publish the file under its name (the run has ended)."""
+    def finish(self) -> None:
+        """The run ended (or the guard stopped it): publish the file under its name."""
         self._fh.close()
-        sync_rename(self.partial, self.path)
+        sync_rename(self.target, self.path)
+        if self.target != self.partial:
+            self.partial.unlink(missing_ok=True)
+
+    def abandon(self) -> None:
+        """The run failed: keep what is on disk (a fresh run's PATH.partial holds its releases;
+        a resumed run's own file goes, the earlier ones stay)."""
+        self._fh.close()
+        if self.target != self.partial:
+            self.target.unlink(missing_ok=True)
 
 
 def write_releases(records: Sequence[SlotRecord], path: Path) -> None:
@@ -227,6 +265,14 @@ def _check_complete(
                 )
 
 
+def _population_digest(population: Population) -> str:
+    """SHA-256 over every user's requirement, in user order (the run header's ``population``)."""
+    digest = hashlib.sha256()
+    for user in population.users:
+        digest.update(f"{user}\x00{population.requirement_of(user)!r}\x01".encode())
+    return digest.hexdigest()
+
+
 def run_mechanism(
     mechanism: str,
     population: Population,
@@ -242,6 +288,7 @@ def run_mechanism(
     oracle: str | None = None,
     population_allocator: Any = None,
     resume: bool = False,
+    identity: Mapping[str, object] | None = None,
 ) -> RunSummary:
     """Run ``slots`` slots; write the ledger and releases (also after a refusal).
 
@@ -257,7 +304,12 @@ def run_mechanism(
     and the releases are streamed slot by slot behind it. ``resume`` continues such a ledger
     after a crash: its torn tail is cut off, and the run starts again from slot 1 with the same
     seed, checking that it asks for exactly the committed charges (`ReplaySink`) and writing
-    on from where the ledger ends. A ``.csv`` or ``.parquet`` ledger is written at the end."""
+    on from where the ledger ends. The run's header (allocator, flags, domain, a digest of the
+    population's requirements, the releases file's name, and ``identity``: what the caller
+    knows of the stream, e.g. a CSV's SHA-256) is kept beside the ledger and a resumed run must
+    match it; the seed is never stored (a digest of a small seed would give it away), so a
+    replay is held to the releases already on disk instead (`ReleaseStream`). A ``.csv`` or
+    ``.parquet`` ledger is written at the end."""
     for path, what in ((ledger_path, "--ledger"), (releases_path, "--releases")):
         if path is not None:
             check_output(path, what)
@@ -281,12 +333,23 @@ def run_mechanism(
         raise BudgetError(
             "--resume continues a write-ahead ledger: --ledger FILE.jsonl or DIR.wledger"
         )
-    writer: ChainedJsonlWriter | SegmentWriter | None = None
+    writer: DurableSink | None = None
     recovered: Recovered | None = None
     sink: LedgerSink | None = None
     if durable:
         assert ledger_path is not None
-        writer, recovered = open_durable(ledger_path, resume=resume)
+        header = {
+            "format": "wevent-run/1",
+            "allocator": mechanism,
+            "variant": variant,
+            "arithmetic": arithmetic,
+            "oracle": oracle or "",
+            "domain": stream.domain,
+            "releases": "" if releases_path is None else releases_path.name,
+            "population": _population_digest(population),
+            **dict(identity or {}),
+        }
+        writer, recovered = open_durable(ledger_path, resume=resume, header=header)
         sink = writer if recovered is None else ReplaySink(recovered.ledger, writer)
     guard = Guard(population, sink=sink)
     groups = class_groups(population, guard)
@@ -343,7 +406,10 @@ def run_mechanism(
     )
     summary.setup_note = note
     summary.recovered = recovered
-    releases = ReleaseStream(releases_path) if durable and releases_path is not None else None
+    releases = None
+    if durable and releases_path is not None:
+        releases = ReleaseStream(releases_path, resume=resume)
+    finished = False
     try:
         for _ in range(slots):
             record = runner.step()
@@ -358,17 +424,25 @@ def run_mechanism(
                 f"charges but the resumed run of {slots} slots asked for only "
                 f"{sink.replayed}: resume with the run's own --slots"
             )
+        finished = True
     except (BudgetExceeded, EvidenceRejected, InvalidAllocation, PoolExhausted) as exc:
         summary.refusal = exc
+        finished = True
     finally:
         summary.ledger = guard.ledger
         summary.charges = len(guard.ledger)
         summary.reports = guard.ledger.per_user_rows()
         if releases is not None:
-            releases.close()
+            if finished:
+                releases.finish()
+            else:
+                releases.abandon()
         if writer is not None:
-            writer.close()
-            summary.durable = "segments" if isinstance(writer, SegmentWriter) else "chained-jsonl"
+            if guard.broken is None:
+                writer.close()
+            else:
+                writer.abandon()
+            summary.durable = writer.layout
             summary.head = writer.head
             summary.committed = writer.committed
         else:

@@ -41,7 +41,7 @@ import numpy.typing as npt
 
 from wevent.accounting.budget import Budget, BudgetError
 from wevent.accounting.population import Population
-from wevent.accounting.spending import Spender
+from wevent.accounting.spending import Spender, batched
 from wevent.mechanisms.allocators import status_of
 from wevent.mechanisms.allocators.kernel import Plan
 from wevent.mechanisms.allocators.population import Draw, PopulationKernel, PopulationSetup
@@ -175,9 +175,15 @@ class LocalBudgetRunner(KernelRunner):
         self._n = sum(self.sizes)
 
     def _charge(self, t: int, budgets: Sequence[Fraction], part: str) -> None:
-        d = self.stream.domain
         distinct = {Budget(b) for b in budgets if b > 0}
         personalized = len(distinct) > 1
+        with batched(self.spender):  # one durable commit for the step's charges
+            self._charge_each(t, budgets, part, personalized)
+
+    def _charge_each(
+        self, t: int, budgets: Sequence[Fraction], part: str, personalized: bool
+    ) -> None:
+        d = self.stream.domain
         for c, b in enumerate(budgets):
             if b > 0 and self.sizes[c] > 0:
                 charge_reporters(
@@ -361,14 +367,15 @@ class PopulationRunner:
 
     def _charge(self, t: int, idx: IntArray, part: str) -> None:
         d, personalized = self.stream.domain, self.setup.personalized
-        self.reporters.charge(
-            self.spender,
-            t,
-            idx,
-            part,
-            self.mechanism,
-            lambda b: _evidence(self.oracle, d, b, personalized),
-        )
+        with batched(self.spender):  # one durable commit for the step's charges
+            self.reporters.charge(
+                self.spender,
+                t,
+                idx,
+                part,
+                self.mechanism,
+                lambda b: _evidence(self.oracle, d, b, personalized),
+            )
 
     def _report(self, values: IntArray) -> Estimate | None:
         d, setup = self.stream.domain, self.setup

@@ -22,7 +22,8 @@ brute-force model).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from wevent.accounting.recovery import Recovered, open_durable
 from wevent.accounting.requirements import requirement_bounds
 from wevent.accounting.sinks import LedgerSink
 from wevent.accounting.spending import BudgetExceeded, EvidenceRejected, WindowState
+from wevent.errors import WeventError
 from wevent.verifier.accounts import AccountEngine
 from wevent.verifier.guard_engines import AUTO, GuardEngine, choose_guard_engine
 from wevent.verifier.state import Window
@@ -46,6 +48,10 @@ __all__ = ["AccountEngine", "Guard"]
 
 Engine = str  # a guard engine's name: "auto" or one of `guard_engines.GUARD_ENGINES`
 I64 = npt.NDArray[np.int64]
+
+
+class SinkFailed(WeventError):
+    """A spend refused because an earlier commit to the guard's durable ledger failed."""
 
 
 def _subject(user: str | None, group: str | None) -> str:
@@ -96,6 +102,7 @@ class Guard:
         self._slot = 0
         self._sink: LedgerSink | None = None
         self._batch = 0  # open spend_many calls: their charges commit together at the end
+        self._broken: BaseException | None = None  # a failed commit: refuse every spend
         if ledger is not None:
             for name, members in ledger.groups.items():
                 self.define_group(name, members)
@@ -112,9 +119,18 @@ class Guard:
         reported, every committed charge is replayed into the guard's windows, and the guard
         then writes ahead to the same ledger. Nothing the recovered windows no longer allow can
         be spent again. ``options`` are the constructor's (``engine``, ``check_evidence``)."""
-        writer, recovered = open_durable(path, resume=True)
+        sink, recovered = open_durable(path, resume=True)
         assert recovered is not None
-        return cls(population, recovered.ledger, sink=writer, **options), recovered
+        try:
+            return cls(population, recovered.ledger, sink=sink, **options), recovered
+        except BaseException:
+            sink.abandon()
+            raise
+
+    @property
+    def broken(self) -> BaseException | None:
+        """The failed commit that stopped every later spend, if any."""
+        return self._broken
 
     @property
     def sink(self) -> LedgerSink | None:
@@ -235,6 +251,11 @@ class Guard:
     ) -> None:
         """Check the spend against every constraint it touches; record it or raise and record
         nothing (`BudgetExceeded`, `EvidenceRejected`, or `BudgetError` for malformed input)."""
+        if self._broken is not None:
+            raise SinkFailed(
+                f"the durable ledger failed to commit ({self._broken!r}); every spend is refused "
+                "until it is recovered (wevent run --resume, Guard.recover)"
+            )
         check_slot(slot)
         if slot < self._slot:
             raise BudgetError(
@@ -284,21 +305,39 @@ class Guard:
             # commit raises, so no noise is drawn; the charge stays counted here (fail closed).
             self._sink.append_charge(ledger.charge(len(ledger) - 1))
             if not self._batch:
-                self._sink.commit()
+                self._commit()
 
     def spend_many(self, charges: Iterable[Charge]) -> None:
         """`spend` each of ``charges`` in order, with one durable commit for all of them (group
         commit) before returning. If one is refused, the ones before it stay charged and are
         committed (conservative: nothing is released for any of them), then the refusal is
         raised."""
-        self._batch += 1
-        try:
+        with self.batch():
             for charge in charges:
                 self.spend_charge(charge)
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Group commit: the spends inside share one durable commit, made when the block ends
+        (also when it raises). No noise may be drawn inside the block: a spend in it returns
+        before its charge is on disk. `spend_many` is this around a list of charges."""
+        self._batch += 1
+        try:
+            yield
         finally:
             self._batch -= 1
-            if self._sink is not None and not self._batch:
-                self._sink.commit()
+            if self._sink is not None and not self._batch and self._broken is None:
+                self._commit()
+
+    def _commit(self) -> None:
+        """Commit the sink; after a failed commit every later spend is refused (fail closed):
+        the durable ledger's state is unknown until it is recovered."""
+        assert self._sink is not None
+        try:
+            self._sink.commit()
+        except BaseException as exc:
+            self._broken = exc
+            raise
 
     def _numerator(self, amount: Fraction) -> int:
         """``amount * D`` as an integer, growing D (and rescaling the engine's state) if needed."""
