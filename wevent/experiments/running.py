@@ -163,12 +163,16 @@ class ReleaseStream:
         self.path = path
         self.partial = path.with_name(path.name + ".partial")
         self._earlier: dict[str, list[list[str]]] = {}
+        self._last = ""  # the earlier file's last slot: a crash may have cut its rows short
         if resume:
             source = self.partial if self.partial.exists() else path
             if source.exists():
-                with source.open(newline="", encoding="utf-8") as fh:
-                    for row in list(csv.reader(fh))[1:]:
-                        self._earlier.setdefault(row[0], []).append(row)
+                text = source.read_text(encoding="utf-8")
+                if not text.endswith("\n"):  # a row torn by the crash
+                    text = text[: text.rfind("\n") + 1]
+                for row in list(csv.reader(text.splitlines()))[1:]:
+                    self._earlier.setdefault(row[0], []).append(row)
+                    self._last = row[0]
             self.target = path.with_name(path.name + ".resume")
         else:
             self.target = self.partial
@@ -180,7 +184,11 @@ class ReleaseStream:
     def write(self, r: SlotRecord) -> None:
         rows = _release_rows(r)
         earlier = self._earlier.get(str(r.slot))
-        if earlier is not None and earlier != rows:
+        if str(r.slot) == self._last and earlier is not None:
+            rows_known = rows[: len(earlier)]  # the rows of it the crash let reach the disk
+        else:
+            rows_known = rows
+        if earlier is not None and earlier != rows_known:
             raise ReplayMismatch(
                 f"--resume: the releases of slot {r.slot} would differ from the ones already "
                 f"in {self.path} (another seed, stream or flags): nothing is published again"
