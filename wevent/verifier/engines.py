@@ -282,9 +282,8 @@ def spark_session() -> Any:
     hash table of every broadcast join takes at least one page on the driver, where the built
     relation stays until a garbage collection lets the context cleaner drop the broadcast. An
     audit broadcasts a few dozen small tables, so a 9-row ledger held 1.0-1.7 GB of the heap
-    after one audit and the next audit in the same process could run out of it (measured in
-    issue #19; with 2 MiB pages: 130-160 MB). Larger records than a page still get a page of
-    their own."""
+    after one audit and the next audit in the same process could run out of it (with 2 MiB
+    pages: 130-160 MB). Larger records than a page still get a page of their own."""
     global _SPARK
     if _SPARK is None:
         from pyspark.sql import SparkSession
@@ -325,7 +324,7 @@ class SparkBackend:
     there, so each later query plans and runs only its own step. Lazily cached tables (the
     former method) left every query holding the whole chain of earlier steps; the screen query
     alone then ran 48 jobs and 155 stages (1,202 tasks), 30-44 s for a 9-row ledger, and a
-    whole audit of it took 60-90 s (about 10 s with checkpoints, issue #19). `close` drops the
+    whole audit of it took 60-90 s (about 10 s with checkpoints). `close` drops the
     checkpointed data and the views, so an audit leaves nothing behind in the session."""
 
     name = "spark"
