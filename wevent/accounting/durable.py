@@ -75,6 +75,7 @@ __all__ = [
     "chain_step",
     "charge_record",
     "check_expected_head",
+    "file_sha256",
     "group_record",
     "is_durable_ledger",
     "parse_record",
@@ -417,7 +418,8 @@ def _head_path(path: Path) -> Path:
     return path.with_name(path.name + ".head")
 
 
-def _file_sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, in hex (read in 1 MiB blocks)."""
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -718,7 +720,7 @@ class SegmentWriter:
         pq.write_table(table, tmp)
         sync_rename(tmp, final)
         self._manifest.append_line(
-            {"segment": name, "rows": table.num_rows, "sha256": _file_sha256(final)}
+            {"segment": name, "rows": table.num_rows, "sha256": file_sha256(final)}
         )
         self._manifest.commit()
         self._segments += 1
@@ -1300,7 +1302,7 @@ def _audit_segments(
                 IntegrityProblem(str(target), 0, "committed segment is missing (deleted)")
             )
             continue
-        if _file_sha256(target) != rec.get("sha256"):
+        if file_sha256(target) != rec.get("sha256"):
             problems.append(
                 IntegrityProblem(
                     str(target), 0, "content differs from its committed SHA-256 (edited)"

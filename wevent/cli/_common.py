@@ -305,10 +305,6 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def join_names(names: Sequence[str]) -> str:
-    return ", ".join(names)
-
-
 def known_allocator(name: str, command: str) -> None:
     """Refuse, with a did-you-mean over every name ``command`` takes, a plain name that is
     neither a built-in allocator nor an installed entry point (``module:attribute`` targets are

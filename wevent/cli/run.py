@@ -255,16 +255,10 @@ def run_cmd(
 def _stream_identity(spec: str) -> str:
     """What a resumed run must match of ``--stream``: a synthetic kind by name, a CSV file by
     the SHA-256 of its bytes (a changed value is another stream)."""
-    path = Path(spec)
-    if not path.is_file():
-        return spec
-    import hashlib
+    from wevent.accounting.durable import file_sha256
 
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return f"csv sha256:{digest.hexdigest()}"
+    path = Path(spec)
+    return f"csv sha256:{file_sha256(path)}" if path.is_file() else spec
 
 
 def _run_exsub(

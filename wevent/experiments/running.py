@@ -219,8 +219,7 @@ def write_releases(records: Sequence[SlotRecord], path: Path) -> None:
         out = csv.writer(fh)
         out.writerow(["slot", "status", "cell", "release", "truth"])
         for r in records:
-            for cell, (value, true) in enumerate(zip(r.release, r.truth, strict=True)):
-                out.writerow([r.slot, r.status, cell, repr(float(value)), int(true)])
+            out.writerows(_release_rows(r))
     tmp.replace(path)
 
 

@@ -16,7 +16,6 @@ a head or signature that does not match, a durable ledger without its chain or c
 
 from __future__ import annotations
 
-import hashlib
 import json
 import tempfile
 from collections.abc import Callable, Sequence
@@ -30,6 +29,7 @@ from wevent.accounting.durable import (
     Integrity,
     audit_integrity,
     check_expected_head,
+    file_sha256,
     records_table,
     verified_records,
 )
@@ -80,13 +80,7 @@ class InputFile:
 
 
 def _hash(role: str, given: Path, path: Path) -> InputFile:
-    digest = hashlib.sha256()
-    size = 0
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-            size += len(block)
-    return InputFile(role, str(given), str(path), size, digest.hexdigest())
+    return InputFile(role, str(given), str(path), path.stat().st_size, file_sha256(path))
 
 
 def hash_inputs(role: str, paths: Sequence[Path]) -> tuple[InputFile, ...]:
