@@ -18,11 +18,14 @@ from hypothesis import strategies as st
 
 from wevent.accounting.budget import BudgetError, format_exact
 from wevent.accounting.durable import (
+    CHECKPOINT_SLOT,
     GENESIS_HEAD,
     ChainedJsonlWriter,
     SegmentWriter,
     audit_integrity,
     is_durable_ledger,
+    read_checkpoint,
+    repair,
     verified_records,
 )
 from wevent.accounting.formats import read_ledger, read_ledgers
@@ -265,7 +268,7 @@ def test_a_new_ledger_has_its_checkpoint_before_its_first_record(tmp_path: Path)
     path = tmp_path / "l.jsonl"
     w = ChainedJsonlWriter(path)
     w.append({"slot": 1, "user": "a", "epsilon": "1"})  # pending: never committed
-    head = json.loads((tmp_path / "l.jsonl.head").read_text())
+    head = read_checkpoint(tmp_path / "l.jsonl")
     assert head == {"records": 0, "head": GENESIS_HEAD}
     found = audit_integrity(path)
     assert found.ok and found.state == "intact" and found.records == 0
@@ -375,7 +378,7 @@ def test_signed_checkpoints_verify_under_the_public_key_only(
     with ChainedJsonlWriter(path, signing_key=key) as w:
         for r in _records(3):
             w.append(r)
-    mark = json.loads((tmp_path / "l.jsonl.head").read_text())
+    mark = read_checkpoint(tmp_path / "l.jsonl")
     assert len(mark["signature"]) == 128
     found = audit_integrity(path, public_key=pub)
     assert found.ok and found.anchors == ("checkpoint", "signature")
@@ -565,3 +568,91 @@ def test_repair_of_a_segment_ledger_moves_uncommitted_segments_aside(tmp_path: P
     with SegmentWriter(root) as w:  # the writer continues
         w.append({"slot": 40, "user": "z", "epsilon": "1"})
     assert audit_integrity(root).records == intact.records + 1
+
+
+# ---------------------------------------------------------------------------- two-slot checkpoint
+
+
+def _committed_in_steps(path: Path, steps: int) -> list[int]:
+    """Write one record per commit; the committed count after each commit."""
+    counts = []
+    with ChainedJsonlWriter(path) as w:
+        w.define_group("g", ["a", "b"])
+        for slot in range(1, steps + 1):
+            w.append({"slot": slot, "group": "g", "epsilon": "1/10"})
+            counts.append(w.commit())
+    return counts
+
+
+def _slots(path: Path) -> list[bytes]:
+    data = path.with_name(path.name + ".head").read_bytes()
+    assert len(data) == 2 * CHECKPOINT_SLOT
+    return [data[:CHECKPOINT_SLOT], data[CHECKPOINT_SLOT:]]
+
+
+def test_checkpoints_alternate_between_two_fixed_slots(tmp_path: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    counts = _committed_in_steps(path, 5)
+    first, second = (json.loads(s) for s in _slots(path))
+    # the last two commits' checkpoints, each in its own sector-sized slot
+    assert sorted([first["records"], second["records"]]) == counts[-2:]
+    assert read_checkpoint(path)["records"] == counts[-1] == audit_integrity(path).records
+    assert audit_integrity(path).ok
+
+
+def test_a_torn_checkpoint_slot_falls_back_to_the_previous_checkpoint(tmp_path: Path) -> None:
+    """A crash while a slot is written tears that slot only: the other holds the checkpoint
+    before it, so the last commit's records are an unanchored tail (its commit never
+    returned), which repair cuts; the writer then continues."""
+    path = tmp_path / "l.jsonl"
+    counts = _committed_in_steps(path, 4)
+    mark = path.with_name(path.name + ".head")
+    slots = _slots(path)
+    latest = 0 if json.loads(slots[0])["records"] == counts[-1] else 1
+    torn = bytearray(mark.read_bytes())
+    torn[latest * CHECKPOINT_SLOT + 5 : latest * CHECKPOINT_SLOT + 40] = b"\x00" * 35
+    mark.write_bytes(bytes(torn))
+    found = audit_integrity(path)
+    assert found.state == "intact" and found.records == counts[-2]
+    assert [t.kind for t in found.torn] == ["unanchored"] and found.torn[0].records == 1
+    assert "checkpoint slot unreadable" in found.notes[0]
+    assert repair(path).kept == counts[-2]
+    with ChainedJsonlWriter(path) as w:
+        w.append({"slot": 9, "group": "g", "epsilon": "1/10"})
+    assert audit_integrity(path).ok and audit_integrity(path).records == counts[-2] + 1
+
+
+def test_both_slots_unreadable_or_an_earlier_slot_off_the_chain_is_broken(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "l.jsonl"
+    counts = _committed_in_steps(path, 4)
+    mark = path.with_name(path.name + ".head")
+    good = mark.read_bytes()
+    mark.write_bytes(b"x" * (CHECKPOINT_SLOT - 1) + b"\n" + b"y" * (CHECKPOINT_SLOT - 1) + b"\n")
+    assert "unreadable checkpoint" in audit_integrity(path).problems[0].message
+    mark.write_bytes(good)
+    latest = read_checkpoint(path)
+    # the earlier slot claims a head the chain never had at its count
+    earlier = {"records": counts[-2], "head": "0" * 64}
+    mark.write_text(json.dumps(earlier) + "\n" + json.dumps(latest) + "\n")
+    found = audit_integrity(path)
+    assert found.state == "broken" and "earlier checkpoint" in found.problems[0].message
+    mark.write_text(json.dumps(latest) + "\n")  # one line, as earlier versions wrote: read
+    assert audit_integrity(path).ok
+
+
+def test_a_one_line_checkpoint_of_an_earlier_version_is_continued_in_two_slots(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "l.jsonl"
+    counts = _committed_in_steps(path, 3)
+    mark = path.with_name(path.name + ".head")
+    mark.write_text(json.dumps(read_checkpoint(path)) + "\n")
+    assert audit_integrity(path).ok
+    with ChainedJsonlWriter(path) as w:
+        for slot in (4, 5):
+            w.append({"slot": slot, "group": "g", "epsilon": "1/10"})
+            w.commit()
+    assert len(mark.read_bytes()) == 2 * CHECKPOINT_SLOT
+    assert audit_integrity(path).ok and audit_integrity(path).records == counts[-1] + 2

@@ -26,6 +26,7 @@ from wevent.accounting.durable import (
     ChainedJsonlWriter,
     SegmentWriter,
     chain_step,
+    read_checkpoint,
     records_table,
 )
 from wevent.accounting.population import Population
@@ -113,7 +114,7 @@ def _checkpoint(path: Path, records: int, head: str, *, keep_signature: bool = F
     mark_path = path.with_name(path.name + ".head")
     mark = {"records": records, "head": head}
     if keep_signature:
-        old = json.loads(mark_path.read_text())
+        old = read_checkpoint(path)
         mark.update({k: old[k] for k in ("signature", "key")})
     mark_path.write_text(json.dumps(mark) + "\n")
 
@@ -204,8 +205,8 @@ def _append(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _rollback(b: Built) -> None:
     """Cut the last commits and restore the signed checkpoint of that earlier state."""
     path = _chain_file(b)
-    mark = json.loads(b.earlier_checkpoint)
-    records = _lines(path)[: mark["records"]]
+    slots = [json.loads(x) for x in b.earlier_checkpoint.splitlines() if x.strip()]
+    records = _lines(path)[: max(m["records"] for m in slots)]
     _write_lines(path, records)
     path.with_name(path.name + ".head").write_bytes(b.earlier_checkpoint)
     if b.path.is_dir():
@@ -218,7 +219,7 @@ def _rollback(b: Built) -> None:
 def _alter_head(b: Built) -> None:
     path = _chain_file(b)
     mark_path = path.with_name(path.name + ".head")
-    mark = json.loads(mark_path.read_text())
+    mark = read_checkpoint(path)
     mark["head"] = "f" * 64
     mark_path.write_text(json.dumps(mark) + "\n")
 
@@ -226,7 +227,7 @@ def _alter_head(b: Built) -> None:
 def _alter_count(b: Built) -> None:
     path = _chain_file(b)
     mark_path = path.with_name(path.name + ".head")
-    mark = json.loads(mark_path.read_text())
+    mark = read_checkpoint(path)
     mark["records"] -= 1
     mark_path.write_text(json.dumps(mark) + "\n")
 

@@ -275,8 +275,9 @@ def _check_complete(
 def _population_digest(population: Population) -> str:
     """SHA-256 over every user's requirement, in user order (the run header's ``population``)."""
     digest = hashlib.sha256()
-    for user in population.users:
-        digest.update(f"{user}\x00{population.requirement_of(user)!r}\x01".encode())
+    for cls in population.classes:  # the canonical order is class by class
+        text = f"\x00{cls.requirement!r}\x01"
+        digest.update("".join(user + text for user in cls.members).encode())
     return digest.hexdigest()
 
 
