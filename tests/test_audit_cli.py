@@ -533,11 +533,15 @@ def test_a_writer_that_stopped_before_its_first_commit_leaves_an_empty_intact_le
     w = ChainedJsonlWriter(path)
     w.append({"slot": 1, "user": "alice", "epsilon": "0.1"})  # never committed
     segments = tmp_path / "run.wledger"
-    segments.mkdir()
+    SegmentWriter(segments).append({"slot": 1, "user": "alice", "epsilon": "0.1"})
     for ledger in (path, segments):
         code, out, err = _audit(str(ledger), *REQ_ARGS)
         assert code == EXIT_OK, out + err
         assert "integrity: INTACT" in out and "0 per-user charges" in out
+    emptied = tmp_path / "emptied.wledger"  # a writer never leaves an empty directory
+    emptied.mkdir()
+    code, out, err = _audit(str(emptied), *REQ_ARGS)
+    assert code == EXIT_INTEGRITY and "directory is empty" in out, out + err
     created = tmp_path / "created.jsonl"  # stopped between its checkpoint and its file
     ChainedJsonlWriter(created).close()
     created.unlink()

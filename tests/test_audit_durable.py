@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -427,10 +428,15 @@ def test_a_public_key_file_may_hold_hex_and_bad_keys_are_bad_input(
 
 def test_segment_ledgers_are_durable_by_layout(tmp_path: Path) -> None:
     root = tmp_path / "l.wledger"
+    SegmentWriter(root)  # stopped before its first commit: the empty ledger, intact
+    created = audit_integrity(root)
+    assert created.ok and created.records == 0 and created.anchors == ("checkpoint",)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["l.wledger"]  # no temporary left
+    shutil.rmtree(root)
     root.mkdir()
-    empty = audit_integrity(root)  # a writer that stopped before its first checkpoint
-    assert empty.ok and empty.records == 0 and "empty" in empty.notes[0]
-    with SegmentWriter(root) as w:
+    empty = audit_integrity(root)  # a writer never leaves an empty directory: emptied
+    assert empty.state == "broken" and "directory is empty" in empty.problems[0].message
+    with SegmentWriter(root) as w:  # a directory made beforehand is written into
         for r in _records(3):
             w.append(r)
             w.commit()

@@ -312,6 +312,12 @@ def _remove_all(b: Built) -> None:
     b.path.mkdir()
 
 
+def _replace_by_empty(b: Built) -> None:
+    """Remove everything and create a new, empty segment ledger in its place."""
+    shutil.rmtree(b.path)
+    SegmentWriter(b.path).close()
+
+
 COMMON: dict[str, Callable[[Built], None]] = {
     "edit": _edit_records(_lower),
     "edit, rechained, new checkpoint": _edit_records(_lower, rechain=True, checkpoint="update"),
@@ -360,6 +366,7 @@ SEGMENTS_ONLY: dict[str, Callable[[Built], None]] = {
     "segment forged, signature copied": lambda b: _forge_segment(b, checkpoint="update-signed"),
     "stray segment": _stray_segment,
     "everything removed": _remove_all,
+    "everything removed, new empty ledger": _replace_by_empty,
 }
 CASES = [("jsonl", name) for name in {**COMMON, **JSONL_ONLY}] + [
     ("segments", name) for name in {**COMMON, **SEGMENTS_ONLY}
@@ -384,7 +391,7 @@ UNSEEN_WITHOUT_ANCHOR = {
     "segment edited, manifest rechained",
     "segment forged, new checkpoint",
     "segment forged, signature copied",
-    "everything removed",
+    "everything removed, new empty ledger",
 }
 # What a signature alone cannot show: a rollback to a state it did sign (the recorded head does).
 UNSEEN_WITH_SIGNATURE_ONLY = {"truncate, earlier signed checkpoint restored"}

@@ -683,6 +683,20 @@ class ChainedJsonlWriter(_ChainLog):
         self.close()
 
 
+def _create_segment_directory(directory: Path, signing_key: PrivateKeySource | None) -> None:
+    """Create a segment ledger's directory with its manifest's first checkpoint already in it:
+    built under a temporary name beside it and renamed into place, so no crash leaves an empty
+    ``.wledger`` directory (an empty one was emptied; the audit says so)."""
+    import tempfile
+
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.new-", dir=directory.parent))
+    _ChainLog(tmp / MANIFEST, signing_key, layout="segments").close()
+    _fsync_dir(tmp)
+    tmp.rename(directory)
+    _fsync_dir(directory.parent)
+
+
 class SegmentWriter:
     """Append-only Parquet segment ledger in a directory (``*.wledger``) of typed records.
 
@@ -696,7 +710,8 @@ class SegmentWriter:
         self, directory: Path | str, *, signing_key: PrivateKeySource | None = None
     ) -> None:
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        if not self.directory.exists():
+            _create_segment_directory(self.directory, signing_key)
         if any(self.directory.iterdir()):
             found = _audit_segments(self.directory, None, None)
             if not found.ok:
@@ -1369,34 +1384,15 @@ def _audit_segments(
                 f"vouches for {', '.join(entries[:3])}{' ...' if len(entries) > 3 else ''}",
             )
             return Integrity(name, "segments", 0, 0, "", (problem,))
-        # An empty directory: a writer that stopped before its first checkpoint; nothing was
-        # committed. The empty ledger, which only an expected head can anchor.
-        problems: list[IntegrityProblem] = []
-        anchors: tuple[str, ...] = ()
-        if public_key is not None:
-            problems.append(IntegrityProblem(name, 0, "no signed checkpoint (empty directory)"))
-        if expect_head is not None:
-            if GENESIS_HEAD.startswith(expect_head):
-                anchors = ("expected head",)
-            else:
-                problems.append(
-                    IntegrityProblem(
-                        name,
-                        0,
-                        f"head differs from the expected head: expected {expect_head}, the "
-                        f"ledger is empty (head {GENESIS_HEAD})",
-                    )
-                )
-        return Integrity(
+        # A writer creates the directory with its manifest's checkpoint already in it, so an
+        # empty one had its content removed (even a ledger that committed nothing has one).
+        problem = IntegrityProblem(
             name,
-            "segments",
             0,
-            0,
-            GENESIS_HEAD,
-            tuple(problems),
-            anchors=anchors,
-            notes=("empty: nothing committed",),
+            f"the directory is empty: a segment ledger is created with its {MANIFEST} checkpoint "
+            "in place, so its manifest, checkpoint and segments were removed",
         )
+        return Integrity(name, "segments", 0, 0, "", (problem,))
     found = _audit_chain(
         manifest, layout="segments", expect_head=expect_head, public_key=public_key
     )
