@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
-from wevent.accounting.formats import read_ledger
+from wevent.accounting.durable import audit_integrity
+from wevent.accounting.formats import read_ledger, read_ledgers
 from wevent.cli import cli
 from wevent.demo import example_path
+from wevent.mechanisms.exsub_stream import ExSubClient
 
 WHOLE = str(example_path("requirements.wholestream.csv"))
 
@@ -171,13 +175,53 @@ def test_help_teaches_exsub() -> None:
 
 def test_exsub_ledgers_round_trip_in_every_format(tmp_path: Path) -> None:
     ledgers = []
-    for suffix in (".jsonl", ".csv", ".parquet"):
+    for suffix in (".jsonl", ".csv", ".parquet", ".wledger"):
         path = tmp_path / f"run{suffix}"
         code, _, err = run(
             "run", "exsub", "-r", WHOLE, "--stream", "sparse", "--slots", "4",
             "--sparsity", "1", "--ledger", str(path),
         )  # fmt: skip
         assert code == 0, err
+        if suffix == ".wledger":  # a segment ledger is audited (and check says so)
+            assert "wevent audit" in run("check", str(path), "-r", WHOLE)[2]
+            assert run("audit", str(path), "-r", WHOLE)[0] == 0
+            ledgers.append(list(read_ledgers(sorted(path.glob("*.parquet")))))
+            continue
         assert run("check", str(path), "-r", WHOLE)[0] == 0
         ledgers.append(list(read_ledger(path)))
-    assert ledgers[0] == ledgers[1] == ledgers[2]
+    assert ledgers[0] == ledgers[1] == ledgers[2] == ledgers[3]
+
+
+def test_run_exsub_writes_ahead_every_charge_before_any_subgroup_is_drawn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A .jsonl or .wledger ledger is written ahead: all 40 charges are committed (on disk,
+    anchored by the checkpoint) before the first client draws its subgroup; the run prints the
+    head, and the audit against it is intact and compliant."""
+    for suffix in (".jsonl", ".wledger"):
+        path = tmp_path / f"run{suffix}"
+        seen: list[int] = []
+
+        def spy(
+            client: ExSubClient,
+            path: Path = path,
+            seen: list[int] = seen,
+            start: Callable[[ExSubClient], None] = ExSubClient.start,
+        ) -> None:
+            if not seen:
+                found = audit_integrity(path)
+                seen.append(found.rows if found.ok else -1)
+            start(client)
+
+        monkeypatch.setattr(ExSubClient, "start", spy)
+        code, out, err = run(
+            "run", "exsub", "-r", WHOLE, "--stream", "sparse", "--slots", "4",
+            "--sparsity", "1", "--ledger", str(path),
+        )  # fmt: skip
+        monkeypatch.undo()
+        assert code == 0, err
+        assert seen == [40], suffix
+        head = out.split("  head ")[1].split()[0]
+        assert "written ahead" in out and len(head) == 64
+        code, out, _ = run("audit", str(path), "-r", WHOLE, "--expect-head", head)
+        assert code == 0 and "integrity: INTACT" in out, out

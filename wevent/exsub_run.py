@@ -27,6 +27,7 @@ import numpy.typing as npt
 from wevent.accounting.budget import BudgetError
 from wevent.accounting.formats import write_ledger
 from wevent.accounting.population import Population
+from wevent.accounting.recovery import is_durable_path, open_durable
 from wevent.accounting.requirements import WholeStream
 from wevent.accounting.spending import BudgetExceeded, EvidenceRejected
 from wevent.experiments.running import check_output, write_outputs
@@ -58,6 +59,9 @@ class ExSubRunSummary:
     mse: float = float("nan")
     mae: float = float("nan")
     refusal: BudgetExceeded | EvidenceRejected | None = None
+    durable: str = ""  # the write-ahead ledger's layout ("" when written at the end or none)
+    head: str = ""
+    committed: int = 0
 
     @property
     def ok(self) -> bool:
@@ -156,30 +160,51 @@ def run_exsub(
             f"user {users[worst]!r} has {int(changes[worst])} changes, more than --sparsity "
             f"{sparsity} (s is a public bound on every user's changes; raise it)"
         )
-    guard = Guard(population)
+    writer = None
+    if ledger_path is not None and is_durable_path(ledger_path):
+        writer, _ = open_durable(ledger_path, resume=False)
+    guard = Guard(population, sink=writer)
     server = ExSubServer(protocol)
     summary = ExSubRunSummary(len(population), len(users), T, protocol)
     master = random.Random(seed)
     clients: list[ExSubClient] = []
+    designed = []
+    for user in users:
+        eps = Fraction(population.requirement_of(user).eps)  # type: ignore[union-attr]
+        client = ExSubClient(protocol, eps, RandomChooser(master.getrandbits(64)))
+        designed.append((user, eps, client))
     try:
-        for user in users:
-            eps = Fraction(population.requirement_of(user).eps)  # type: ignore[union-attr]
-            client = ExSubClient(protocol, eps, RandomChooser(master.getrandbits(64)))
-            guard.spend(
-                1, eps, user=user, part="report", mechanism="exsub", evidence=client.design.evidence
-            )
-            client.start()  # the subgroup is drawn only after the charge was accepted
-            server.enroll(client)
-            clients.append(client)
-        for t in range(T):
-            for i, client in enumerate(clients):
-                report = client.observe(x[i, t])
-                summary.reports += len(report)
-                server.receive(client, report)
+        with guard.batch():  # every user's charge in one durable commit, before any draw
+            for user, eps, client in designed:
+                try:
+                    guard.spend(
+                        1,
+                        eps,
+                        user=user,
+                        part="report",
+                        mechanism="exsub",
+                        evidence=client.design.evidence,
+                    )
+                except (BudgetExceeded, EvidenceRejected) as exc:
+                    summary.refusal = exc  # the run stops; those charged before still enroll
+                    break
+                clients.append(client)
+        # The batch has committed (a failed commit raises above: nothing is drawn).
         for client in clients:
-            client.finish()
-    except (BudgetExceeded, EvidenceRejected) as exc:
-        summary.refusal = exc
+            client.start()  # the subgroup is drawn only after the charge is committed
+            server.enroll(client)
+        if summary.refusal is None:
+            for t in range(T):
+                for i, client in enumerate(clients):
+                    report = client.observe(x[i, t])
+                    summary.reports += len(report)
+                    server.receive(client, report)
+            for client in clients:
+                client.finish()
+    except BaseException:
+        if writer is not None:
+            writer.abandon()
+        raise
     summary.level_users = dict(server.users)
     summary.charges = len(guard.ledger)
     estimate = server.estimates()
@@ -187,8 +212,18 @@ def run_exsub(
     if clients:
         err = estimate - truth
         summary.mse, summary.mae = float(np.mean(err**2)), float(np.mean(np.abs(err)))
+    if writer is not None:
+        if guard.broken is None:
+            writer.close()
+        else:
+            writer.abandon()
+        summary.durable, summary.head, summary.committed = (
+            writer.layout,
+            writer.head,
+            writer.committed,
+        )
     write_outputs(
-        (ledger_path, lambda p: write_ledger(guard.ledger, p)),
+        (None if writer is not None else ledger_path, lambda p: write_ledger(guard.ledger, p)),
         (
             releases_path,
             lambda p: _write_releases(estimate * len(clients), x[: len(clients)].sum(axis=0), p),

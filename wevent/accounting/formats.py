@@ -226,6 +226,11 @@ def ledger_kind(path: Path) -> str:
         return "csv"
     if suffix in {".parquet", ".pq"}:
         return "parquet"
+    if suffix == ".wledger":
+        raise FormatError(
+            f"{path}: a segment ledger (.wledger) is read with its integrity: wevent audit "
+            f"{path} -r REQUIREMENTS"
+        )
     raise FormatError(f"{path}: unknown ledger format (use .jsonl, .csv or .parquet)")
 
 

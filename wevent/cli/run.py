@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -157,11 +157,6 @@ def run_cmd(
     if allocator == "exsub":
         if oracle is not None or variant != "sound" or arithmetic != "exact" or resume:
             fail("exsub takes no --oracle, --variant, --arithmetic or --resume")
-        if ledger_out is not None and ledger_out.suffix.lower() == ".wledger":
-            fail(
-                "exsub writes its ledger at the end of the run: --ledger FILE.jsonl, .csv or "
-                ".parquet"
-            )
         if ledger_out is not None and ledger_out.exists():
             fail(f"{ledger_out} exists: a ledger is never overwritten (choose another name)")
         _run_exsub(
@@ -218,10 +213,8 @@ def run_cmd(
     except InputError as exc:
         fail(str(exc))
     except OSError as exc:  # the ledger or releases could not be written: the run stopped
-        fail(
-            f"cannot write the run's output ({exc.strerror or exc}"
-            + (f": {exc.filename}" if exc.filename else "")
-            + "); the guard refused every later spend, --resume continues a write-ahead ledger"
+        _output_failed(
+            exc, "; the guard refused every later spend, --resume continues a write-ahead ledger"
         )
     except Exception as exc:  # a third-party kernel's own failure: one line, no traceback
         if builtin:
@@ -235,12 +228,26 @@ def run_cmd(
             click.echo(line)
     for line in summary.describe():
         click.echo(line)
-    if summary.durable:
+    _report_outputs(ledger_out, releases_out, summary.durable, summary.committed, summary.head)
+    sys.exit(EXIT_OK if summary.ok else EXIT_VIOLATION)
+
+
+def _output_failed(exc: OSError, then: str) -> NoReturn:
+    """One line for an output the run could not write (the disk, not the user's input)."""
+    where = f": {exc.filename}" if exc.filename else ""
+    fail(f"cannot write the run's output ({exc.strerror or exc}{where}){then}")
+
+
+def _report_outputs(
+    ledger_out: Path | None, releases_out: Path | None, durable: str, committed: int, head: str
+) -> None:
+    """Where the ledger and releases went; for a write-ahead ledger its head, to keep."""
+    if durable:
         click.echo(
-            f"  ledger {ledger_out}: {summary.durable}, written ahead, {summary.committed} "
-            f"committed {'segment(s)' if summary.durable == 'segments' else 'record(s)'}"
+            f"  ledger {ledger_out}: {durable}, written ahead, {committed} "
+            f"committed {'segment(s)' if durable == 'segments' else 'record(s)'}"
         )
-        click.echo(f"  head {summary.head}")
+        click.echo(f"  head {head}")
         click.echo(
             "  (keep the head where the ledger's writer cannot change it; "
             f"wevent audit {ledger_out} -r ... --expect-head HEAD checks the ledger against it)"
@@ -249,7 +256,6 @@ def run_cmd(
         click.echo(f"  ledger written to {ledger_out} (at the end of the run; not write-ahead)")
     if releases_out is not None:
         click.echo(f"  releases written to {releases_out}")
-    sys.exit(EXIT_OK if summary.ok else EXIT_VIOLATION)
 
 
 def _stream_identity(spec: str) -> str:
@@ -292,10 +298,9 @@ def _run_exsub(
         )
     except InputError as exc:
         fail(str(exc))
+    except OSError as exc:
+        _output_failed(exc, "")
     for line in summary.describe():
         click.echo(line)
-    if ledger_out is not None:
-        click.echo(f"  ledger written to {ledger_out}")
-    if releases_out is not None:
-        click.echo(f"  releases written to {releases_out}")
+    _report_outputs(ledger_out, releases_out, summary.durable, summary.committed, summary.head)
     sys.exit(EXIT_OK if summary.ok else EXIT_VIOLATION)
