@@ -11,6 +11,7 @@ import sys
 import textwrap
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -662,3 +663,37 @@ def test_a_one_line_checkpoint_of_an_earlier_version_is_continued_in_two_slots(
             w.commit()
     assert len(mark.read_bytes()) == 2 * CHECKPOINT_SLOT
     assert audit_integrity(path).ok and audit_integrity(path).records == counts[-1] + 2
+
+
+def test_verification_reading_and_continuing_stream_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The integrity scan, the verified records, the ledger reader and a continuing writer
+    read a chained JSONL ledger line by line, never whole (its size in memory was about 9x
+    the file's): reading it whole is made to fail here."""
+    path = tmp_path / "l.jsonl"
+    _write_jsonl(path, _records(50))
+    expected = audit_integrity(path)
+    whole = (Path.read_bytes, Path.read_text)
+
+    def refuse(kind: int) -> Any:
+        def read(self: Path, *args: Any, **kwargs: Any) -> Any:
+            if self == path:
+                raise AssertionError(f"{path} read whole")
+            return whole[kind](self, *args, **kwargs)
+
+        return read
+
+    monkeypatch.setattr(Path, "read_bytes", refuse(0))
+    monkeypatch.setattr(Path, "read_text", refuse(1))
+    found = audit_integrity(path)
+    assert found.ok and (found.records, found.rows, found.head) == (
+        expected.records,
+        expected.rows,
+        expected.head,
+    )
+    assert len(list(verified_records(path))) == expected.records
+    assert len(read_ledger(path)) == expected.rows
+    with ChainedJsonlWriter(path) as w:
+        w.append({"slot": 99, "group": "g", "epsilon": "1"})
+    assert audit_integrity(path).records == expected.records + 1

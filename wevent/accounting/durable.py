@@ -493,7 +493,6 @@ class _ChainLog:
         self._committed_head = GENESIS_HEAD
         self._mark_fd: int | None = None  # the checkpoint file, once this writer created it
         self._mark_next = 0  # the slot the next in-place checkpoint goes to
-        self.existing: list[dict[str, Any]] = []
         if self.path.exists() or _head_path(self.path).exists():
             self._continue(layout)
         else:  # a new ledger: its checkpoint first, so a durable ledger never lacks one
@@ -545,7 +544,10 @@ class _ChainLog:
                 )
         self._head = self._committed_head = found.head
         self._count = found.records
-        self.existing = list(verified_records(self.path, limit=found.records))
+
+    def existing(self) -> Iterator[dict[str, Any]]:
+        """The records the file held when this writer opened it (streamed, verified again)."""
+        return verified_records(self.path, limit=self._count - len(self._pending))
 
     @property
     def committed(self) -> int:
@@ -641,8 +643,8 @@ class ChainedJsonlWriter(_ChainLog):
     def __init__(self, path: Path | str, *, signing_key: PrivateKeySource | None = None) -> None:
         super().__init__(Path(path), signing_key, layout="chained-jsonl")
         self._order = _RecordOrder()
-        self._order.replay(self.existing)
-        self.existing = []
+        if self._count:
+            self._order.replay(self.existing())
 
     def _add(self, record: Charge | GroupRecord) -> None:
         try:
@@ -725,12 +727,9 @@ class SegmentWriter:
                 )
         self._manifest = _ChainLog(self.directory / MANIFEST, signing_key, layout="segments")
         self._order = _RecordOrder()
-        if self._manifest.existing:
-            self._order.replay(
-                _segment_records(
-                    self.directory, [str(r["segment"]) for r in self._manifest.existing]
-                )
-            )
+        if self._manifest.committed:
+            named = [str(r["segment"]) for r in self._manifest.existing()]
+            self._order.replay(_segment_records(self.directory, named))
         self._segments = self._manifest.committed
         self._pending: list[dict[str, Any]] = []
 
@@ -1051,58 +1050,84 @@ def is_durable_ledger(path: Path) -> bool:
 
 @dataclass
 class _Scan:
-    records: list[dict[str, Any]]
-    heads: list[str]  # heads[k]: the head after k records (heads[0] = GENESIS_HEAD)
-    offsets: list[int]  # offsets[k]: the byte where record k + 1 starts
-    problems: list[IntegrityProblem]
-    torn: list[TornTail]
+    """What a streaming verification of a chained JSONL file keeps: the number of verified
+    records, and only at the record counts asked for (and at the end) the head, the byte
+    offset and the number of charge rows; the counts whose head starts with a given prefix."""
+
+    count: int = 0
+    heads: dict[int, str] = field(default_factory=dict)  # heads[k]: the head after k records
+    offsets: dict[int, int] = field(default_factory=dict)  # offsets[k]: where record k+1 starts
+    rows: dict[int, int] = field(default_factory=dict)  # rows[k]: charges among the first k
+    prefixed: list[int] = field(default_factory=list)  # k whose head starts with the prefix
+    problems: list[IntegrityProblem] = field(default_factory=list)
+    torn: list[TornTail] = field(default_factory=list)
 
 
-def _scan_chain(path: Path) -> _Scan:
-    """Verify a chained JSONL file line by line: the records up to the first problem, the heads
-    and byte offsets after each, the problems and a torn last line."""
-    data = path.read_bytes() if path.exists() else b""
-    scan = _Scan([], [GENESIS_HEAD], [0], [], [])
-    offset = 0
-    number = 0
+def _walk_chain(
+    path: Path, problems: list[IntegrityProblem], torn: list[TornTail]
+) -> Iterator[tuple[dict[str, Any], str, int]]:
+    """Verify a chained JSONL file line by line, reading it as a stream: each verified record
+    with the head after it and the byte offset after its line; the first problem and a torn
+    last line go to ``problems`` and ``torn`` (the walk stops there)."""
+    if not path.exists():
+        return
     name = str(path)
-    while offset < len(data):
-        end = data.find(b"\n", offset)
-        number += 1
-        if end < 0:  # no newline: a commit always ends its lines, so this append never committed
-            scan.torn.append(TornTail(name, offset, len(data) - offset, number))
-            break
-        raw = data[offset:end]
-        try:
-            obj = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            scan.problems.append(IntegrityProblem(name, number, "not a valid JSON record"))
-            break
-        if not isinstance(obj, dict) or not isinstance(obj.get(CHAIN_KEY), str):
-            scan.problems.append(
-                IntegrityProblem(
-                    name,
-                    number,
-                    "record has no chain hash: in a durable ledger every record has one "
-                    "(stripped, or inserted by someone else)",
+    head = GENESIS_HEAD
+    offset = 0
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.endswith(b"\n"):  # a commit always ends its lines: never committed
+                torn.append(TornTail(name, offset, len(raw), number))
+                return
+            try:
+                obj = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                problems.append(IntegrityProblem(name, number, "not a valid JSON record"))
+                return
+            if not isinstance(obj, dict) or not isinstance(obj.get(CHAIN_KEY), str):
+                problems.append(
+                    IntegrityProblem(
+                        name,
+                        number,
+                        "record has no chain hash: in a durable ledger every record has one "
+                        "(stripped, or inserted by someone else)",
+                    )
                 )
-            )
-            break
-        expected = chain_step(scan.heads[-1], obj)
-        if obj[CHAIN_KEY] != expected:
-            scan.problems.append(
-                IntegrityProblem(
-                    name,
-                    number,
-                    "chain hash mismatch: this record or one before it was edited, deleted, "
-                    "inserted or moved",
+                return
+            head = chain_step(head, obj)
+            if obj[CHAIN_KEY] != head:
+                problems.append(
+                    IntegrityProblem(
+                        name,
+                        number,
+                        "chain hash mismatch: this record or one before it was edited, deleted, "
+                        "inserted or moved",
+                    )
                 )
-            )
-            break
-        offset = end + 1
-        scan.records.append(obj)
-        scan.heads.append(expected)
-        scan.offsets.append(offset)
+                return
+            offset += len(raw)
+            yield obj, head, offset
+
+
+def _scan_chain(path: Path, at: Iterable[int] = (), prefix: str | None = None) -> _Scan:
+    """Verify a chained JSONL file (see `_walk_chain`) in constant memory, keeping the head,
+    offset and charge count after 0 records, after each count in ``at`` and at the end, and
+    the first two counts whose head starts with ``prefix``."""
+    scan = _Scan()
+    wanted = set(at)
+    scan.heads[0], scan.offsets[0], scan.rows[0] = GENESIS_HEAD, 0, 0
+    head, offset, rows, count = GENESIS_HEAD, 0, 0, 0
+    if prefix is not None and head.startswith(prefix):
+        scan.prefixed.append(0)
+    for obj, head, offset in _walk_chain(path, scan.problems, scan.torn):
+        count += 1
+        rows += "slot" in obj
+        if count in wanted:
+            scan.heads[count], scan.offsets[count], scan.rows[count] = head, offset, rows
+        if prefix is not None and len(scan.prefixed) < 2 and head.startswith(prefix):
+            scan.prefixed.append(count)
+    scan.count = count
+    scan.heads[count], scan.offsets[count], scan.rows[count] = head, offset, rows
     return scan
 
 
@@ -1203,14 +1228,17 @@ def _audit_chain(
             )
         return Integrity(name, "plain", 0, 0, "", tuple(problems), files=(name,))
 
-    scan = _scan_chain(path)
+    mark = marks.latest if isinstance(marks, _Marks) else None
+    at = [] if mark is None else [mark.records]
+    if isinstance(marks, _Marks) and marks.earlier is not None:
+        at.append(marks.earlier.records)
+    scan = _scan_chain(path, at, expect_head)
     problems = list(scan.problems)
     notes: list[str] = []
-    n = len(scan.records)
+    n = scan.count
     checkpoint: int | None = None
     anchored: int | None = None  # records vouched for by the checkpoint
     anchors: list[str] = []
-    mark = marks.latest if isinstance(marks, _Marks) else None
     if isinstance(marks, str):
         problems.append(IntegrityProblem(str(head_file), 0, marks))
     elif mark is None:
@@ -1280,7 +1308,7 @@ def _audit_chain(
         elif anchored is not None and scan.heads[anchored].startswith(expect_head):
             anchors.append("expected head")
         else:
-            at = [k for k, h in enumerate(scan.heads) if h.startswith(expect_head)]
+            at = scan.prefixed
             where = (
                 f"; it is the head after record {at[0]}, and {n - at[0]} record(s) follow it"
                 if len(at) == 1
@@ -1322,7 +1350,7 @@ def _audit_chain(
                     n - audited,
                 ),
             )
-    rows = sum(1 for r in scan.records[:audited] if "slot" in r)
+    rows = scan.rows[audited]
     return Integrity(
         name,
         layout,
@@ -1341,10 +1369,15 @@ def _audit_chain(
 
 def verified_records(path: Path | str, *, limit: int | None = None) -> Iterator[dict[str, Any]]:
     """The chain-verified records of a chained JSONL file (without their chain key), the first
-    ``limit`` of them when given (`Integrity.records`: those an audit covers)."""
-    scan = _scan_chain(Path(path))
-    for rec in scan.records[:limit]:
-        yield {k: v for k, v in rec.items() if k != CHAIN_KEY}
+    ``limit`` of them when given (`Integrity.records`: those an audit covers), read as a
+    stream (the file is never held in memory)."""
+    if limit is not None and limit <= 0:
+        return
+    for count, (rec, _, _) in enumerate(_walk_chain(Path(path), [], []), start=1):
+        del rec[CHAIN_KEY]
+        yield rec
+        if count == limit:
+            return
 
 
 def audit_integrity(

@@ -323,6 +323,32 @@ class _RowParser:
 _PROGRESS_EVERY = 50_000
 
 
+def _jsonl_lines(
+    path: Path, progress: Callable[[int, int], None] | None
+) -> Iterator[tuple[str, str]]:
+    """The non-blank lines of a JSONL file, read as a stream (never the whole file at once):
+    ``("file:line", text)``, split at ``\n`` alone. ``progress(bytes read, file
+    size)`` every `_PROGRESS_EVERY` lines."""
+    try:
+        total = path.stat().st_size
+        with path.open("rb") as fh:
+            done = 0
+            for number, raw in enumerate(fh, start=1):
+                done += len(raw)
+                if progress is not None and number % _PROGRESS_EVERY == 0:
+                    progress(done, total)
+                if not raw.strip():
+                    continue
+                where = _where(path, number)
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise FormatError(f"{where}: not valid UTF-8 ({exc.reason})") from None
+                yield where, text
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read ({exc})") from None
+
+
 def read_ledger(
     path: Path | str,
     *,
@@ -331,7 +357,8 @@ def read_ledger(
 ) -> Ledger:
     """Read a ledger file (JSONL, CSV or Parquet; docs/formats.md lists the columns).
 
-    ``progress(done, total)`` is called every 50,000 lines of a text file (for a progress bar).
+    ``progress(done, total)`` is called every 50,000 lines of a text file (for a progress bar;
+    bytes of a JSONL file, lines of a CSV file).
     ``groups``: groups defined in earlier files of the same ledger, which a text file may charge
     without listing their members (`read_ledgers`); the ledger returned defines those it charges.
 
@@ -347,17 +374,7 @@ def read_ledger(
         return _read_parquet(path)
     parser = _RowParser(path, groups)
     if kind == "jsonl":
-        try:
-            with path.open(encoding="utf-8", newline="") as fh:
-                lines = fh.read().split("\n")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise FormatError(f"{path}: cannot read ({exc})") from None
-        for number, text in enumerate(lines, start=1):
-            if progress is not None and number % _PROGRESS_EVERY == 0:
-                progress(number, len(lines))
-            if not text.strip():
-                continue
-            where = _where(path, number)
+        for where, text in _jsonl_lines(path, progress):
             try:
                 obj = json.loads(text)
             except json.JSONDecodeError as exc:

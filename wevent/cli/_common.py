@@ -290,7 +290,14 @@ def reading_bar(path: Path) -> Callable[[int, int], None] | None:
         return None
     from tqdm import tqdm
 
-    bar = tqdm(desc=f"reading {path.name}", unit="line", leave=False, file=sys.stderr)
+    jsonl = path.suffix.lower() != ".csv"  # read_ledger's progress: bytes of JSONL, CSV lines
+    bar = tqdm(
+        desc=f"reading {path.name}",
+        unit="B" if jsonl else "line",
+        unit_scale=jsonl,
+        leave=False,
+        file=sys.stderr,
+    )
 
     def update(done: int, total: int) -> None:
         bar.total = total

@@ -21,6 +21,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -239,5 +240,17 @@ def _prefix(found: Integrity, stem: Path) -> Path:
                 fh.write(json.dumps(rec, ensure_ascii=True) + "\n")
         return out
     out = stem.with_suffix(".parquet")
-    pq.write_table(records_table(records), out)
+    rows = iter(records)
+    writer = None
+    try:  # in chunks: bounded memory, whatever the ledger's size
+        while chunk := list(islice(rows, 100_000)):
+            table = records_table(chunk)
+            if writer is None:
+                writer = pq.ParquetWriter(out, table.schema)
+            writer.write_table(table)
+        if writer is None:
+            pq.write_table(records_table([]), out)
+    finally:
+        if writer is not None:
+            writer.close()
     return out
