@@ -18,19 +18,24 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wevent.accounting.budget import BudgetError, format_exact
+from wevent.accounting.budget import Budget, BudgetError, format_exact
 from wevent.accounting.durable import (
     CHECKPOINT_SLOT,
     GENESIS_HEAD,
     ChainedJsonlWriter,
+    GroupRecord,
     SegmentWriter,
+    _RecordOrder,
     audit_integrity,
+    canonical,
     is_durable_ledger,
     read_checkpoint,
     repair,
     verified_records,
 )
+from wevent.accounting.evidence import Evidence, Laplace, Sampled
 from wevent.accounting.formats import read_ledger, read_ledgers
+from wevent.accounting.ledger import Charge
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -697,3 +702,53 @@ def test_verification_reading_and_continuing_stream_the_file(
     with ChainedJsonlWriter(path) as w:
         w.append({"slot": 99, "group": "g", "epsilon": "1"})
     assert audit_integrity(path).records == expected.records + 1
+
+
+_TEXT = st.text(
+    alphabet=st.characters(blacklist_categories=["Cs"]), min_size=1, max_size=6
+)  # any valid Unicode, line breaks and quotes included
+
+
+@settings(max_examples=150)
+@given(
+    slot=st.integers(1, 10**6),
+    subject=_TEXT,
+    by_group=st.booleans(),
+    amount=st.fractions(min_value=0, max_value=5),
+    part=st.one_of(st.just(""), _TEXT),
+    mechanism=st.one_of(st.just(""), _TEXT),
+    evidence=st.sampled_from(
+        [
+            None,
+            Laplace(Fraction(1), Fraction(3, 7)),
+            Sampled(Laplace(Fraction(2), Fraction(5)), Fraction(1, 3)),
+        ]
+    ),
+)
+def test_a_charge_line_is_serialized_as_its_canonical_json(
+    slot: int,
+    subject: str,
+    by_group: bool,
+    amount: Fraction,
+    part: str,
+    mechanism: str,
+    evidence: Evidence | None,
+) -> None:
+    """The writer assembles a charge's canonical bytes from cached pieces: always exactly the
+    sorted-key compact JSON the chain covers (what a verifier recomputes)."""
+    order = _RecordOrder()
+    if by_group:
+        order.accept(GroupRecord(subject, ("a",)))
+    charge = Charge(
+        slot,
+        Budget(amount),
+        user=None if by_group else subject,
+        group=subject if by_group else None,
+        part=part,
+        mechanism=mechanism,
+        evidence=evidence,
+    )
+    for _ in range(2):  # the second time from the caches
+        rec = order.accept(charge)
+        assert rec is not None
+        assert order.canonical_charge(rec) == canonical(rec)

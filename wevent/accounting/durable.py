@@ -138,10 +138,10 @@ def _line(record: Mapping[str, Any]) -> bytes:
     return _escape_breaks(json.dumps(record, separators=(",", ":"), ensure_ascii=False).encode())
 
 
-def _chained_line(previous: str, record: Mapping[str, Any]) -> tuple[str, bytes]:
-    """The head after ``record`` and its JSON line carrying that head (one serialization: the
-    canonical bytes with the chain key added last)."""
-    body = canonical(record)  # a non-empty object: it ends with "}" after at least one field
+def _chained_line(previous: str, body: bytes) -> tuple[str, bytes]:
+    """The head after the record whose canonical bytes are ``body`` and its JSON line carrying
+    that head (one serialization: the canonical bytes with the chain key added last)."""
+    # body is a non-empty object: it ends with "}" after at least one field
     head = hashlib.sha256(bytes.fromhex(previous) + body).hexdigest()
     return head, _escape_breaks(
         body[:-1] + b',"' + CHAIN_KEY.encode() + b'":"' + head.encode() + b'"}'
@@ -346,6 +346,10 @@ def group_record(name: str, members: Iterable[str]) -> dict[str, Any]:
     return {"group": name, "members": list(members)}
 
 
+# The optional text fields of a charge between "evidence" and "slot", in sorted-key order.
+_TEXT_FIELDS = ((b',"group":', "group"), (b',"mechanism":', "mechanism"), (b',"part":', "part"))
+
+
 class _RecordOrder:
     """What a durable ledger's next record must respect: the groups defined so far and the last
     slot charged. `accept` checks a typed record against them and returns its JSONL record (None
@@ -359,6 +363,10 @@ class _RecordOrder:
         # A mechanism charges few distinct amounts and evidence values: their text once.
         self._amounts: dict[Fraction, str] = {}
         self._evidence: dict[Evidence, dict[str, Any]] = {}
+        # canonical JSON of the texts and evidence values seen (by the evidence dict's id: the
+        # dict is kept in _evidence while its entry here lives, so the id is not reused)
+        self._texts: dict[str, bytes] = {}
+        self._evidence_bytes: dict[int, tuple[dict[str, Any], bytes]] = {}
 
     def replay(self, records: Iterable[Mapping[str, Any]]) -> None:
         """Take in the records already in the ledger (verified, without their chain key)."""
@@ -410,6 +418,36 @@ class _RecordOrder:
                 ev = self._evidence[record.evidence] = evidence_to_json(record.evidence)
             rec["evidence"] = ev
         return rec  # charge_record(record), with the texts of repeated values kept
+
+    def _text_json(self, text: str) -> bytes:
+        found = self._texts.get(text)
+        if found is None:
+            if len(self._texts) >= self._CACHE:
+                self._texts.clear()
+            found = self._texts[text] = json.dumps(text, ensure_ascii=False).encode()
+        return found
+
+    def canonical_charge(self, rec: dict[str, Any]) -> bytes:
+        """``canonical(rec)`` for a charge record `accept` returned, assembled from cached
+        pieces in sorted-key order (epsilon, evidence, group, mechanism, part, slot, user)."""
+        out = [b'{"epsilon":', self._text_json(rec["epsilon"])]
+        ev = rec.get("evidence")
+        if ev is not None:
+            known = self._evidence_bytes.get(id(ev))  # the entry keeps ev alive: id not reused
+            if known is None:
+                if len(self._evidence_bytes) >= self._CACHE:
+                    self._evidence_bytes.clear()
+                body = json.dumps(ev, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+                known = self._evidence_bytes[id(ev)] = (ev, body.encode())
+            out += (b',"evidence":', known[1])
+        for key, name in _TEXT_FIELDS:
+            if name in rec:
+                out += (key, self._text_json(rec[name]))
+        out += (b',"slot":', str(rec["slot"]).encode())
+        if "user" in rec:
+            out += (b',"user":', self._text_json(rec["user"]))
+        out.append(b"}")
+        return b"".join(out)
 
 
 # ============================================================================ files
@@ -562,11 +600,15 @@ class _ChainLog:
         return self._committed_head
 
     def append_line(self, record: Mapping[str, Any]) -> None:
-        if self._closed:
-            raise RecordError(f"{self.path}: writer is closed")
         if CHAIN_KEY in record:
             raise RecordError(f"records may not carry their own {CHAIN_KEY!r} key")
-        self._head, line = _chained_line(self._head, record)
+        self.append_canonical(canonical(record))
+
+    def append_canonical(self, body: bytes) -> None:
+        """`append_line` for a record given as its canonical bytes (`canonical`)."""
+        if self._closed:
+            raise RecordError(f"{self.path}: writer is closed")
+        self._head, line = _chained_line(self._head, body)
         self._pending.append(line)
         self._count += 1
 
@@ -648,11 +690,14 @@ class ChainedJsonlWriter(_ChainLog):
 
     def _add(self, record: Charge | GroupRecord) -> None:
         try:
-            line = self._order.accept(record)
+            rec = self._order.accept(record)
         except RecordError as exc:
             raise RecordError(f"{self.path}: record refused, nothing written: {exc}") from None
-        if line is not None:
-            self.append_line(line)
+        if rec is not None:
+            if isinstance(record, Charge):
+                self.append_canonical(self._order.canonical_charge(rec))
+            else:
+                self.append_line(rec)
 
     def append(self, record: Mapping[str, Any]) -> None:
         """Append a documented JSONL record (a charge or a group definition), checked."""
