@@ -207,6 +207,37 @@ def test_many_files_of_mixed_columns_and_repeats_are_one_ledger(tmp_path: Path) 
     )
 
 
+_MISTYPED = {
+    "float amounts": {"slot": [1, 2], "user": ["a", "a"], "epsilon": [0.25, 0.5]},
+    "integer amounts": {"slot": [1, 2], "user": ["a", "a"], "epsilon": [1, 0]},
+    "string slots": {"slot": ["1", "2"], "user": ["a", "a"], "epsilon": ["1/4", "1/2"]},
+    "fractional slots": {"slot": [1.0, 2.5, 3.7], "user": ["a"] * 3, "epsilon": ["1/4"] * 3},
+    "integer users": {"slot": [1, 2], "user": [7, 7], "epsilon": ["1/4", "1/2"]},
+    "no slot": {"user": ["a"], "epsilon": ["1/4"]},
+}
+
+
+@pytest.mark.parametrize("case", sorted(_MISTYPED))
+def test_every_engine_refuses_the_same_mistyped_parquet_alike(case: str, tmp_path: Path) -> None:
+    """One schema for every engine: a Parquet ledger whose columns are not the documented
+    types is refused by numpy and the SQL engines with the same one-line message (DuckDB used
+    to read float or integer amounts, string or fractional slots and integer users, leaving
+    the exact-rational promise; Spark runs the same check before its SQL)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "l.parquet"
+    pq.write_table(pa.table(_MISTYPED[case]), path)
+    population = Population({"a": Fixed(3, Budget(1))})
+    messages = set()
+    for engine in ("numpy", "duckdb", "spark"):  # refused before Spark's session starts
+        with pytest.raises(FormatError) as caught:
+            make_engine(engine).audit([path], population)
+        messages.add(str(caught.value))
+    assert len(messages) == 1, messages
+    assert str(path) in messages.pop()
+
+
 def test_sql_engines_reject_bad_input_in_one_line(tmp_path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq

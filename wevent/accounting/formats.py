@@ -812,25 +812,50 @@ def _subset(codes: np.ndarray[Any, Any], rows: np.ndarray[Any, Any] | None) -> A
     return codes[rows]
 
 
-def _columns_ledger(src: _FileColumns | _TableColumns, path: Path) -> Ledger:
+def check_ledger_columns(path: Path, names: set[str], type_of: Callable[[str], Any]) -> None:
+    """Refuse a columnar ledger (Parquet) whose columns are not the documented ones: ``slot`` of
+    an integer type, ``epsilon``, ``user``, ``group``, ``part``, ``mechanism`` and ``evidence``
+    of a string type (exact amounts are strings), ``slot``, ``epsilon`` and one of ``user`` or
+    ``group`` present. Every engine calls this before it reads a file, so a float amount or a
+    fractional slot is refused alike, never rounded by one engine and truncated by another."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    names = src.names
     missing = [c for c in ("slot", "epsilon") if c not in names]
     if missing or not ({"user", "group"} & names):
         raise FormatError(f"{path}: missing column(s): {', '.join(missing) or 'user'}")
     for name in ("user", "group", "epsilon", "part", "mechanism", "evidence"):
         if name in names:
-            kind = _value_type(src.type(name))
+            kind = _value_type(type_of(name))
             if not (
                 pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind)
             ):
                 hint = " (write exact numbers as strings)" if name == "epsilon" else ""
                 raise FormatError(f"{path}: column {name!r} must hold strings, found {kind}{hint}")
-    slot_type = _value_type(src.type("slot"))
+    slot_type = _value_type(type_of("slot"))
     if not (pa.types.is_integer(slot_type) or pa.types.is_null(slot_type)):
         raise FormatError(f"{path}: column 'slot' must hold integers, found {slot_type}")
+
+
+def check_parquet_columns(path: Path) -> None:
+    """`check_ledger_columns` for a Parquet file, from its schema alone (FormatError for a
+    file that is not readable Parquet)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(path)
+    except (OSError, pa.ArrowException) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise FormatError(f"{path}: not a readable Parquet file ({first})") from None
+    check_ledger_columns(path, set(schema.names), lambda name: schema.field(name).type)
+
+
+def _columns_ledger(src: _FileColumns | _TableColumns, path: Path) -> Ledger:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = src.names
+    check_ledger_columns(path, names, src.type)
     n = src.num_rows
 
     # The slot column, and which rows are membership rows (null slot).

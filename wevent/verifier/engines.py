@@ -179,13 +179,20 @@ class SqlEngine:
         horizon: int | None = None,
         progress: Callable[[str], None] | None = None,
     ) -> tuple[Verdict, SqlDetails]:
-        from wevent.accounting.formats import EarlierGroups, ledger_kind, read_ledger, write_ledger
+        from wevent.accounting.formats import (
+            EarlierGroups,
+            check_parquet_columns,
+            ledger_kind,
+            read_ledger,
+            write_ledger,
+        )
 
         with tempfile.TemporaryDirectory(prefix="wevent-audit-") as tmp:
             parquet: list[Path] = []
             earlier = EarlierGroups()  # a text file may charge groups of the files before it
             for i, f in enumerate(files):
                 if ledger_kind(Path(f)) == "parquet":
+                    check_parquet_columns(Path(f))  # the schema every engine reads
                     parquet.append(Path(f))
                     earlier.add_parquet(Path(f))
                 else:
