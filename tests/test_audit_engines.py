@@ -182,7 +182,12 @@ def test_many_files_of_mixed_columns_and_repeats_are_one_ledger(tmp_path: Path) 
     define = tmp_path / "0.parquet"
     pq.write_table(
         pa.table(
-            {"slot": pa.array([None, None], pa.int64()), "user": ["a", "b"], "group": ["g"] * 2}
+            {
+                "slot": pa.array([None, None], pa.int64()),
+                "user": ["a", "b"],
+                "group": ["g"] * 2,
+                "epsilon": pa.array([None, None], pa.string()),
+            }
         ),
         define,
     )
@@ -229,13 +234,33 @@ def test_every_engine_refuses_the_same_mistyped_parquet_alike(case: str, tmp_pat
     path = tmp_path / "l.parquet"
     pq.write_table(pa.table(_MISTYPED[case]), path)
     population = Population({"a": Fixed(3, Budget(1))})
+    good = tmp_path / "good.parquet"
+    pq.write_table(pa.table({"slot": [1], "user": ["a"], "epsilon": ["1/4"]}), good)
     messages = set()
     for engine in ("numpy", "duckdb", "spark"):  # refused before Spark's session starts
-        with pytest.raises(FormatError) as caught:
-            make_engine(engine).audit([path], population)
-        messages.add(str(caught.value))
+        for files in ([path], [good, path]):  # alone, or after another file of the ledger
+            with pytest.raises(FormatError) as caught:
+                make_engine(engine).audit(files, population)
+            messages.add(str(caught.value))
     assert len(messages) == 1, messages
     assert str(path) in messages.pop()
+
+
+@pytest.mark.parametrize("engine", ["duckdb", SPARK])
+def test_an_empty_population_gives_every_engine_the_same_verdict(
+    engine: str, tmp_path: Path
+) -> None:
+    """A header-only requirements file (no user has a requirement): every charge is an
+    unregistered spend for every engine (DuckDB used to fail with a Binder Error: its small
+    tables guessed a column's type from its first value, and an empty column became text)."""
+    ledger = Ledger()
+    ledger.append(1, "1/2", user="a")
+    path = _write(tmp_path, ledger)
+    population = Population({})
+    reference, _ = make_engine("numpy").audit([path], population)
+    assert len(reference.violations) == 1
+    verdict, _ = make_engine(engine).audit([path], population)
+    _same(reference, verdict)
 
 
 def test_sql_engines_reject_bad_input_in_one_line(tmp_path: Path) -> None:

@@ -637,6 +637,7 @@ def read_ledgers(paths: Iterable[Path | str]) -> Ledger:
         if ledger_kind(f) == "parquet":
             if not f.exists():
                 raise FormatError(f"{f}: no such file")
+            check_parquet_columns(f)  # each file on its own, as a single file is read
             table = _parquet_columns(f)
         else:
             table = _plain(_parquet_table(read_ledger(f, groups=seen)))

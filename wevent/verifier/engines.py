@@ -208,6 +208,19 @@ class SqlEngine:
                 backend.close()
 
 
+def _arrow_columns(columns: dict[str, list[Any]], exact: Sequence[str], text: Sequence[str]) -> Any:
+    """An Arrow table of ``columns`` with declared types: strings for ``text`` and ``exact``
+    columns (exact ones are cast to DECIMAL(38,0) in SQL), 64-bit integers for the others."""
+    import pyarrow as pa
+
+    return pa.table(
+        {
+            k: pa.array(v, type=pa.string() if k in text or k in exact else pa.int64())
+            for k, v in columns.items()
+        }
+    )
+
+
 _FILE_COLUMN = "wevent_source_file"  # the column read_parquet names each row's file in
 
 
@@ -273,15 +286,10 @@ class DuckDBBackend:
             )
         self.con.execute(f"CREATE OR REPLACE VIEW {view} AS " + " UNION ALL ".join(parts))
 
-    def table(self, name: str, columns: dict[str, list[Any]], exact: Sequence[str]) -> None:
-        import pyarrow as pa
-
-        data = pa.table(
-            {
-                k: pa.array(v, type=pa.int64() if v and isinstance(v[0], int) else pa.string())
-                for k, v in columns.items()
-            }
-        )
+    def table(
+        self, name: str, columns: dict[str, list[Any]], exact: Sequence[str], text: Sequence[str]
+    ) -> None:
+        data = _arrow_columns(columns, exact, text)
         self.con.register(f"{name}_src", data)
         cast = ", ".join(f"CAST({k} AS DECIMAL(38,0)) AS {k}" if k in exact else k for k in columns)
         self.con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT {cast} FROM {name}_src")
@@ -402,15 +410,10 @@ class SparkBackend:
             df = df.unionAll(other)
         self._name(df, view)
 
-    def table(self, name: str, columns: dict[str, list[Any]], exact: Sequence[str]) -> None:
-        import pyarrow as pa
-
-        data = pa.table(
-            {
-                k: pa.array(v, type=pa.int64() if v and isinstance(v[0], int) else pa.string())
-                for k, v in columns.items()
-            }
-        )
+    def table(
+        self, name: str, columns: dict[str, list[Any]], exact: Sequence[str], text: Sequence[str]
+    ) -> None:
+        data = _arrow_columns(columns, exact, text)
         df = self.spark.createDataFrame(data)
         cast = [f"CAST({k} AS DECIMAL(38,0)) AS {k}" if k in exact else k for k in columns]
         self._keep(df.selectExpr(*cast), name)

@@ -87,9 +87,12 @@ class SqlBackend(Protocol):
         files' rows (``src``: the file's position in ``files``; membership rows have a null
         slot; empty strings may stand for null)."""
 
-    def table(self, name: str, columns: dict[str, list[Any]], exact: Sequence[str]) -> None:
-        """Create a small table from Python columns; ``exact`` columns hold integer strings
-        and become DECIMAL(38,0)."""
+    def table(
+        self, name: str, columns: dict[str, list[Any]], exact: Sequence[str], text: Sequence[str]
+    ) -> None:
+        """Create a small table from Python columns: ``text`` columns hold strings, ``exact``
+        columns integer strings that become DECIMAL(38,0), the others integers (BIGINT). The
+        types are declared, never guessed from values: an empty column keeps its type."""
 
     def materialize(self, name: str, select: str) -> None:
         """Create (or replace) ``name`` as the result of ``select``, stored for reuse."""
@@ -199,12 +202,13 @@ def sql_audit(
     narrow = bool(numerators) and biggest * (n_charges + 1) < 2**63
     sum_type = "BIGINT" if narrow else _EXACT
     if narrow:
-        b.table("amounts", {"eps": list(numerators), "num": list(numerators.values())}, [])
+        b.table("amounts", {"eps": list(numerators), "num": list(numerators.values())}, [], ["eps"])
     else:
         b.table(
             "amounts",
             {"eps": list(numerators), "num": [str(v) for v in numerators.values()]},
             ["num"],
+            ["eps"],
         )
     b.table(
         "classes",
@@ -217,12 +221,14 @@ def sql_audit(
             ],
         },
         ["bound"],
+        [],
     )
     users = [u for c in classes for u in c.members]
     b.table(
         "reqs",
         {"usr": users, "cls": [c.index for c in classes for _ in c.members]},
         [],
+        ["usr"],
     )
 
     say("representatives")
@@ -512,7 +518,7 @@ def tightest_users(verdict: Verdict, k: int, population: Population | None = Non
 
 
 def _rep_spends(b: SqlBackend, reps: Sequence[int], name: str) -> dict[int, list[tuple[int, int]]]:
-    b.table(name, {"rep": list(reps)}, [])
+    b.table(name, {"rep": list(reps)}, [], [])
     out: dict[int, list[tuple[int, int]]] = {}
     for rep, slot, v in b.rows(
         f"""SELECT g.rep, g.slot, CAST(g.v AS STRING) FROM agg g JOIN {name} c ON g.rep = c.rep
