@@ -216,3 +216,25 @@ def test_one_writer_at_a_time(tmp_path: Path) -> None:
     again, found = open_durable(path, resume=True)
     assert found is not None
     again.close()
+
+
+@pytest.mark.parametrize("commits", [1, 2, 5])
+def test_resume_refuses_a_signed_ledger_before_cutting_anything(
+    tmp_path: Path, commits: int
+) -> None:
+    """However many checkpoints the ledger has had (one slot of its checkpoint file used, or
+    both), a signed ledger is refused by --resume untouched: its uncommitted tail stays."""
+    from wevent.accounting.signing import generate_key_pair
+
+    generate_key_pair(tmp_path / "k", tmp_path / "k.pub")
+    path = tmp_path / "run.jsonl"
+    w = ChainedJsonlWriter(path, signing_key=tmp_path / "k")
+    for slot in range(1, commits + 1):
+        w.append_charge(Charge(slot, Budget("1/10"), user="u"))
+        w.commit()
+    with path.open("ab") as fh:  # a crash mid-append leaves a torn last line
+        fh.write(b'{"slot":9,"user":"u","epsil')
+    before = path.read_bytes()
+    with pytest.raises(InputError, match="signed checkpoints"):
+        open_durable(path, resume=True)
+    assert path.read_bytes() == before and not list(tmp_path.glob("*" + CUT_SUFFIX))

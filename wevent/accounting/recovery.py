@@ -18,12 +18,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wevent.accounting.budget import BudgetError
 from wevent.accounting.durable import (
     MANIFEST,
     SEGMENT_DIR_SUFFIX,
     ChainedJsonlWriter,
     SegmentWriter,
     audit_integrity,
+    read_checkpoint,
     repair,
     sync_rename,
 )
@@ -229,9 +231,8 @@ def _resume(
 
 
 def _signed(path: Path, segments: bool) -> bool:
-    checkpoint = (path / MANIFEST) if segments else path
-    mark = checkpoint.with_name(checkpoint.name + ".head")
+    """Whether the ledger's latest checkpoint carries a signature."""
     try:
-        return bool(json.loads(mark.read_bytes()).get("signature"))
-    except (OSError, ValueError, AttributeError):
+        return bool(read_checkpoint((path / MANIFEST) if segments else path).get("signature"))
+    except (OSError, BudgetError):
         return False
