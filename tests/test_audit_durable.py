@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from enum import Enum
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -442,7 +443,10 @@ def test_segment_ledgers_are_durable_by_layout(tmp_path: Path) -> None:
     root.mkdir()
     empty = audit_integrity(root)  # a writer never leaves an empty directory: emptied
     assert empty.state == "broken" and "directory is empty" in empty.problems[0].message
-    with SegmentWriter(root) as w:  # a directory made beforehand is written into
+    with pytest.raises(BudgetError, match="empty directory is not a segment ledger"):
+        SegmentWriter(root)  # an emptied ledger is not restarted silently
+    root.rmdir()
+    with SegmentWriter(root) as w:
         for r in _records(3):
             w.append(r)
             w.commit()
@@ -704,6 +708,11 @@ def test_verification_reading_and_continuing_stream_the_file(
     assert audit_integrity(path).records == expected.records + 1
 
 
+class _Slot(int, Enum):  # an int subclass that prints apart from its value
+    FIRST = 1
+    SECOND = 2
+
+
 _TEXT = st.text(
     alphabet=st.characters(blacklist_categories=["Cs"]), min_size=1, max_size=6
 )  # any valid Unicode, line breaks and quotes included
@@ -711,7 +720,7 @@ _TEXT = st.text(
 
 @settings(max_examples=150)
 @given(
-    slot=st.integers(1, 10**6),
+    slot=st.one_of(st.integers(1, 10**6), st.sampled_from(list(_Slot))),
     subject=_TEXT,
     by_group=st.booleans(),
     amount=st.fractions(min_value=0, max_value=5),
@@ -752,3 +761,64 @@ def test_a_charge_line_is_serialized_as_its_canonical_json(
         rec = order.accept(charge)
         assert rec is not None
         assert order.canonical_charge(rec) == canonical(rec)
+
+
+def test_the_newest_checkpoint_slot_cannot_be_destroyed_to_hide_a_removed_commit(
+    tmp_path: Path,
+) -> None:
+    """The file keeps the previous checkpoint beside the latest. Destroying the latest slot
+    (blanked or garbled) and removing the commit it vouched for is not what a crash leaves (a
+    crash tears a slot only after its commit's lines are on disk): an integrity failure. A
+    torn slot write is unreadable by its checksum, never a mix of old and new."""
+    path = tmp_path / "l.jsonl"
+    counts = _committed_in_steps(path, 3)
+    mark = path.with_name(path.name + ".head")
+    good, lines = mark.read_bytes(), path.read_bytes().splitlines(keepends=True)
+    latest = 0 if json.loads(_slots(path)[0])["records"] == counts[-1] else 1
+    start = latest * CHECKPOINT_SLOT
+    for damage in (b" " * 20, b"\x00" * 20):
+        data = bytearray(good)
+        data[start + 2 : start + 22] = damage
+        mark.write_bytes(bytes(data))
+        path.write_bytes(b"".join(lines[:-1]))  # the last commit removed
+        found = audit_integrity(path)
+        assert found.state == "broken" and "latest checkpoint was destroyed" in (
+            found.problems[0].message
+        )
+    # a torn write: the new slot's first 40 bytes over the old one's content
+    path.write_bytes(b"".join(lines))
+    older = bytes(good[(1 - latest) * CHECKPOINT_SLOT :][:CHECKPOINT_SLOT])
+    mixed = bytearray(good)
+    mixed[start : start + CHECKPOINT_SLOT] = good[start : start + 40] + older[40:]
+    mark.write_bytes(bytes(mixed))
+    torn = audit_integrity(path)
+    assert torn.state == "intact" and torn.records == counts[-2]
+    assert "slot unreadable" in torn.notes[0] and torn.torn[0].kind == "unanchored"
+    repair(path)  # cuts the tail and settles the checkpoint: both slots hold it
+    assert audit_integrity(path).ok and len(set(_slots(path))) == 1
+
+
+def test_a_new_checkpoint_file_holds_its_checkpoint_in_both_slots(tmp_path: Path) -> None:
+    path = tmp_path / "l.jsonl"
+    ChainedJsonlWriter(path).close()
+    first, second = _slots(path)
+    assert first == second and json.loads(first)["records"] == 0
+
+
+def test_a_segment_ledger_directory_is_made_as_mkdir_would_and_leaves_no_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Built under a private temporary name, the directory is given the mode mkdir gives
+    (readable by an auditor running as another user, under the umask); a failed creation
+    leaves nothing behind."""
+    (tmp_path / "plain").mkdir()
+    SegmentWriter(tmp_path / "l.wledger").close()
+    assert (tmp_path / "l.wledger").stat().st_mode == (tmp_path / "plain").stat().st_mode
+
+    def fail(self: Path, target: Path) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(Path, "rename", fail)
+    with pytest.raises(OSError, match="disk full"):
+        SegmentWriter(tmp_path / "m.wledger")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["l.wledger", "plain"]

@@ -263,6 +263,33 @@ def test_an_empty_population_gives_every_engine_the_same_verdict(
     _same(reference, verdict)
 
 
+def test_duckdb_reads_a_path_with_glob_characters_and_a_column_named_like_its_tag(
+    tmp_path: Path,
+) -> None:
+    """A path DuckDB would take for a glob pattern (``run[2]`` matches ``run2``) is read as
+    the file it names, and a ledger column named like the file tag does not collide with it:
+    numpy's verdict either way (DuckDB read the sibling file, or nothing, before)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    population = Population({"a": Fixed(3, Budget(1))})
+    (tmp_path / "run[2]").mkdir()
+    (tmp_path / "run2").mkdir()
+    over, under = tmp_path / "run[2]" / "l.parquet", tmp_path / "run2" / "l.parquet"
+    pq.write_table(pa.table({"slot": [1], "user": ["a"], "epsilon": ["5"]}), over)
+    pq.write_table(pa.table({"slot": [1], "user": ["a"], "epsilon": ["1/10"]}), under)
+    tagged = tmp_path / "tagged.parquet"
+    pq.write_table(
+        pa.table({"slot": [2], "user": ["a"], "epsilon": ["1/10"], "wevent_source_file": ["x"]}),
+        tagged,
+    )
+    for files in ([over], [over, tagged], [under, tagged]):
+        reference, _ = make_engine("numpy").audit(files, population)
+        verdict, _ = make_engine("duckdb").audit(files, population)
+        _same(reference, verdict)
+    assert make_engine("duckdb").audit([over], population)[0].violations
+
+
 def test_sql_engines_reject_bad_input_in_one_line(tmp_path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq

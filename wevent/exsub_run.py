@@ -160,10 +160,6 @@ def run_exsub(
             f"user {users[worst]!r} has {int(changes[worst])} changes, more than --sparsity "
             f"{sparsity} (s is a public bound on every user's changes; raise it)"
         )
-    writer = None
-    if ledger_path is not None and is_durable_path(ledger_path):
-        writer, _ = open_durable(ledger_path, resume=False)
-    guard = Guard(population, sink=writer)
     server = ExSubServer(protocol)
     summary = ExSubRunSummary(len(population), len(users), T, protocol)
     master = random.Random(seed)
@@ -173,7 +169,11 @@ def run_exsub(
         eps = Fraction(population.requirement_of(user).eps)  # type: ignore[union-attr]
         client = ExSubClient(protocol, eps, RandomChooser(master.getrandbits(64)))
         designed.append((user, eps, client))
+    writer = None  # opened last: nothing before the run can fail with the ledger held
+    if ledger_path is not None and is_durable_path(ledger_path):
+        writer, _ = open_durable(ledger_path, resume=False)
     try:
+        guard = Guard(population, sink=writer)
         with guard.batch():  # every user's charge in one durable commit, before any draw
             for user, eps, client in designed:
                 try:

@@ -43,6 +43,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -94,7 +95,7 @@ CHAIN_KEY = "chain"
 MANIFEST = "manifest.jsonl"
 SEGMENT_DIR_SUFFIX = ".wledger"
 CUT_SUFFIX = ".cut"
-CHECKPOINT_SLOT = 512  # bytes per checkpoint slot: one JSON object padded with spaces, "\n"
+CHECKPOINT_SLOT = 4096  # bytes per checkpoint slot: one JSON object padded with spaces, "\n"
 
 # Characters that `str.splitlines` (and so many JSON Lines readers) treat as line breaks but
 # `json.dumps(ensure_ascii=False)` leaves unescaped inside strings; json.dumps already escapes
@@ -395,7 +396,7 @@ class _RecordOrder:
                 "written in slot order"
             )
         self.last_slot = record.slot
-        rec: dict[str, Any] = {"slot": record.slot}
+        rec: dict[str, Any] = {"slot": int(record.slot)}  # a plain int (an IntEnum prints apart)
         if record.user is not None:
             rec["user"] = record.user
         else:
@@ -477,6 +478,20 @@ def _replace_atomically(path: Path, data: bytes) -> None:
     with tmp.open("wb") as fh:
         fh.write(data)
     sync_rename(tmp, path)
+
+
+def _mark_sum(mark: Mapping[str, Any]) -> str:
+    """The checksum a checkpoint slot carries: SHA-256 (16 hex digits) of its other fields."""
+    body = json.dumps({k: v for k, v in mark.items() if k != "sum"}, sort_keys=True)
+    return hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+def _mark_slot(mark: Mapping[str, Any]) -> bytes:
+    """One checkpoint slot: the mark with its checksum, as JSON padded to `CHECKPOINT_SLOT`."""
+    data = json.dumps({**mark, "sum": _mark_sum(mark)}, separators=(",", ":")).encode()
+    if len(data) >= CHECKPOINT_SLOT:  # cannot happen for the documented fields
+        raise RecordError(f"checkpoint of {len(data)} bytes does not fit a slot")
+    return data.ljust(CHECKPOINT_SLOT - 1) + b"\n"
 
 
 def _datasync(fd: int) -> None:
@@ -618,22 +633,21 @@ class _ChainLog:
 
     def _checkpoint(self) -> None:
         """Record (count, head) in the checkpoint. The file has two fixed slots written in turn
-        (`CHECKPOINT_SLOT` bytes each, so each is one disk sector): a crash while one is
-        written leaves the other, the previous checkpoint, intact. The first checkpoint of a
-        writer's session creates the file anew (atomic replace); later ones overwrite the older
-        slot in place and fdatasync it: one sync instead of a rename and two."""
+        (`CHECKPOINT_SLOT` bytes each: a page, so a write to one never touches the other's
+        sectors), each carrying a checksum of its content: a crash while one is written leaves
+        the other, the previous checkpoint, intact, and the torn one unreadable (never a mix of
+        old and new that reads as a checkpoint). The first checkpoint of a writer's session
+        creates the file anew, atomically, with both slots holding it; later ones overwrite the
+        older slot in place and fdatasync it: one sync instead of a rename and two."""
         mark: dict[str, Any] = {"records": self._count, "head": self._head}
         if self._key is not None:
             from wevent.accounting.signing import sign_checkpoint
 
             mark.update(sign_checkpoint(self._key, self._count, self._head))
-        data = json.dumps(mark, separators=(",", ":")).encode()
-        if len(data) >= CHECKPOINT_SLOT:  # cannot happen for the documented fields
-            raise RecordError(f"{self.path}: checkpoint of {len(data)} bytes does not fit a slot")
-        slot = data.ljust(CHECKPOINT_SLOT - 1) + b"\n"
+        slot = _mark_slot(mark)
         path = _head_path(self.path)
-        if self._mark_fd is None:
-            _replace_atomically(path, slot + b" " * (CHECKPOINT_SLOT - 1) + b"\n")
+        if self._mark_fd is None:  # both slots the same: a blank or torn one is never normal
+            _replace_atomically(path, slot + slot)
             self._mark_fd = os.open(path, os.O_RDWR)
             self._mark_next = 1
         else:
@@ -738,9 +752,16 @@ def _create_segment_directory(directory: Path, signing_key: PrivateKeySource | N
 
     directory.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.new-", dir=directory.parent))
-    _ChainLog(tmp / MANIFEST, signing_key, layout="segments").close()
-    _fsync_dir(tmp)
-    tmp.rename(directory)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)  # as mkdir would make it (mkdtemp makes it private)
+        _ChainLog(tmp / MANIFEST, signing_key, layout="segments").close()
+        _fsync_dir(tmp)
+        tmp.rename(directory)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     _fsync_dir(directory.parent)
 
 
@@ -759,6 +780,13 @@ class SegmentWriter:
         self.directory = Path(directory)
         if not self.directory.exists():
             _create_segment_directory(self.directory, signing_key)
+        elif self.directory.is_dir() and not any(self.directory.iterdir()):
+            raise LedgerIntegrityError(
+                f"{self.directory}: cannot append: an empty directory is not a segment ledger "
+                "(a writer creates one with its manifest's checkpoint in place; an emptied "
+                "ledger is not restarted silently): remove it, or name a new ledger",
+                _audit_segments(self.directory, None, None),
+            )
         if any(self.directory.iterdir()):
             found = _audit_segments(self.directory, None, None)
             if not found.ok:
@@ -1184,10 +1212,14 @@ class _Checkpoint:
 
 
 def _parse_mark(raw: bytes) -> _Checkpoint | None:
+    """A checkpoint slot's content; None when it is unreadable or its checksum does not match
+    (a slot without a checksum is one line of an earlier version's file)."""
     try:
         mark = json.loads(raw)
         count, head = mark["records"], mark["head"]
         signature = mark.get("signature", "")
+        if "sum" in mark and mark["sum"] != _mark_sum(mark):
+            return None
     except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
         return None
     if (
@@ -1220,11 +1252,15 @@ def _read_checkpoint(path: Path) -> _Marks | str | None:
     error: the readable slot is the checkpoint."""
     if not path.exists():
         return None
-    lines = [line for line in path.read_bytes().split(b"\n") if line.strip()]
+    data = path.read_bytes()
+    if len(data) == 2 * CHECKPOINT_SLOT:  # the two slots (a blank one is not normal)
+        lines = [data[:CHECKPOINT_SLOT], data[CHECKPOINT_SLOT:]]
+    else:  # one line, as earlier versions wrote
+        lines = [line for line in data.split(b"\n") if line.strip()]
     marks = [_parse_mark(line) for line in lines]
     good = sorted((m for m in marks if m is not None), key=lambda m: m.records)
     if not good or len(lines) > 2:
-        return "unreadable checkpoint (records, head or signature malformed)"
+        return "unreadable checkpoint (records, head, signature or checksum malformed)"
     return _Marks(good[-1], good[0] if len(good) == 2 else None, len(good) < len(lines))
 
 
@@ -1236,10 +1272,13 @@ def read_checkpoint(path: Path | str) -> dict[str, Any]:
     marks = _read_checkpoint(head_file)
     if not isinstance(marks, _Marks):
         raise BudgetError(f"{head_file}: {marks or 'no such file'}")
-    for line in head_file.read_bytes().split(b"\n"):
+    data = head_file.read_bytes()
+    slots = [data[:CHECKPOINT_SLOT], data[CHECKPOINT_SLOT:]]
+    for line in slots if len(data) == 2 * CHECKPOINT_SLOT else data.split(b"\n"):
         mark = _parse_mark(line) if line.strip() else None
         if mark == marks.latest:
             found: dict[str, Any] = json.loads(line)
+            found.pop("sum", None)  # the slot's checksum, not part of the checkpoint
             return found
     raise AssertionError("the latest checkpoint is one of the file's lines")
 
@@ -1293,7 +1332,18 @@ def _audit_chain(
         assert isinstance(marks, _Marks)
         checkpoint = mark.records
         earlier = marks.earlier
-        if marks.torn_slot:
+        if marks.torn_slot and not scan.problems and n <= mark.records:
+            # A crash tears the slot being written only after that commit's lines are on
+            # disk, so records follow the other slot's checkpoint; here none do.
+            problems.append(
+                IntegrityProblem(
+                    str(head_file),
+                    0,
+                    "a checkpoint slot is unreadable and no record follows the other one: the "
+                    "latest checkpoint was destroyed (and the records it vouched for removed?)",
+                )
+            )
+        elif marks.torn_slot:
             notes.append("one checkpoint slot unreadable (a checkpoint write a crash interrupted)")
         if not scan.problems:
             if (
@@ -1572,6 +1622,13 @@ def _cut_file(path: Path, offset: int, side: Path) -> Path:
     return side
 
 
+def _settle_checkpoint(path: Path) -> None:
+    """After a cut: the checkpoint file anew with both slots holding its latest checkpoint, so
+    a slot a crash tore is not left beside a file that now ends at the other slot's count."""
+    slot = _mark_slot(read_checkpoint(path))
+    _replace_atomically(_head_path(path), slot + slot)
+
+
 def repair(path: Path | str, *, public_key: PublicKeySource | None = None) -> Repair:
     """Cut a durable ledger's uncommitted tail (a torn line, records past the last checkpoint,
     segments without a committed manifest line) into side files next to it, so that a writer
@@ -1595,6 +1652,7 @@ def repair(path: Path | str, *, public_key: PublicKeySource | None = None) -> Re
             side = _cut_file(path, found.torn[0].offset, _side_path(path))
             cut.append((found.torn[0], str(side)))
             cut += [(t, cut[0][1]) for t in found.torn[1:]]
+            _settle_checkpoint(path)
         return Repair(str(path), found.records, found.head, tuple(cut))
     manifest = path / MANIFEST
     side_dir = _side_path(path)
@@ -1611,6 +1669,7 @@ def repair(path: Path | str, *, public_key: PublicKeySource | None = None) -> Re
         side_dir.mkdir(exist_ok=True)
         side = _cut_file(manifest, manifest_tails[0].offset, _side_path(side_dir / MANIFEST))
         cut += [(t, str(side)) for t in manifest_tails]
+        _settle_checkpoint(manifest)
         for seg in named:
             source = path / seg
             if source.exists():
