@@ -8,6 +8,7 @@ which the float's value is rounded. No verdict in wevent depends on a float tole
 from __future__ import annotations
 
 import math
+import os
 import re
 from enum import Enum
 from fractions import Fraction
@@ -21,20 +22,63 @@ __all__ = [
     "BudgetError",
     "Rounding",
     "approx",
+    "check_common_denominator",
     "check_slot",
     "format_exact",
     "parse_exact",
     "parse_slot",
     "parse_window",
     "ratio_text",
+    "shown",
 ]
 
 # A decimal (optionally with exponent) or a fraction of two integers; no underscores, no "inf".
-_DECIMAL: Final = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE]([+-]?\d+))?")
-_RATIO: Final = re.compile(r"([+-]?\d+)\s*/\s*(\d+)")
+# ASCII digits only ([0-9], not \d, which also takes Arabic-Indic or fullwidth digits).
+_DECIMAL: Final = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?")
+_RATIO: Final = re.compile(r"([+-]?[0-9]+)[ \t]*/[ \t]*([0-9]+)")
+_PAD: Final = " \t"  # what a number may be padded with (not NBSP, vertical tab, ...)
 _MAX_EXPONENT: Final = 400  # 10**400 is already far outside any meaningful budget
 _MAX_LENGTH: Final = 1000  # characters of one exact number (guards against absurd inputs)
 MAX_SLOT: Final = 2**62 - 1  # slot numbers stay clear of int64 limits in every engine
+DIGITS_VARIABLE: Final = "WEVENT_MAX_DIGITS"
+DEFAULT_MAX_DIGITS: Final = 10_000
+
+
+def max_digits() -> int:
+    """The most decimal digits the common denominator of a ledger's amounts and bounds may have
+    (`DEFAULT_MAX_DIGITS`, or the environment variable ``WEVENT_MAX_DIGITS``). One number is at
+    most 1,000 characters, but exact arithmetic over many distinct large denominators is
+    unbounded work (their common denominator grows with each), so the common one is bounded:
+    `check_common_denominator`."""
+    text = os.environ.get(DIGITS_VARIABLE, "")
+    if not text:
+        return DEFAULT_MAX_DIGITS
+    if not re.fullmatch(r"[0-9]{1,6}", text) or int(text) < 1:
+        raise BudgetError(f"{DIGITS_VARIABLE}={shown(text)}: give a whole number of digits >= 1")
+    return int(text)
+
+
+def check_common_denominator(value: int, what: str) -> int:
+    """``value`` (a common denominator being built) if it has at most `max_digits` digits, else
+    `BudgetError` naming the limit and how to raise it."""
+    limit = max_digits()
+    if value.bit_length() > limit * 3.3219280948873626 - 4 and len(str(value)) > limit:
+        raise BudgetError(
+            f"{what}: the common denominator of the amounts and bounds has more than {limit:,} "
+            f"digits (many distinct large denominators; set {DIGITS_VARIABLE} to raise the limit)"
+        )
+    return value
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """``repr(value)`` for a message, cut to ``limit`` characters with the full length named (a
+    5,000-digit slot is not echoed whole)."""
+    if isinstance(value, int) and value.bit_length() > 4 * limit:  # str() of huge ints is slow
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 1]}\u2026 ({len(text)} characters)"
 
 
 class BudgetError(InputError):
@@ -56,7 +100,7 @@ def parse_exact(text: str, *, what: str = "value") -> Fraction:
     """
     if not isinstance(text, str):
         raise BudgetError(f"{what}: expected an exact number as text, got {type(text).__name__}")
-    s = text.strip()
+    s = text.strip(_PAD)
     if not s:
         raise BudgetError(f"{what}: empty value (expected a decimal like 0.1 or a ratio like 1/3)")
     if len(s) > _MAX_LENGTH:
@@ -67,32 +111,35 @@ def parse_exact(text: str, *, what: str = "value") -> Fraction:
     if ratio is not None:
         den = int(ratio.group(2))
         if den == 0:
-            raise BudgetError(f"{what}: {text!r} has a zero denominator")
+            raise BudgetError(f"{what}: {shown(text)} has a zero denominator")
         return Fraction(int(ratio.group(1)), den)
     dec = _DECIMAL.fullmatch(s)
     if dec is None:
         lowered = s.lower().lstrip("+-")
         if lowered in {"nan", "inf", "infinity"}:
-            raise BudgetError(f"{what}: {text!r} is not a finite number")
+            raise BudgetError(f"{what}: {shown(text)} is not a finite number")
         raise BudgetError(
-            f"{what}: {text!r} is not an exact number (use a decimal like 0.1 or a ratio like 1/3)"
+            f"{what}: {shown(text)} is not an exact number (use a decimal like 0.1 or a ratio "
+            "like 1/3, in ASCII digits)"
         )
     exponent = dec.group(1)
     if exponent is not None and abs(int(exponent)) > _MAX_EXPONENT:
-        raise BudgetError(f"{what}: exponent of {text!r} is out of range")
+        raise BudgetError(f"{what}: exponent of {shown(text)} is out of range")
     return Fraction(s)
 
 
 def parse_window(text: str, *, what: str = "w", allow_infinite: bool = False) -> int | None:
     """Parse a window size: a positive integer, or ``inf`` (returned as None) where allowed."""
-    s = text.strip() if isinstance(text, str) else str(text)
+    s = text.strip(_PAD) if isinstance(text, str) else str(text)
     if len(s) > _MAX_LENGTH:
         raise BudgetError(f"{what}: a window of {len(s)} digits is too long")
     if allow_infinite and s.lower() in {"inf", "infinity"}:
         return None
-    if not re.fullmatch(r"\+?\d+", s):
+    if not re.fullmatch(r"\+?[0-9]+", s):
         hint = " or inf" if allow_infinite else ""
-        raise BudgetError(f"{what}: {text!r} is not a positive whole number of slots{hint}")
+        raise BudgetError(
+            f"{what}: {shown(text)} is not a positive whole number of slots{hint} (ASCII digits)"
+        )
     value = int(s)
     if value <= 0:
         raise BudgetError(f"{what}: window size must be at least 1 slot, got {value}")
@@ -101,20 +148,20 @@ def parse_window(text: str, *, what: str = "w", allow_infinite: bool = False) ->
 
 def parse_slot(text: str, *, what: str = "slot") -> int:
     """Parse a slot number: slots are numbered from 1."""
-    s = text.strip() if isinstance(text, str) else str(text)
-    if len(s) > 30 or not re.fullmatch(r"[+-]?\d+", s):
-        raise BudgetError(f"{what}: {text!r} is not a whole slot number")
+    s = text.strip(_PAD) if isinstance(text, str) else str(text)
+    if len(s) > 30 or not re.fullmatch(r"[+-]?[0-9]+", s):
+        raise BudgetError(f"{what}: {shown(text)} is not a whole slot number (ASCII digits)")
     return check_slot(int(s), what=what)
 
 
 def check_slot(value: object, *, what: str = "slot") -> int:
     """Validate a slot number: an integer from 1 to MAX_SLOT."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise BudgetError(f"{what}: slots are whole numbers, got {value!r}")
+        raise BudgetError(f"{what}: slots are whole numbers, got {shown(value)}")
     if value < 1:
-        raise BudgetError(f"{what}: slots are numbered from 1, got {value}")
+        raise BudgetError(f"{what}: slots are numbered from 1, got {shown(value)}")
     if value > MAX_SLOT:
-        raise BudgetError(f"{what}: {value} is beyond the largest slot 2^62 - 1")
+        raise BudgetError(f"{what}: {shown(value)} is beyond the largest slot 2^62 - 1")
     return value
 
 

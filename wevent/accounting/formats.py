@@ -11,6 +11,7 @@ import errno
 import io
 import itertools
 import json
+import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from wevent.accounting.budget import (
     format_exact,
     parse_slot,
     parse_window,
+    shown,
 )
 from wevent.accounting.evidence import Evidence, evidence_from_json, evidence_to_json
 from wevent.accounting.ledger import Ledger, take_codes
@@ -59,20 +61,94 @@ def _where(path: Path | str, line: int | None) -> str:
 # ============================================================================ requirements
 
 
-def _open_csv(path: Path) -> tuple[list[str], Iterator[tuple[int, list[str]]], int]:
-    """Header, rows (with their line numbers) and the number of lines, of a CSV file."""
+_PAD = " \t"  # what a number may be padded with in a CSV field (not NBSP, vertical tab, ...)
+MAX_FIELD = 4096  # characters of an id, group name, part or mechanism
+MAX_EVIDENCE = 65536  # characters of one evidence value
+
+
+def check_input_file(path: Path) -> None:
+    """Refuse what is not a regular file before opening it: a FIFO or a device (``/dev/zero``)
+    would block or never end, a directory is not a file."""
     try:
-        text = path.read_text(encoding="utf-8-sig")  # tolerate a byte-order mark
+        mode = path.stat().st_mode
     except FileNotFoundError:
         raise FormatError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(mode):
+        kind = (
+            "a directory"
+            if stat.S_ISDIR(mode)
+            else "a FIFO"
+            if stat.S_ISFIFO(mode)
+            else "a device or socket"
+        )
+        raise FormatError(f"{path}: {kind}, not a regular file (inputs are read from files)")
+
+
+def check_text(value: str, name: str, where: str, limit: int = MAX_FIELD) -> str:
+    """A text field as read: without NUL characters and at most ``limit`` characters."""
+    if len(value) > limit:
+        raise FormatError(
+            f"{where}: {name} of {len(value):,} characters is longer than the limit of {limit:,}"
+        )
+    if "\x00" in value:
+        raise FormatError(f"{where}: {name} {shown(value)} holds a NUL character")
+    return value
+
+
+def _json_object(text: str, where: str) -> Any:
+    """One JSON value, refusing duplicate keys (which one would count?) and nesting too deep
+    for the parser, each as a one-line error naming the line."""
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"{where}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise FormatError(f"{where}: JSON nested too deeply to be a ledger record") from None
+    except _DuplicateKey as exc:
+        raise FormatError(f"{where}: key {exc.args[0]!r} appears twice in one object") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise FormatError(f"{where}: not a usable JSON value ({shown(str(exc), 80)})") from None
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return out
+
+
+def _open_csv(path: Path) -> tuple[list[str], Iterator[tuple[int, list[str]]], int]:
+    """Header, rows (with their line numbers) and the number of lines, of a CSV file: a
+    regular file, without NUL characters, whose header names no column twice."""
+    check_input_file(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # tolerate a byte-order mark
     except (OSError, UnicodeDecodeError) as exc:
         raise FormatError(f"{path}: cannot read ({exc})") from None
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        raise FormatError(f"{path}:{line}: a NUL character (binary data, not CSV text)")
     reader = csv.reader(io.StringIO(text))
     try:
         header = next(reader)
     except StopIteration:
         raise FormatError(f"{path}: empty file (expected a header line)") from None
-    header = [h.strip() for h in header]
+    header = [h.strip(_PAD) for h in header]
+    twice = sorted({h for h in header if header.count(h) > 1})
+    if twice:
+        raise FormatError(
+            f"{path}:1: column {twice[0]!r} appears twice in the header (which one holds the value?)"
+        )
 
     def rows() -> Iterator[tuple[int, list[str]]]:
         for row in reader:
@@ -94,10 +170,18 @@ def read_requirements(paths: Path | str | Iterable[Path | str]) -> Population:
     reqs: dict[str, Requirement] = {}
     dynamic: dict[str, list[Declaration]] = {}
     origin: dict[str, str] = {}
+    declared_first: dict[tuple[str, int], str] = {}  # (user, slot): where first declared
+    declared: dict[tuple[str, int], str] = {}  # ... and where last
     for p in paths:
         path = Path(p)
         header, rows, _ = _open_csv(path)
         cols: tuple[str, ...]
+        dynamic_only = set(DYNAMIC_COLUMNS) - set(FIXED_COLUMNS)
+        if dynamic_only & set(header) and {"w", "epsilon"} & set(header):
+            raise FormatError(
+                f"{path}:1: the header has both the fixed columns (w, epsilon) and the dynamic "
+                "ones (slot, w_back, eps_back, w_fwd, eps_fwd): give each kind its own file"
+            )
         if set(DYNAMIC_COLUMNS) <= set(header):
             kind = "dynamic"
             cols = DYNAMIC_COLUMNS
@@ -115,10 +199,11 @@ def read_requirements(paths: Path | str | Iterable[Path | str]) -> Population:
             if len(row) != len(header):
                 raise FormatError(f"{where}: expected {len(header)} fields, found {len(row)}")
             # Ids are kept exactly as written (round trips are exact); numbers may be padded.
-            get = {c: (row[i] if c == "user" else row[i].strip()) for c, i in pos.items()}
+            get = {c: (row[i] if c == "user" else row[i].strip(_PAD)) for c, i in pos.items()}
             user = get["user"]
             if not user:
                 raise FormatError(f"{where}: empty user id")
+            check_text(user, "user", where)
             try:
                 if kind == "fixed":
                     if user in origin:
@@ -142,6 +227,8 @@ def read_requirements(paths: Path | str | Iterable[Path | str]) -> Population:
                         eps_fwd=Budget(get["eps_fwd"], what="eps_fwd"),
                     )
                     dynamic.setdefault(user, []).append(decl)
+                    declared_first.setdefault((user, slot), where)
+                    declared[(user, slot)] = where
                 origin.setdefault(user, where)
             except FormatError:
                 raise
@@ -151,7 +238,10 @@ def read_requirements(paths: Path | str | Iterable[Path | str]) -> Population:
         decls.sort(key=lambda d: d.slot)
         for a, b in itertools.pairwise(decls):
             if a.slot == b.slot:
-                raise FormatError(f"user {user!r} declares two requirements for slot {a.slot}")
+                raise FormatError(
+                    f"{declared[(user, a.slot)]}: user {user!r} declares a second requirement "
+                    f"for slot {a.slot} (the first at {declared_first[(user, a.slot)]})"
+                )
         reqs[user] = Dynamic(tuple(decls))
     return Population(reqs)
 
@@ -234,6 +324,15 @@ def ledger_kind(path: Path) -> str:
     raise FormatError(f"{path}: unknown ledger format (use .jsonl, .csv or .parquet)")
 
 
+def _label(value: object, name: str, where: str) -> str:
+    """A part or mechanism field: text (absent or empty: "")."""
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str):
+        raise BudgetError(f"{name}: a string, got {shown(value)}")
+    return check_text(value, name, where)
+
+
 class _RowParser:
     """Parses ledger rows with caches for repeated amounts and evidence strings.
 
@@ -250,18 +349,30 @@ class _RowParser:
             tuple[int, Budget, str | None, str | None, str, str, Evidence | None]
         ] = []
         self.used_groups: set[str] = set()
+        self.json_slots = False  # JSONL: a slot is a JSON integer (CSV: text, parsed)
+        self.member_seen: dict[tuple[str, str], str] = {}  # (group, user): where listed
 
     def member(self, where: str, group: str, user: str) -> None:
         if group in self.used_groups:
             raise FormatError(f"{where}: members of group {group!r} must precede its charges")
         if not user:
             raise FormatError(f"{where}: membership row for group {group!r} has no user")
+        check_text(user, "member", where)
+        first = self.member_seen.get((group, user))
+        if first is None:
+            self.member_seen[(group, user)] = where
+        else:
+            raise FormatError(
+                f"{where}: group {group!r} lists member {shown(user)} twice (first at {first})"
+            )
         self.groups.setdefault(group, []).append(user)
 
     def charge(self, where: str, fields: Mapping[str, Any]) -> None:
         try:
             slot_v = fields.get("slot")
-            # check_slot rejects booleans and non-integers; strings are parsed first.
+            if isinstance(slot_v, str) and self.json_slots:
+                raise BudgetError(f"slot: a JSON integer, got the string {shown(slot_v)}")
+            # check_slot rejects booleans and non-integers; CSV text is parsed first.
             slot = parse_slot(slot_v) if isinstance(slot_v, str) else check_slot(slot_v)
             eps_v = fields.get("epsilon")
             if eps_v is None or eps_v == "":
@@ -276,7 +387,9 @@ class _RowParser:
             group = fields.get("group") or None
             for name, value in (("user", user), ("group", group)):
                 if value is not None and not isinstance(value, str):
-                    raise BudgetError(f"{name}: ids are strings, got {value!r}")
+                    raise BudgetError(f"{name}: ids are strings, got {shown(value)}")
+                if value is not None:
+                    check_text(value, name, where)
             if (user is None) == (group is None):
                 raise BudgetError("a charge names exactly one of user or group")
             if group is not None:
@@ -290,12 +403,14 @@ class _RowParser:
             evidence: Evidence | None = None
             if ev_v not in (None, ""):
                 key = ev_v if isinstance(ev_v, str) else json.dumps(ev_v, sort_keys=True)
+                check_text(key, "evidence", where, MAX_EVIDENCE)
                 evidence = self.evidence.get(key)
                 if evidence is None:
                     evidence = evidence_from_json(ev_v)
                     self.evidence[key] = evidence
-            part = str(fields.get("part") or "")
-            mechanism = str(fields.get("mechanism") or "")
+            part, mechanism = (_label(fields.get(k), k, where) for k in ("part", "mechanism"))
+        except FormatError:
+            raise  # already names the line
         except BudgetError as exc:
             raise FormatError(f"{where}: {exc}") from None
         self.charges.append((slot, amount, user, group, part, mechanism, evidence))
@@ -329,6 +444,7 @@ def _jsonl_lines(
     """The non-blank lines of a JSONL file, read as a stream (never the whole file at once):
     ``("file:line", text)``, split at ``\n`` alone. ``progress(bytes read, file
     size)`` every `_PROGRESS_EVERY` lines."""
+    check_input_file(path)
     try:
         total = path.stat().st_size
         with path.open("rb") as fh:
@@ -374,11 +490,9 @@ def read_ledger(
         return _read_parquet(path)
     parser = _RowParser(path, groups)
     if kind == "jsonl":
+        parser.json_slots = True
         for where, text in _jsonl_lines(path, progress):
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise FormatError(f"{where}: not valid JSON ({exc.msg})") from None
+            obj = _json_object(text, where)
             if not isinstance(obj, dict):
                 raise FormatError(f"{where}: each line must be a JSON object")
             if "members" in obj:
@@ -388,6 +502,7 @@ def read_ledger(
                     raise FormatError(f"{where}: a group line needs 'group' and a 'members' list")
                 if group in parser.groups:
                     raise FormatError(f"{where}: group {group!r} is defined twice")
+                check_text(group, "group", where)
                 for m in members:
                     if not isinstance(m, str):
                         raise FormatError(f"{where}: group members must be user id strings")
@@ -408,7 +523,9 @@ def read_ledger(
         where = _where(path, line)
         if len(row) != len(header):
             raise FormatError(f"{where}: expected {len(header)} fields, found {len(row)}")
-        fields = {h: (v.strip() if h in _NUMERIC else v) for h, v in zip(header, row, strict=True)}
+        fields = {
+            h: (v.strip(_PAD) if h in _NUMERIC else v) for h, v in zip(header, row, strict=True)
+        }
         if not fields["slot"] and fields.get("group"):
             if fields.get("epsilon"):
                 raise FormatError(f"{where}: a membership row (empty slot) has no epsilon")

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from wevent.accounting.budget import BudgetError
+from wevent.accounting.budget import BudgetError, check_common_denominator
 from wevent.accounting.evidence import certify_cost
 from wevent.accounting.ledger import Ledger, LedgerColumns
 from wevent.accounting.population import Population
@@ -275,7 +275,7 @@ def check(
     bounds = [b for c in sorted(reps.present) for b in requirement_bounds(reps.requirements[c])]
     lcd = 1
     for d in {a.denominator for a in cols.amounts} | {b.denominator for b in bounds}:
-        lcd = lcd * d // math.gcd(lcd, d)
+        lcd = check_common_denominator(lcd * d // math.gcd(lcd, d), "ledger")
     numerators = [int(a * lcd) for a in cols.amounts]
     biggest = max([*numerators, *(int(b * lcd) for b in bounds), 1])
     dtype: Any = np.int64 if biggest * (len(rep_idx) + 1) < _INT64_SAFE else object

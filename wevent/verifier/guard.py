@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from wevent.accounting.budget import Budget, BudgetError, check_slot
+from wevent.accounting.budget import Budget, BudgetError, check_common_denominator, check_slot
 from wevent.accounting.evidence import CostCheck, Evidence, certify_cost
 from wevent.accounting.ledger import Charge, Ledger, distinct
 from wevent.accounting.population import Population
@@ -343,6 +343,7 @@ class Guard:
         """``amount * D`` as an integer, growing D (and rescaling the engine's state) if needed."""
         den = amount.denominator
         if self._scale % den:
+            check_common_denominator(math.lcm(self._scale, den), "guard")
             factor = math.lcm(self._scale, den) // self._scale
             self._engine.rescale(factor)
             self._scale *= factor

@@ -1,0 +1,267 @@
+"""Malformed, ambiguous and hostile inputs: each refused with one line naming the file (and the
+line where there is one), exit 2, no traceback, no hang; valid inputs beside them accepted."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from wevent.accounting.budget import DIGITS_VARIABLE
+from wevent.cli import cli
+from wevent.cli._common import EXIT_INPUT
+
+REQ = "user,w,epsilon\nalice,3,0.3\nbob,5,1\n"
+CHARGE = {"slot": 1, "user": "alice", "epsilon": "0.1"}
+
+
+def _check(tmp: Path, ledger: str | bytes, name: str = "l.jsonl", reqs: str = REQ) -> Result:
+    path = tmp / name
+    if isinstance(ledger, str):
+        path.write_text(ledger, encoding="utf-8")
+    else:
+        path.write_bytes(ledger)
+    (tmp / "r.csv").write_text(reqs, encoding="utf-8")
+    return CliRunner().invoke(cli, ["check", str(path), "-r", str(tmp / "r.csv")])
+
+
+def _one_line_error(result: Result, *fragments: str) -> None:
+    assert result.exit_code == EXIT_INPUT, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("wevent check: error: ") and "Traceback" not in result.output
+    assert len(lines[0]) < 400, lines[0]  # nothing echoed whole
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def _jsonl(*records: dict[str, Any] | str) -> str:
+    return "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records)
+
+
+CASES: dict[str, tuple[str | bytes, str, tuple[str, ...]]] = {
+    "JSON nested 100,000 deep": (
+        '{"slot":1,"user":"alice","epsilon":"0.1","evidence":'
+        + "[" * 100_000
+        + "]" * 100_000
+        + "}\n",
+        "l.jsonl",
+        ("l.jsonl:1", "nested too deeply"),
+    ),
+    "a 1 MB user id": (
+        _jsonl({**CHARGE, "user": "a" * 1_000_000}),
+        "l.jsonl",
+        ("l.jsonl:1", "limit of 4,096"),
+    ),
+    "a duplicate JSON key": (
+        '{"slot":1,"user":"alice","user":"bob","epsilon":"0.1"}\n',
+        "l.jsonl",
+        ("l.jsonl:1", "key 'user' appears twice"),
+    ),
+    "a duplicate key inside evidence": (
+        '{"slot":1,"user":"alice","epsilon":"0.1","evidence":{"kind":"laplace","scale":"1","scale":"2"}}\n',
+        "l.jsonl",
+        ("l.jsonl:1", "key 'scale' appears twice"),
+    ),
+    "a slot given as a JSON string": (
+        _jsonl({**CHARGE, "slot": "1"}),
+        "l.jsonl",
+        ("l.jsonl:1", "JSON integer"),
+    ),
+    "a 5,000-digit slot": (
+        '{"slot":' + "9" * 5000 + ',"user":"alice","epsilon":"0.1"}\n',
+        "l.jsonl",
+        ("l.jsonl:1",),
+    ),
+    "a NUL in a JSON id": (
+        _jsonl({**CHARGE, "user": "al\u0000ice"}),
+        "l.jsonl",
+        ("l.jsonl:1", "NUL"),
+    ),
+    "a group listing a member twice (JSONL)": (
+        _jsonl(
+            {"group": "g", "members": ["alice", "alice"]},
+            {"slot": 1, "group": "g", "epsilon": "0.1"},
+        ),
+        "l.jsonl",
+        ("l.jsonl:1", "lists member 'alice' twice"),
+    ),
+    "a group listing a member twice (CSV)": (
+        "slot,user,group,epsilon\n,alice,g,\n,alice,g,\n1,,g,0.1\n",
+        "l.csv",
+        ("l.csv:3", "lists member 'alice' twice", "first at"),
+    ),
+    "a column twice in a CSV header": (
+        "slot,user,user,epsilon\n1,alice,bob,0.1\n",
+        "l.csv",
+        ("l.csv:1", "'user' appears twice"),
+    ),
+    "Arabic-Indic digits": (
+        "slot,user,epsilon\n\u0661,alice,0.1\n",
+        "l.csv",
+        ("l.csv:2", "ASCII digits"),
+    ),
+    "fullwidth digits": (
+        "slot,user,epsilon\n1,alice,\uff10.\uff11\n",
+        "l.csv",
+        ("l.csv:2", "ASCII digits"),
+    ),
+    "a trailing non-breaking space": (
+        "slot,user,epsilon\n1,alice,0.1\u00a0\n",
+        "l.csv",
+        ("l.csv:2", "epsilon"),
+    ),
+    "a trailing vertical tab": (
+        "slot,user,epsilon\n1,alice,0.1\x0b\n",
+        "l.csv",
+        ("l.csv:2", "epsilon"),
+    ),
+    "a NUL in a CSV field": (b"slot,user,epsilon\n1,al\x00ice,0.1\n", "l.csv", ("l.csv:2", "NUL")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_hostile_ledger_is_one_line_naming_file_and_line(case: str, tmp_path: Path) -> None:
+    content, name, fragments = CASES[case]
+    _one_line_error(_check(tmp_path, content, name), *fragments)
+
+
+@pytest.mark.parametrize(
+    ("case", "reqs", "fragments"),
+    [
+        (
+            "fixed and dynamic columns in one header",
+            "user,w,epsilon,w_back\nalice,3,0.3,2\n",
+            ("r.csv:1", "both the fixed columns"),
+        ),
+        (
+            "two declarations for one slot",
+            "user,slot,w_back,eps_back,w_fwd,eps_fwd\ndave,1,2,1,2,1\ndave,1,3,1,3,1\n",
+            ("r.csv:3", "second requirement for slot 1", "r.csv:2"),
+        ),
+        (
+            "an Arabic-Indic window",
+            "user,w,epsilon\nalice,\u0663,0.3\n",
+            ("r.csv:2", "ASCII digits"),
+        ),
+        ("a NUL in a user id", "user,w,epsilon\nal\x00ice,3,0.3\n", ("r.csv:2", "NUL")),
+    ],
+)
+def test_a_hostile_requirements_file_is_one_line(
+    case: str, reqs: str, fragments: tuple[str, ...], tmp_path: Path
+) -> None:
+    _one_line_error(_check(tmp_path, _jsonl(CHARGE), reqs=reqs), *fragments)
+
+
+@pytest.mark.parametrize("what", ["ledger", "requirements"])
+def test_a_fifo_or_a_directory_is_refused_without_blocking(what: str, tmp_path: Path) -> None:
+    """A FIFO would block the reader forever (and /dev/zero never end): only regular files."""
+    fifo = tmp_path / ("f.jsonl" if what == "ledger" else "f.csv")
+    os.mkfifo(fifo)
+    folder = tmp_path / ("d.jsonl" if what == "ledger" else "d.csv")
+    folder.mkdir()
+    (tmp_path / "l.jsonl").write_text(_jsonl(CHARGE))
+    (tmp_path / "r.csv").write_text(REQ)
+    for special, kind in ((fifo, "a FIFO"), (folder, "a directory")):
+        ledger, reqs = (
+            (special, tmp_path / "r.csv") if what == "ledger" else (tmp_path / "l.jsonl", special)
+        )
+        result = CliRunner().invoke(cli, ["check", str(ledger), "-r", str(reqs)])
+        _one_line_error(result, str(special), kind, "not a regular file")
+
+
+def _wide(count: int) -> str:
+    """``count`` charges whose amounts have distinct 400-digit denominators."""
+    return _jsonl(
+        *({"slot": k, "user": "alice", "epsilon": f"1/{10**399 + k}"} for k in range(1, count + 1))
+    )
+
+
+def test_many_distinct_huge_denominators_are_bounded_and_the_limit_configurable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Their common denominator grows with each (2,000 distinct 1/(10^900+i) used to hang the
+    checker): past WEVENT_MAX_DIGITS (10,000) digits it is refused, naming the limit; a single
+    1e-400, within it, is exact as before."""
+    _one_line_error(_check(tmp_path, _wide(40)), "more than 10,000 digits", DIGITS_VARIABLE)
+    assert _check(tmp_path, _wide(3)).exit_code == 0
+    monkeypatch.setenv(DIGITS_VARIABLE, "20000")
+    assert _check(tmp_path, _wide(40)).exit_code == 0
+    monkeypatch.setenv(DIGITS_VARIABLE, "many")
+    _one_line_error(_check(tmp_path, _wide(3)), DIGITS_VARIABLE)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        _jsonl(CHARGE),
+        _jsonl({**CHARGE, "user": "a\u2028b\u0085c"}),  # line separators are characters in JSON
+        "slot,user,epsilon\n1,alice, 0.1 \n",  # spaces and tabs around a number are padding
+        "slot,user,epsilon\r\n1,alice,1 / 10\r\n",
+    ],
+)
+def test_valid_inputs_beside_them_are_accepted(content: str, tmp_path: Path) -> None:
+    name = "l.csv" if content.startswith("slot,") else "l.jsonl"
+    result = _check(tmp_path, content, name, reqs=REQ + "a\u2028b\u0085c,3,1\n")
+    assert result.exit_code == 0, result.output
+
+
+_VALID = _jsonl(
+    {"group": "g", "members": ["alice", "bob"]}, {"slot": 1, "group": "g", "epsilon": "0.1"}, CHARGE
+)
+
+
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_any_mutation_of_a_valid_ledger_is_accepted_or_one_line(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
+) -> None:
+    """Fuzzing: bytes inserted, deleted or replaced anywhere in a valid JSONL or CSV ledger. The
+    checker accepts the result (exit 0 or 1: a verdict) or refuses it in one line naming the
+    file (exit 2); never a traceback."""
+    csv = data.draw(st.booleans())
+    base = (
+        b"slot,user,group,epsilon\n,alice,g,\n,bob,g,\n1,,g,0.1\n1,alice,,1/10\n"
+        if csv
+        else _VALID.encode()
+    )
+    out = bytearray(base)
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(out)))
+        junk = data.draw(
+            st.sampled_from(
+                [
+                    b"\x00",
+                    b"\xff",
+                    b'"',
+                    b"{",
+                    b"}",
+                    b",",
+                    b"\n",
+                    b"9" * 40,
+                    b"\xc2\xa0",
+                    b"\\",
+                    b"-",
+                    b"/0",
+                    b"e999",
+                ]
+            )
+        )
+        if data.draw(st.booleans()) and at < len(out):
+            del out[at : at + data.draw(st.integers(1, 5))]
+        else:
+            out[at:at] = junk
+    tmp = tmp_path_factory.mktemp("fuzz")
+    result = _check(tmp, bytes(out), "l.csv" if csv else "l.jsonl")
+    if result.exit_code in (0, 1):
+        return
+    _one_line_error(result, str(tmp / ("l.csv" if csv else "l.jsonl")))
