@@ -265,3 +265,54 @@ def test_any_mutation_of_a_valid_ledger_is_accepted_or_one_line(
     if result.exit_code in (0, 1):
         return
     _one_line_error(result, str(tmp / ("l.csv" if csv else "l.jsonl")))
+
+
+def _invoke(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args))
+
+
+def _one_line(result: Result, command: str, *fragments: str) -> None:
+    assert result.exit_code == EXIT_INPUT, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"wevent {command}: error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def test_flags_that_would_mean_no_limit_or_a_silent_guess_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "l.jsonl").write_text(_jsonl(CHARGE))
+    (tmp_path / "r.csv").write_text(REQ)
+    audit = ["audit", str(tmp_path / "l.jsonl"), "-r", str(tmp_path / "r.csv"), "--engine"]
+    for bad in ("-1GB", "0MB", "lots", "4 parsecs"):
+        _one_line(_invoke(*audit, "duckdb", "--memory-limit", bad), "audit", "--memory-limit")
+    assert _invoke(*audit, "duckdb", "--memory-limit", "512MB").exit_code == 0
+    trace = ["trace", "pba", "-r", str(tmp_path / "r.csv"), "--decisions"]
+    for bad in ("1,,0", "1,0,", ",1"):
+        _one_line(_invoke(*trace, bad), "trace", "is empty")
+    assert _invoke(*trace, "1, 0, 1").exit_code == 0 and _invoke(*trace, "1 0").exit_code == 0
+
+
+def test_a_domain_is_bounded_before_anything_is_allocated(tmp_path: Path) -> None:
+    """A synthetic stream of 10^9 values, or a CSV stream whose largest value implies as many,
+    used to exhaust memory: refused naming the limit."""
+    from wevent.mechanisms.streams import MAX_DOMAIN
+
+    (tmp_path / "r.csv").write_text(REQ)
+    run = ["run", "pba", "-r", str(tmp_path / "r.csv"), "--slots", "3"]
+    _one_line(_invoke(*run, "--stream", "sin", "--domain", "1000000000"), "run", f"{MAX_DOMAIN:,}")
+    stream = tmp_path / "s.csv"
+    stream.write_text(f"user,slot,value\nalice,1,{MAX_DOMAIN * 10}\nbob,1,0\n")
+    _one_line(_invoke(*run, "--stream", str(stream)), "run", str(stream), f"{MAX_DOMAIN:,}")
+    assert _invoke(*run, "--stream", "sin", "--domain", "1000").exit_code == 0
+
+
+def test_filling_a_long_span_of_short_slots_is_bounded_before_allocating() -> None:
+    import numpy as np
+
+    from wevent.accounting.budget import BudgetError
+    from wevent.mechanisms.datasets import MAX_FILL_CELLS, _fill
+
+    one = np.array([0], np.int64)
+    with pytest.raises(BudgetError, match="choose a longer --interval"):
+        _fill(one, one + 1, one, 2, MAX_FILL_CELLS)  # 22 years at 1 s is 6.9e8 slots
+    assert len(_fill(one, one + 1, one, 2, 3)[0]) == 3

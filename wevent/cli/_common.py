@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -304,6 +305,21 @@ def reading_bar(path: Path) -> Callable[[int, int], None] | None:
         bar.update(done - bar.n)
 
     return update
+
+
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)[ ]?(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", re.IGNORECASE)
+
+
+def memory_limit_option(value: str) -> str:
+    """``--memory-limit``: a positive size with its unit (``512MB``, ``4GB``, ``1.5GiB``),
+    checked here rather than passed to DuckDB (``-1GB`` used to run with no limit)."""
+    found = _SIZE.fullmatch(value.strip())
+    if found is None or float(found.group(1)) <= 0:
+        raise click.BadParameter(
+            f"{value!r} is not a positive size; give a number and a unit, e.g. 512MB or 4GB",
+            param_hint="'--memory-limit'",
+        )
+    return value.strip()
 
 
 def first_line(exc: BaseException) -> str:

@@ -20,6 +20,7 @@ from wevent.cli._common import (
     first_line,
     invocation,
     json_option,
+    memory_limit_option,
     requirements_option,
 )
 from wevent.cli.check import until_option
@@ -59,7 +60,9 @@ __all__ = ["audit_cmd"]
     "--memory-limit",
     default="4GB",
     show_default=True,
-    help="DuckDB memory cap (it spills to a temporary directory beyond).",
+    callback=lambda ctx, param, value: memory_limit_option(value),
+    help="DuckDB memory cap, a positive size such as 512MB or 4GB (it spills to a temporary "
+    "directory beyond).",
 )
 @json_option("The report")
 @click.option("--html", "html_out", type=click.Path(path_type=Path), help="Write an HTML report.")

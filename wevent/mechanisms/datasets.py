@@ -89,10 +89,18 @@ def _last_per_user_slot(
     return u[last], s[last], v[last]
 
 
+MAX_FILL_CELLS = 2**27  # users x slots of a filled stream (8 bytes each)
+
+
 def _fill(
     user: IntArray, slot: IntArray, value: IntArray, n_users: int, slots: int
 ) -> tuple[IntArray, IntArray, IntArray]:
     """Every user at every slot: the last value carried forward, the first carried backward."""
+    if n_users * slots > MAX_FILL_CELLS:  # checked before the grid is allocated
+        raise BudgetError(
+            f"--fill: {n_users:,} users x {slots:,} slots is more than {MAX_FILL_CELLS:,} cells "
+            "(a long span cut into short slots); choose a longer --interval or leave out --fill"
+        )
     grid = np.full((n_users, slots), -1, dtype=np.int64)
     grid[user, slot - 1] = value
     for row in grid:

@@ -57,6 +57,17 @@ CSV_COLUMNS: Final = ("user", "slot", "value")
 # A CSV stream is held densely; beyond this many (slot, class, value) cells (2 GiB of int64) the
 # input is almost certainly a mistake (a stray huge slot number), so it is refused, not allocated.
 MAX_DENSE_CELLS: Final = 2**28
+MAX_DOMAIN = 1_000_000  # values d of a stream: every slot holds d counts per class (memory)
+
+
+def _check_domain(d: int, where: str) -> None:
+    if d > MAX_DOMAIN:
+        raise BudgetError(
+            f"{where}: a domain of {d:,} values is more than the limit of {MAX_DOMAIN:,} (each "
+            "slot holds a count per value and class)"
+        )
+
+
 _INT64: Final = re.compile(r"\s*-?[0-9]+\s*", re.ASCII)  # what pyarrow parses as an int64
 
 
@@ -149,6 +160,7 @@ class SyntheticStream:
         _check_slots(slots)
         if isinstance(d, bool) or not isinstance(d, int) or d < 2:
             raise BudgetError(f"a synthetic stream needs d >= 2 values, got {d!r}")
+        _check_domain(d, "--domain")
         self._d = d
         sizes: list[int] = []
         for n in class_sizes:
@@ -321,6 +333,7 @@ class CsvStream:
         row_class = _class_indices(users, class_of_user, n_classes)[user_codes]
         _check_rows(path, user_codes, users, row_class, slot, value, domain)
         d = int(value.max()) + 1 if domain is None else domain
+        _check_domain(d, str(path) if domain is None else "--domain")
         slots = int(slot.max())
         cells = slots * n_classes * d
         if cells > MAX_DENSE_CELLS:

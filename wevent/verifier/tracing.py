@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from wevent.accounting.budget import Budget, BudgetError, format_exact, ratio_text
+from wevent.accounting.budget import Budget, BudgetError, format_exact, ratio_text, shown
 from wevent.accounting.population import Population
 from wevent.accounting.spending import BudgetExceeded, Spender
 from wevent.mechanisms.allocators import (
@@ -112,13 +112,20 @@ def refusal_json(r: BudgetExceeded) -> dict[str, Any]:
 
 def parse_decisions(text: str) -> list[bool]:
     """``"1,0,1"`` (commas or spaces) into publish/skip decisions."""
-    parts = [p for p in text.replace(",", " ").split() if p]
-    if not parts:
+    items = [p.strip(" \t") for p in text.split(",")] if "," in text else text.split()
+    if not any(items):
         raise BudgetError("--decisions: give at least one decision, e.g. 1,0,1")
+    empty = [i for i, p in enumerate(items, start=1) if not p]
+    if empty:
+        raise BudgetError(
+            f"--decisions: item {empty[0]} is empty (two commas in a row, or one at an end); "
+            "give 1 (publish) or 0 (skip) for every slot"
+        )
+    parts = [q for p in items for q in p.split()]
     out = []
     for i, p in enumerate(parts, start=1):
         if p not in ("0", "1"):
-            raise BudgetError(f"--decisions: item {i} is {p!r}; use 1 (publish) or 0 (skip)")
+            raise BudgetError(f"--decisions: item {i} is {shown(p)}; use 1 (publish) or 0 (skip)")
         out.append(p == "1")
     return out
 
