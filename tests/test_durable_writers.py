@@ -85,6 +85,8 @@ BAD: list[tuple[str, Callable[[Writer], None], str]] = [
     ("member id", lambda w: w.define_group("h", ["a", 3]), "string"),  # type: ignore[list-item]
     ("group field", lambda w: w.append({"group": "h", "members": ["a"], "x": 1}), "'x'"),
     ("surrogate", lambda w: w.append({"slot": 2, "user": "\ud800", "epsilon": "1"}), "Unicode"),
+    ("member surrogate", lambda w: w.define_group("h", ["a", "b\udc00"]), "Unicode"),
+    ("member empty", lambda w: w.define_group("h", ["a", ""]), "empty"),
     (
         "chain key",
         lambda w: w.append({"slot": 2, "user": "a", "epsilon": "1", "chain": "0"}),

@@ -48,7 +48,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from wevent.accounting.budget import Budget, BudgetError, check_slot, format_exact
 from wevent.accounting.evidence import Evidence, evidence_from_json, evidence_to_json
@@ -276,7 +276,18 @@ def check_group(name: object, members: Iterable[object]) -> GroupRecord:
     name = _text(name, "group")
     if isinstance(members, str | bytes) or not isinstance(members, Iterable):
         raise RecordError(f"group {name!r}: members must be a list of user ids")
-    listed = tuple(_text(m, f"group {name!r}: member") for m in members)
+    given = tuple(members)
+    if set(map(type, given)) == {str}:  # the usual case, checked in bulk (C loops)
+        strings = cast(tuple[str, ...], given)
+        distinct = set(strings)
+        if len(distinct) == len(strings) and "" not in distinct:
+            try:
+                "".join(strings).encode("utf-8")
+            except UnicodeEncodeError:
+                pass  # the member-by-member check below names the member
+            else:
+                return GroupRecord(name, strings)
+    listed = tuple(_text(m, f"group {name!r}: member") for m in given)
     if not listed:
         raise RecordError(f"group {name!r} has no members")
     seen: set[str] = set()
