@@ -606,3 +606,26 @@ def test_audit_engines_come_from_one_registry() -> None:
     with pytest.raises(ValueError, match="choose from numpy, duckdb, spark") as got:
         make_engine("postgres")  # still a ValueError, as before the registry
     assert "did you mean" not in str(got.value)
+
+
+@pytest.mark.spark
+def test_a_spark_audit_prints_nothing_but_the_audit(tmp_path: Path) -> None:
+    """The JVM's start-up chatter (nine log4j, hostname and native-library lines on every
+    audit) goes to a log file, not to the user's terminal."""
+    import subprocess
+    import sys
+
+    ledger = Ledger()
+    ledger.append(1, "1/4", user="alice")
+    path = _write(tmp_path, ledger, "l.jsonl")
+    reqs = tmp_path / "r.csv"
+    reqs.write_text("user,w,epsilon\nalice,3,1\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "wevent", "audit", str(path), "-r", str(reqs), "--engine", "spark"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stderr == "" and "audit: COMPLIANT" in done.stdout

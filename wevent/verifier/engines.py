@@ -13,6 +13,7 @@ import math
 import os
 import re
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from fractions import Fraction
@@ -352,7 +353,8 @@ def spark_session() -> Any:
         from pyspark.sql import SparkSession
 
         scratch = Path(tempfile.gettempdir()) / f"wevent-spark-{os.getpid()}"
-        _SPARK = (
+        scratch.mkdir(parents=True, exist_ok=True)
+        builder = (
             SparkSession.builder.master("local[2]")
             .appName("wevent-audit")
             .config("spark.driver.memory", "3g")
@@ -366,8 +368,21 @@ def spark_session() -> Any:
             .config("spark.local.dir", str(scratch))
             .config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
             .config("spark.driver.extraJavaOptions", "-Dderby.system.home=" + str(scratch))
-            .getOrCreate()
         )
+        # The JVM writes its start-up chatter (log4j profile, hostname, native-library and
+        # incubator-module warnings: nine lines) to the standard error it inherits: it inherits
+        # a log file in the scratch directory instead, so an audit's output is the audit's. A
+        # failure still reaches Python as an exception.
+        log = os.open(scratch / "jvm.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        saved = os.dup(2)
+        sys.stderr.flush()
+        os.dup2(log, 2)
+        try:
+            _SPARK = builder.getOrCreate()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            os.close(log)
         _SPARK.sparkContext.setLogLevel("ERROR")
         atexit.register(_stop_spark, scratch)
     return _SPARK
