@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wevent.accounting.budget import DIGITS_VARIABLE
+from wevent.accounting.budget import DIGITS_VARIABLE, BudgetError
 from wevent.cli import cli
 from wevent.cli._common import EXIT_INPUT
 
@@ -316,3 +316,197 @@ def test_filling_a_long_span_of_short_slots_is_bounded_before_allocating() -> No
     with pytest.raises(BudgetError, match="choose a longer --interval"):
         _fill(one, one + 1, one, 2, MAX_FILL_CELLS)  # 22 years at 1 s is 6.9e8 slots
     assert len(_fill(one, one + 1, one, 2, 3)[0]) == 3
+
+
+# ------------------------------------------------------------------ found in review
+
+
+def test_evidence_nested_too_deep_in_a_csv_field_is_one_line(tmp_path: Path) -> None:
+    deep = "[" * 30_000 + "]" * 30_000
+    _one_line_error(
+        _check(tmp_path, f'slot,user,epsilon,evidence\n1,alice,0.1,"{deep}"\n', "l.csv"),
+        "l.csv:2",
+        "evidence",
+    )
+    twice = '"{""kind"":""laplace"",""sensitivity"":""1"",""scale"":""1"",""scale"":""2""}"'
+    _one_line_error(
+        _check(tmp_path, f"slot,user,epsilon,evidence\n1,alice,0.1,{twice}\n", "l.csv"),
+        "l.csv:2",
+        "appears twice",
+    )
+
+
+def test_a_chained_ledger_with_a_hostile_line_is_an_integrity_failure_not_a_crash(
+    tmp_path: Path,
+) -> None:
+    from wevent.accounting.durable import ChainedJsonlWriter, audit_integrity, repair
+
+    path = tmp_path / "l.jsonl"
+    with ChainedJsonlWriter(path) as w:
+        w.append(CHARGE)
+    committed = path.read_bytes()
+    for line in (b"[" * 100_000 + b"]" * 100_000, b'{"slot":2,"slot":3}'):
+        path.write_bytes(committed + line + b"\n")
+        found = audit_integrity(path)
+        assert found.state == "broken" and found.problems[0].line == 2
+        with pytest.raises(BudgetError):
+            repair(path)  # refused, untouched: not a traceback
+    path.write_bytes(b"[" * 100_000 + b"]" * 100_000 + b"\n")  # a plain file's first line
+    (tmp_path / "l.jsonl.head").unlink()
+    _one_line_error(_check(tmp_path, path.read_bytes()), "l.jsonl:1", "nested too deeply")
+
+
+def test_a_fifo_is_refused_by_every_reader(tmp_path: Path) -> None:
+    (tmp_path / "r.csv").write_text(REQ)
+    reqs = ["-r", str(tmp_path / "r.csv")]
+    for name in ("f.parquet", "f.jsonl", "s.csv", "checkins.txt"):
+        os.mkfifo(tmp_path / name)
+    fifo = str(tmp_path / "f.parquet")
+    for args, command in (
+        (["check", fifo, *reqs], "check"),
+        (["audit", fifo, *reqs, "--engine", "duckdb"], "audit"),
+        (["audit", str(tmp_path / "f.jsonl"), *reqs], "audit"),
+        (["run", "pba", *reqs, "--stream", str(tmp_path / "s.csv"), "--slots", "2"], "run"),
+    ):
+        _one_line(_invoke(*args), command, "a FIFO")
+    from wevent.mechanisms.datasets import foursquare_observations, tdrive_observations
+
+    with pytest.raises(BudgetError, match="a FIFO"):
+        tdrive_observations([tmp_path / "checkins.txt"])
+    with pytest.raises(BudgetError, match="a FIFO"):
+        foursquare_observations(tmp_path / "checkins.txt", tmp_path / "r.csv")
+
+
+def test_a_repair_that_crashes_after_settling_leaves_a_repairable_ledger(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit whose checkpoint slot write was torn: repair settles the checkpoint first, so
+    a crash before its cut leaves an ordinary tail that the next repair cuts."""
+    from wevent.accounting import durable
+    from wevent.accounting.durable import CHECKPOINT_SLOT, ChainedJsonlWriter, audit_integrity
+
+    path = tmp_path / "l.jsonl"
+    w = ChainedJsonlWriter(path)
+    w.append(CHARGE)
+    w.commit()
+    w.append({**CHARGE, "slot": 2})
+    w.commit()
+    mark = path.with_name(path.name + ".head")
+    data = bytearray(mark.read_bytes())
+    latest = 0 if json.loads(data[:CHECKPOINT_SLOT])["records"] == 2 else 1
+    data[latest * CHECKPOINT_SLOT + 3 : latest * CHECKPOINT_SLOT + 30] = b"\x00" * 27
+    mark.write_bytes(bytes(data))
+    assert audit_integrity(path).torn[0].kind == "unanchored"
+
+    def crash(*args: object) -> None:
+        raise OSError("power lost")
+
+    monkeypatch.setattr(durable, "_cut_file", crash)
+    with pytest.raises(OSError):
+        durable.repair(path)
+    monkeypatch.undo()
+    assert audit_integrity(path).state == "intact"
+    durable.repair(path)
+    assert audit_integrity(path).ok and audit_integrity(path).records == 1
+
+
+def test_the_verified_prefix_of_a_ledger_with_a_tail_is_read_under_every_rule(
+    tmp_path: Path,
+) -> None:
+    """A committed record the reader would refuse is refused whether or not a torn tail
+    follows it (the prefix the audit covers used to skip the reader's rules), naming the
+    user's ledger and the line."""
+    from wevent.accounting.durable import ChainedJsonlWriter
+
+    path = tmp_path / "l.jsonl"
+    with ChainedJsonlWriter(path) as w:
+        w.append(CHARGE)
+    (tmp_path / "r.csv").write_text(REQ)
+    lines = path.read_bytes()
+    from wevent.accounting.durable import GENESIS_HEAD, chain_step
+
+    record = {"slot": "2", "user": "alice", "epsilon": "0.1"}  # a string slot, chained
+    head = chain_step(chain_step(GENESIS_HEAD, json.loads(lines)), record)
+    path.write_bytes(lines + json.dumps({**record, "chain": head}).encode() + b"\n")
+    mark = path.with_name(path.name + ".head")
+    mark.write_text(json.dumps({"records": 2, "head": head}) + "\n")
+    for tail in (b"", b'{"slot":3'):
+        with path.open("ab") as fh:
+            fh.write(tail)
+        result = _invoke("audit", str(path), "-r", str(tmp_path / "r.csv"))
+        _one_line(result, "audit", f"{path}:2", "JSON integer")
+
+
+def test_the_sql_engines_bound_the_common_denominator_as_numpy_does(tmp_path: Path) -> None:
+    wide = tmp_path / "w.jsonl"
+    wide.write_text(_wide(40))
+    (tmp_path / "r.csv").write_text(REQ)
+    messages = set()
+    for engine in ("numpy", "duckdb"):
+        result = _invoke("audit", str(wide), "-r", str(tmp_path / "r.csv"), "--engine", engine)
+        _one_line(result, "audit", DIGITS_VARIABLE)
+        messages.add(result.stderr)
+    assert len(messages) == 1
+
+
+def test_the_digit_bound_holds_from_python_past_str_limits(tmp_path: Path) -> None:
+    """From Python (no CLI lifting the 4,300-digit str() limit) the bound is a BudgetError."""
+    from wevent.accounting.formats import read_ledger, read_requirements
+    from wevent.verifier.check import check
+
+    (tmp_path / "w.jsonl").write_text(
+        _jsonl(*({"slot": k, "user": "alice", "epsilon": f"1/{10**899 + k}"} for k in range(1, 13)))
+    )
+    (tmp_path / "r.csv").write_text(REQ)
+    with pytest.raises(BudgetError, match=DIGITS_VARIABLE):
+        check(read_ledger(tmp_path / "w.jsonl"), read_requirements(tmp_path / "r.csv"))
+
+
+def test_a_checkpoint_file_cut_to_one_slot_is_unreadable(tmp_path: Path) -> None:
+    from wevent.accounting.durable import CHECKPOINT_SLOT, ChainedJsonlWriter, audit_integrity
+
+    path = tmp_path / "l.jsonl"
+    with ChainedJsonlWriter(path) as w:
+        for slot in (1, 2, 3):
+            w.append({**CHARGE, "slot": slot})
+            w.commit()
+    mark = path.with_name(path.name + ".head")
+    for keep in (0, 1):  # either slot alone
+        data = mark.read_bytes()
+        mark.write_bytes(data[keep * CHECKPOINT_SLOT :][:CHECKPOINT_SLOT])
+        found = audit_integrity(path)
+        assert found.state == "broken" and "cut short" in found.problems[0].message
+        mark.write_bytes(data)
+
+
+def test_what_review_found_refused_too_eagerly_is_accepted(tmp_path: Path) -> None:
+    """Trailing unnamed CSV columns (a spreadsheet's export), a fixed requirements file with a
+    'slot' column, DuckDB's other size forms; and a writer refuses what readers refuse."""
+    from wevent.accounting.durable import ChainedJsonlWriter, RecordError
+
+    assert _check(tmp_path, "slot,user,epsilon,,\n1,alice,0.1,,\n", "l.csv").exit_code == 0
+    assert (
+        _check(tmp_path, _jsonl(CHARGE), reqs="user,w,epsilon,slot\nalice,3,0.3,7\n").exit_code == 0
+    )
+    (tmp_path / "l.jsonl").write_text(_jsonl(CHARGE))
+    audit = [
+        "audit",
+        str(tmp_path / "l.jsonl"),
+        "-r",
+        str(tmp_path / "r.csv"),
+        "--engine",
+        "duckdb",
+    ]
+    for size in ("4G", "80%", "1.5GiB"):
+        assert _invoke(*audit, "--memory-limit", size).exit_code == 0, size
+    for bad in ("1B", "150%"):
+        _one_line(_invoke(*audit, "--memory-limit", bad), "audit", "--memory-limit")
+    trace = ["trace", "pba", "-r", str(tmp_path / "r.csv"), "--decisions"]
+    for bad in ("1,\n,0", "1,0,\n"):
+        _one_line(_invoke(*trace, bad), "trace", "is empty")
+    with ChainedJsonlWriter(tmp_path / "w.jsonl") as w:
+        for user in ("al\x00ice", "a" * 5000):
+            with pytest.raises(RecordError):
+                w.append({**CHARGE, "user": user})
+        with pytest.raises(RecordError):
+            w.define_group("g", ["a", "b\x00"])

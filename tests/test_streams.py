@@ -277,7 +277,7 @@ def test_csv_reports_the_earliest_problem(tmp_path: Path) -> None:
 
 def test_csv_missing_file_directory_and_binary(tmp_path: Path) -> None:
     assert "no such file" in one_line_error(tmp_path / "missing.csv", CLASSES, 2)
-    assert "cannot read" in one_line_error(tmp_path, CLASSES, 2)
+    assert "a directory, not a regular file" in one_line_error(tmp_path, CLASSES, 2)
     binary = tmp_path / "b.csv"
     binary.write_bytes(b"user,slot,value\nalice,1,0\n\xff\xfe,1,0\n")
     assert ":3: not UTF-8 text" in one_line_error(binary, CLASSES, 2)

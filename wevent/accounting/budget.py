@@ -7,6 +7,7 @@ which the float's value is rounded. No verdict in wevent depends on a float tole
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -58,11 +59,18 @@ def max_digits() -> int:
     return int(text)
 
 
+@functools.lru_cache(maxsize=4)
+def _power_of_ten(digits: int) -> int:
+    """10**digits: the least integer of ``digits + 1`` digits (no str() of a huge integer,
+    which Python limits to 4,300 digits)."""
+    return int(10**digits)
+
+
 def check_common_denominator(value: int, what: str) -> int:
     """``value`` (a common denominator being built) if it has at most `max_digits` digits, else
     `BudgetError` naming the limit and how to raise it."""
     limit = max_digits()
-    if value.bit_length() > limit * 3.3219280948873626 - 4 and len(str(value)) > limit:
+    if value.bit_length() > limit * 3.3219280948873626 - 4 and value >= _power_of_ten(limit):
         raise BudgetError(
             f"{what}: the common denominator of the amounts and bounds has more than {limit:,} "
             f"digits (many distinct large denominators; set {DIGITS_VARIABLE} to raise the limit)"

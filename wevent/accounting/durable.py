@@ -50,8 +50,15 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-from wevent.accounting.budget import Budget, BudgetError, check_slot, format_exact
+from wevent.accounting.budget import Budget, BudgetError, check_slot, format_exact, shown
 from wevent.accounting.evidence import Evidence, evidence_from_json, evidence_to_json
+from wevent.accounting.inputs import (
+    MAX_FIELD,
+    DuplicateKey,
+    check_input_file,
+    loads,
+    text_problem,
+)
 from wevent.accounting.ledger import Charge
 
 if TYPE_CHECKING:
@@ -179,9 +186,12 @@ GROUP_FIELDS = ("group", "members")
 
 def _text(value: object, what: str, *, allow_empty: bool = False) -> str:
     if not isinstance(value, str):
-        raise RecordError(f"{what}: expected a string, got {value!r}")
+        raise RecordError(f"{what}: expected a string, got {shown(value)}")
     if not value and not allow_empty:
         raise RecordError(f"{what}: must not be empty")
+    problem = text_problem(value)  # what every reader refuses, refused before it is written
+    if problem is not None:
+        raise RecordError(f"{what} {problem}")
     if value.isascii():  # the common case, without encoding
         return value
     try:
@@ -280,13 +290,19 @@ def check_group(name: object, members: Iterable[object]) -> GroupRecord:
     if set(map(type, given)) == {str}:  # the usual case, checked in bulk (C loops)
         strings = cast(tuple[str, ...], given)
         distinct = set(strings)
-        if len(distinct) == len(strings) and "" not in distinct:
+        if (
+            len(distinct) == len(strings)
+            and "" not in distinct
+            and max(map(len, strings)) <= MAX_FIELD
+        ):
+            joined = "".join(strings)
             try:
-                "".join(strings).encode("utf-8")
+                joined.encode("utf-8")
             except UnicodeEncodeError:
                 pass  # the member-by-member check below names the member
             else:
-                return GroupRecord(name, strings)
+                if "\x00" not in joined:
+                    return GroupRecord(name, strings)
     listed = tuple(_text(m, f"group {name!r}: member") for m in given)
     if not listed:
         raise RecordError(f"group {name!r} has no members")
@@ -1123,11 +1139,12 @@ def is_durable_ledger(path: Path) -> bool:
         return True
     if path.suffix.lower() not in {".jsonl", ".ndjson"} or not path.exists():
         return False
+    check_input_file(path)  # a FIFO or a device would block or never end
     with path.open("rb") as fh:
-        first = fh.readline()
+        first = fh.readline(1 << 20)  # a record's first line; a longer one is not a record
     try:
-        obj = json.loads(first)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        obj = loads(first)
+    except ValueError:  # malformed, nested too deep, bad UTF-8: not a chained record
         return False
     return isinstance(obj, dict) and CHAIN_KEY in obj
 
@@ -1155,6 +1172,7 @@ def _walk_chain(
     last line go to ``problems`` and ``torn`` (the walk stops there)."""
     if not path.exists():
         return
+    check_input_file(path)
     name = str(path)
     head = GENESIS_HEAD
     offset = 0
@@ -1164,9 +1182,10 @@ def _walk_chain(
                 torn.append(TornTail(name, offset, len(raw), number))
                 return
             try:
-                obj = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError):
-                problems.append(IntegrityProblem(name, number, "not a valid JSON record"))
+                obj = loads(raw)
+            except ValueError as exc:  # malformed, a key twice, nested too deep, bad UTF-8
+                what = str(exc) if isinstance(exc, DuplicateKey) else "not a valid JSON record"
+                problems.append(IntegrityProblem(name, number, what))
                 return
             if not isinstance(obj, dict) or not isinstance(obj.get(CHAIN_KEY), str):
                 problems.append(
@@ -1266,8 +1285,10 @@ def _read_checkpoint(path: Path) -> _Marks | str | None:
     data = path.read_bytes()
     if len(data) == 2 * CHECKPOINT_SLOT:  # the two slots (a blank one is not normal)
         lines = [data[:CHECKPOINT_SLOT], data[CHECKPOINT_SLOT:]]
-    else:  # one line, as earlier versions wrote
+    else:  # one line, as earlier versions wrote (without a checksum: one with it was cut)
         lines = [line for line in data.split(b"\n") if line.strip()]
+        if any(b'"sum"' in line for line in lines):
+            return "unreadable checkpoint (a two-slot checkpoint file cut short)"
     marks = [_parse_mark(line) for line in lines]
     good = sorted((m for m in marks if m is not None), key=lambda m: m.records)
     if not good or len(lines) > 2:
@@ -1660,10 +1681,12 @@ def repair(path: Path | str, *, public_key: PublicKeySource | None = None) -> Re
     cut: list[tuple[TornTail, str]] = []
     if found.layout == "chained-jsonl":
         if found.torn:
+            # Settled first: both slots hold the anchored checkpoint, so a crash during the
+            # cut leaves an ordinary tail to cut again, never a torn slot with nothing after.
+            _settle_checkpoint(path)
             side = _cut_file(path, found.torn[0].offset, _side_path(path))
             cut.append((found.torn[0], str(side)))
             cut += [(t, cut[0][1]) for t in found.torn[1:]]
-            _settle_checkpoint(path)
         return Repair(str(path), found.records, found.head, tuple(cut))
     manifest = path / MANIFEST
     side_dir = _side_path(path)
@@ -1678,9 +1701,9 @@ def repair(path: Path | str, *, public_key: PublicKeySource | None = None) -> Re
     if manifest_tails:
         named = [str(r.get("segment")) for r in verified_records(manifest)][found.records :]
         side_dir.mkdir(exist_ok=True)
+        _settle_checkpoint(manifest)  # first, as for a chained file
         side = _cut_file(manifest, manifest_tails[0].offset, _side_path(side_dir / MANIFEST))
         cut += [(t, str(side)) for t in manifest_tails]
-        _settle_checkpoint(manifest)
         for seg in named:
             source = path / seg
             if source.exists():

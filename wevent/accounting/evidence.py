@@ -409,10 +409,14 @@ def evidence_from_json(obj: object) -> Evidence:
     """Parse the JSON form (a dict, or a JSON string of one); raises `BudgetError` when malformed
     or of an unknown kind (the message lists the supported kinds)."""
     if isinstance(obj, str):
+        from wevent.accounting.inputs import loads
+
         try:
-            obj = json.loads(obj)
+            obj = loads(obj)
         except json.JSONDecodeError as exc:
             raise BudgetError(f"evidence: not valid JSON ({exc.msg})") from None
+        except ValueError as exc:  # a key twice, nesting too deep
+            raise BudgetError(f"evidence: not usable JSON ({exc})") from None
     if not isinstance(obj, Mapping):
         raise BudgetError("evidence: expected a JSON object with a 'kind'")
     kind = evidence_kind(obj.get("kind"))

@@ -11,7 +11,6 @@ import errno
 import io
 import itertools
 import json
-import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,13 @@ from wevent.accounting.budget import (
     shown,
 )
 from wevent.accounting.evidence import Evidence, evidence_from_json, evidence_to_json
+from wevent.accounting.inputs import (
+    MAX_EVIDENCE,
+    MAX_FIELD,
+    check_input_file,
+    loads,
+    text_problem,
+)
 from wevent.accounting.ledger import Ledger, take_codes
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirement, WholeStream
@@ -62,75 +68,30 @@ def _where(path: Path | str, line: int | None) -> str:
 
 
 _PAD = " \t"  # what a number may be padded with in a CSV field (not NBSP, vertical tab, ...)
-MAX_FIELD = 4096  # characters of an id, group name, part or mechanism
-MAX_EVIDENCE = 65536  # characters of one evidence value
-
-
-def check_input_file(path: Path) -> None:
-    """Refuse what is not a regular file before opening it: a FIFO or a device (``/dev/zero``)
-    would block or never end, a directory is not a file."""
-    try:
-        mode = path.stat().st_mode
-    except FileNotFoundError:
-        raise FormatError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if not stat.S_ISREG(mode):
-        kind = (
-            "a directory"
-            if stat.S_ISDIR(mode)
-            else "a FIFO"
-            if stat.S_ISFIFO(mode)
-            else "a device or socket"
-        )
-        raise FormatError(f"{path}: {kind}, not a regular file (inputs are read from files)")
 
 
 def check_text(value: str, name: str, where: str, limit: int = MAX_FIELD) -> str:
     """A text field as read: without NUL characters and at most ``limit`` characters."""
-    if len(value) > limit:
-        raise FormatError(
-            f"{where}: {name} of {len(value):,} characters is longer than the limit of {limit:,}"
-        )
-    if "\x00" in value:
-        raise FormatError(f"{where}: {name} {shown(value)} holds a NUL character")
+    problem = text_problem(value, limit)
+    if problem is not None:
+        raise FormatError(f"{where}: {name} {problem}")
     return value
 
 
 def _json_object(text: str, where: str) -> Any:
-    """One JSON value, refusing duplicate keys (which one would count?) and nesting too deep
-    for the parser, each as a one-line error naming the line."""
+    """One JSON value (`inputs.loads`: no key twice, bounded nesting), errors naming the line."""
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
+        return loads(text)
     except json.JSONDecodeError as exc:
         raise FormatError(f"{where}: not valid JSON ({exc.msg})") from None
-    except RecursionError:
-        raise FormatError(f"{where}: JSON nested too deeply to be a ledger record") from None
-    except _DuplicateKey as exc:
-        raise FormatError(f"{where}: key {exc.args[0]!r} appears twice in one object") from None
-    except ValueError as exc:  # e.g. an integer of more digits than Python converts
-        raise FormatError(f"{where}: not a usable JSON value ({shown(str(exc), 80)})") from None
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
-    return out
+    except ValueError as exc:
+        raise FormatError(f"{where}: not usable JSON ({shown(str(exc), 80)})") from None
 
 
 def _open_csv(path: Path) -> tuple[list[str], Iterator[tuple[int, list[str]]], int]:
     """Header, rows (with their line numbers) and the number of lines, of a CSV file: a
     regular file, without NUL characters, whose header names no column twice."""
-    check_input_file(path)
+    check_input_file(path, FormatError)
     try:
         text = path.read_text(encoding="utf-8-sig")  # tolerate a byte-order mark
     except (OSError, UnicodeDecodeError) as exc:
@@ -144,10 +105,11 @@ def _open_csv(path: Path) -> tuple[list[str], Iterator[tuple[int, list[str]]], i
     except StopIteration:
         raise FormatError(f"{path}: empty file (expected a header line)") from None
     header = [h.strip(_PAD) for h in header]
-    twice = sorted({h for h in header if header.count(h) > 1})
+    twice = sorted({h for h in header if h and header.count(h) > 1})  # unnamed: unread
     if twice:
         raise FormatError(
-            f"{path}:1: column {twice[0]!r} appears twice in the header (which one holds the value?)"
+            f"{path}:1: column {shown(twice[0])} appears twice in the header (which one holds "
+            "the value?)"
         )
 
     def rows() -> Iterator[tuple[int, list[str]]]:
@@ -176,11 +138,11 @@ def read_requirements(paths: Path | str | Iterable[Path | str]) -> Population:
         path = Path(p)
         header, rows, _ = _open_csv(path)
         cols: tuple[str, ...]
-        dynamic_only = set(DYNAMIC_COLUMNS) - set(FIXED_COLUMNS)
+        dynamic_only = set(DYNAMIC_COLUMNS) - set(FIXED_COLUMNS) - {"slot"}
         if dynamic_only & set(header) and {"w", "epsilon"} & set(header):
             raise FormatError(
-                f"{path}:1: the header has both the fixed columns (w, epsilon) and the dynamic "
-                "ones (slot, w_back, eps_back, w_fwd, eps_fwd): give each kind its own file"
+                f"{path}:1: the header has both the fixed columns (w, epsilon) and dynamic ones "
+                "(w_back, eps_back, w_fwd, eps_fwd): give each kind its own file"
             )
         if set(DYNAMIC_COLUMNS) <= set(header):
             kind = "dynamic"
@@ -444,7 +406,7 @@ def _jsonl_lines(
     """The non-blank lines of a JSONL file, read as a stream (never the whole file at once):
     ``("file:line", text)``, split at ``\n`` alone. ``progress(bytes read, file
     size)`` every `_PROGRESS_EVERY` lines."""
-    check_input_file(path)
+    check_input_file(path, FormatError)
     try:
         total = path.stat().st_size
         with path.open("rb") as fh:
@@ -484,8 +446,7 @@ def read_ledger(
     """
     path = Path(path)
     kind = ledger_kind(path)
-    if not path.exists():
-        raise FormatError(f"{path}: no such file")
+    check_input_file(path, FormatError)
     if kind == "parquet":
         return _read_parquet(path)
     parser = _RowParser(path, groups)
@@ -692,6 +653,7 @@ def _parquet_ledger(path: Path) -> Ledger:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    check_input_file(path, FormatError)
     try:
         schema = pq.read_schema(path)
         strings = [
@@ -950,8 +912,14 @@ def check_ledger_columns(path: Path, names: set[str], type_of: Callable[[str], A
                 hint = " (write exact numbers as strings)" if name == "epsilon" else ""
                 raise FormatError(f"{path}: column {name!r} must hold strings, found {kind}{hint}")
     slot_type = _value_type(type_of("slot"))
-    if not (pa.types.is_integer(slot_type) or pa.types.is_null(slot_type)):
-        raise FormatError(f"{path}: column 'slot' must hold integers, found {slot_type}")
+    if (
+        not (pa.types.is_integer(slot_type) or pa.types.is_null(slot_type))
+        or slot_type == pa.uint64()
+    ):
+        raise FormatError(
+            f"{path}: column 'slot' must hold integers of a signed type or up to 32 bits, found "
+            f"{slot_type}"
+        )
 
 
 def check_parquet_columns(path: Path) -> None:
@@ -960,6 +928,7 @@ def check_parquet_columns(path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    check_input_file(path, FormatError)
     try:
         schema = pq.read_schema(path)
     except (OSError, pa.ArrowException) as exc:

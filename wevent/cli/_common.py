@@ -307,16 +307,22 @@ def reading_bar(path: Path) -> Callable[[int, int], None] | None:
     return update
 
 
-_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)[ ]?(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)", re.IGNORECASE)
+# What DuckDB takes: a number with a unit (K, KB, KiB, ... T, TB, TiB; bytes only from a
+# megabyte on, so 1B is no cap) or a percentage of the machine's memory.
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)[ ]?((?:[KMGT](?:i?B)?)|%)", re.IGNORECASE)
 
 
 def memory_limit_option(value: str) -> str:
     """``--memory-limit``: a positive size with its unit (``512MB``, ``4GB``, ``1.5GiB``),
     checked here rather than passed to DuckDB (``-1GB`` used to run with no limit)."""
     found = _SIZE.fullmatch(value.strip())
-    if found is None or float(found.group(1)) <= 0:
+    if (
+        found is None
+        or float(found.group(1)) <= 0
+        or (found.group(2) == "%" and float(found.group(1)) > 100)
+    ):
         raise click.BadParameter(
-            f"{value!r} is not a positive size; give a number and a unit, e.g. 512MB or 4GB",
+            f"{value!r} is not a positive size; give a number and a unit, e.g. 512MB, 4GB or 80%",
             param_hint="'--memory-limit'",
         )
     return value.strip()

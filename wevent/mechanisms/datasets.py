@@ -33,6 +33,7 @@ import numpy.typing as npt
 
 from wevent.accounting.budget import BudgetError
 from wevent.accounting.formats import FormatError
+from wevent.accounting.inputs import check_input_file
 
 __all__ = [
     "TDRIVE_AREA",
@@ -155,6 +156,7 @@ def tdrive_observations(
     rows: list[tuple[int, float, float, float]] = []
     for path in files:
         path = Path(path)
+        check_input_file(path)
         try:
             with path.open(encoding="utf-8", newline="") as fh:
                 for line_no, rec in enumerate(csv.reader(fh), start=1):
@@ -204,7 +206,9 @@ def foursquare_observations(
     if not 0 < fraction <= 1:
         raise BudgetError(f"the user fraction must be in (0, 1], got {fraction}")
     country: dict[str, str] = {}
-    pois = Path(pois)
+    pois, checkins = Path(pois), Path(checkins)
+    for given in (pois, checkins):
+        check_input_file(given)
     try:
         with pois.open(encoding="utf-8", newline="") as fh:
             for line_no, rec in enumerate(csv.reader(fh, delimiter="\t"), start=1):
@@ -217,7 +221,6 @@ def foursquare_observations(
                 country[rec[0]] = rec[4].strip()
         users: dict[str, int] = {}
         rows: list[tuple[int, float, str]] = []
-        checkins = Path(checkins)
         with checkins.open(encoding="utf-8", newline="") as fh:
             for line_no, rec in enumerate(csv.reader(fh, delimiter="\t"), start=1):
                 if not rec:

@@ -28,6 +28,7 @@ import numpy.typing as npt
 
 from wevent.accounting.budget import MAX_SLOT, BudgetError
 from wevent.accounting.formats import FormatError
+from wevent.accounting.inputs import check_input_file
 
 __all__ = [
     "SYNTHETIC_KINDS",
@@ -365,6 +366,7 @@ def _class_indices(users: list[str], class_of_user: Mapping[str, int], n_classes
 
 
 def _check_header(path: Path) -> None:
+    check_input_file(path, FormatError)  # a FIFO or a device would block or never end
     try:
         with path.open("rb") as fh:
             first = fh.readline(1 << 16)

@@ -21,7 +21,6 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +30,6 @@ from wevent.accounting.durable import (
     audit_integrity,
     check_expected_head,
     file_sha256,
-    records_table,
     verified_records,
 )
 from wevent.accounting.population import Population
@@ -208,9 +206,17 @@ def run_audit(
             empty = Path(tmp) / "empty.jsonl"
             empty.write_bytes(b"")
             audited.append(empty)
-        verdict, details = make_engine(engine, memory_limit=memory_limit).audit(
-            audited, population, horizon=horizon, progress=progress
-        )
+        try:
+            verdict, details = make_engine(engine, memory_limit=memory_limit).audit(
+                audited, population, horizon=horizon, progress=progress
+            )
+        except BudgetError as exc:  # name the user's ledger, not the verified prefix's copy
+            text = str(exc)
+            for k, found in enumerate(integrity):
+                text = text.replace(str(Path(tmp) / f"verified-{k}.jsonl"), found.path)
+            if text == str(exc):
+                raise
+            raise BudgetError(text) from None
     return AuditResult(
         engine,
         tuple(str(p) for p in ledgers),
@@ -229,28 +235,11 @@ def run_audit(
 
 
 def _prefix(found: Integrity, stem: Path) -> Path:
-    """The first ``found.records`` records of a chained JSONL ledger in a file of their own."""
-    records = verified_records(found.path, limit=found.records)
-    try:
-        import pyarrow.parquet as pq
-    except ModuleNotFoundError:  # the core install: the prefix as plain JSONL
-        out = stem.with_suffix(".jsonl")
-        with out.open("w", encoding="utf-8") as fh:
-            for rec in records:
-                fh.write(json.dumps(rec, ensure_ascii=True) + "\n")
-        return out
-    out = stem.with_suffix(".parquet")
-    rows = iter(records)
-    writer = None
-    try:  # in chunks: bounded memory, whatever the ledger's size
-        while chunk := list(islice(rows, 100_000)):
-            table = records_table(chunk)
-            if writer is None:
-                writer = pq.ParquetWriter(out, table.schema)
-            writer.write_table(table)
-        if writer is None:
-            pq.write_table(records_table([]), out)
-    finally:
-        if writer is not None:
-            writer.close()
+    """The first ``found.records`` records of a chained JSONL ledger in a file of their own, as
+    JSONL, so that the engines read it under every rule a ledger file is read under (a record
+    is one line, so its line number is the original's)."""
+    out = stem.with_suffix(".jsonl")
+    with out.open("w", encoding="utf-8") as fh:
+        for rec in verified_records(found.path, limit=found.records):
+            fh.write(json.dumps(rec, ensure_ascii=True) + "\n")
     return out

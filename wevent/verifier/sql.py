@@ -47,7 +47,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from wevent.accounting.budget import Budget, BudgetError
+from wevent.accounting.budget import Budget, BudgetError, check_common_denominator, shown
 from wevent.accounting.evidence import Evidence, certify_cost, evidence_from_json
 from wevent.accounting.formats import FormatError
 from wevent.accounting.ledger import Ledger
@@ -125,8 +125,8 @@ class SqlDetails:
 
 def _lcm(values: Sequence[int]) -> int:
     out = 1
-    for d in values:
-        out = out * d // math.gcd(out, d)
+    for d in values:  # bounded as the numpy checker bounds it (WEVENT_MAX_DIGITS)
+        out = check_common_denominator(out * d // math.gcd(out, d), "ledger")
     return out
 
 
@@ -194,7 +194,7 @@ def sql_audit(
     if biggest * (n_charges + 1) >= _SAFE:
         raise EngineError(
             f"exact sums of this ledger need more than 37 decimal digits over the common "
-            f"denominator {lcd}; use --engine numpy (Python integers)"
+            f"denominator {shown(lcd)}; use --engine numpy (Python integers)"
         )
     h = checked_horizon(int(last_slot or 0), horizon)
     # Sums fit in a 64-bit integer on most ledgers; BIGINT arithmetic is several times faster

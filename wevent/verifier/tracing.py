@@ -112,7 +112,7 @@ def refusal_json(r: BudgetExceeded) -> dict[str, Any]:
 
 def parse_decisions(text: str) -> list[bool]:
     """``"1,0,1"`` (commas or spaces) into publish/skip decisions."""
-    items = [p.strip(" \t") for p in text.split(",")] if "," in text else text.split()
+    items = [p.strip() for p in text.split(",")] if "," in text else text.split()
     if not any(items):
         raise BudgetError("--decisions: give at least one decision, e.g. 1,0,1")
     empty = [i for i, p in enumerate(items, start=1) if not p]
