@@ -600,6 +600,13 @@ def _committed_in_steps(path: Path, steps: int) -> list[int]:
     return counts
 
 
+def _stepped(tmp_path: Path, steps: int) -> tuple[Path, list[int], Path]:
+    """A ledger of ``steps`` one-record commits: its path, the counts, its checkpoint file."""
+    path = tmp_path / "l.jsonl"
+    counts = _committed_in_steps(path, steps)
+    return path, counts, path.with_name(path.name + ".head")
+
+
 def _slots(path: Path) -> list[bytes]:
     data = path.with_name(path.name + ".head").read_bytes()
     assert len(data) == 2 * CHECKPOINT_SLOT
@@ -620,9 +627,7 @@ def test_a_torn_checkpoint_slot_falls_back_to_the_previous_checkpoint(tmp_path: 
     """A crash while a slot is written tears that slot only: the other holds the checkpoint
     before it, so the last commit's records are an unanchored tail (its commit never
     returned), which repair cuts; the writer then continues."""
-    path = tmp_path / "l.jsonl"
-    counts = _committed_in_steps(path, 4)
-    mark = path.with_name(path.name + ".head")
+    path, counts, mark = _stepped(tmp_path, 4)
     slots = _slots(path)
     latest = 0 if json.loads(slots[0])["records"] == counts[-1] else 1
     torn = bytearray(mark.read_bytes())
@@ -641,9 +646,7 @@ def test_a_torn_checkpoint_slot_falls_back_to_the_previous_checkpoint(tmp_path: 
 def test_both_slots_unreadable_or_an_earlier_slot_off_the_chain_is_broken(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "l.jsonl"
-    counts = _committed_in_steps(path, 4)
-    mark = path.with_name(path.name + ".head")
+    path, counts, mark = _stepped(tmp_path, 4)
     good = mark.read_bytes()
     mark.write_bytes(b"x" * (CHECKPOINT_SLOT - 1) + b"\n" + b"y" * (CHECKPOINT_SLOT - 1) + b"\n")
     assert "unreadable checkpoint" in audit_integrity(path).problems[0].message
@@ -661,9 +664,7 @@ def test_both_slots_unreadable_or_an_earlier_slot_off_the_chain_is_broken(
 def test_a_one_line_checkpoint_of_an_earlier_version_is_continued_in_two_slots(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "l.jsonl"
-    counts = _committed_in_steps(path, 3)
-    mark = path.with_name(path.name + ".head")
+    path, counts, mark = _stepped(tmp_path, 3)
     mark.write_text(json.dumps(read_checkpoint(path)) + "\n")
     assert audit_integrity(path).ok
     with ChainedJsonlWriter(path) as w:
@@ -770,9 +771,7 @@ def test_the_newest_checkpoint_slot_cannot_be_destroyed_to_hide_a_removed_commit
     (blanked or garbled) and removing the commit it vouched for is not what a crash leaves (a
     crash tears a slot only after its commit's lines are on disk): an integrity failure. A
     torn slot write is unreadable by its checksum, never a mix of old and new."""
-    path = tmp_path / "l.jsonl"
-    counts = _committed_in_steps(path, 3)
-    mark = path.with_name(path.name + ".head")
+    path, counts, mark = _stepped(tmp_path, 3)
     good, lines = mark.read_bytes(), path.read_bytes().splitlines(keepends=True)
     latest = 0 if json.loads(_slots(path)[0])["records"] == counts[-1] else 1
     start = latest * CHECKPOINT_SLOT
