@@ -70,7 +70,8 @@ def check_common_denominator(value: int, what: str) -> int:
     """``value`` (a common denominator being built) if it has at most `max_digits` digits, else
     `BudgetError` naming the limit and how to raise it."""
     limit = max_digits()
-    if value.bit_length() > limit * 3.3219280948873626 - 4 and value >= _power_of_ten(limit):
+    # log2(10) = 3.3219...: a quick integer pre-check before the exact comparison
+    if value.bit_length() > limit * 33219 // 10000 - 4 and value >= _power_of_ten(limit):
         raise BudgetError(
             f"{what}: the common denominator of the amounts and bounds has more than {limit:,} "
             f"digits (many distinct large denominators; set {DIGITS_VARIABLE} to raise the limit)"
@@ -82,7 +83,7 @@ def shown(value: object, limit: int = 40) -> str:
     """``repr(value)`` for a message, cut to ``limit`` characters with the full length named (a
     5,000-digit slot is not echoed whole)."""
     if isinstance(value, int) and value.bit_length() > 4 * limit:  # str() of huge ints is slow
-        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+        return f"an integer of about {value.bit_length() * 30103 // 100000 + 1} digits"
     text = repr(value)
     if len(text) <= limit:
         return text
