@@ -510,3 +510,12 @@ def test_what_review_found_refused_too_eagerly_is_accepted(tmp_path: Path) -> No
                 w.append({**CHARGE, "user": user})
         with pytest.raises(RecordError):
             w.define_group("g", ["a", "b\x00"])
+
+
+def test_a_key_file_that_is_a_fifo_is_refused(tmp_path: Path) -> None:
+    from wevent.accounting.signing import load_public_key, load_signing_key
+
+    os.mkfifo(tmp_path / "k")
+    for load in (load_public_key, load_signing_key):
+        with pytest.raises(BudgetError, match="a FIFO"):
+            load(tmp_path / "k")

@@ -53,6 +53,18 @@ def checkpoint_message(records: int, head: str) -> bytes:
     return CHECKPOINT_DOMAIN + f"{records}\n".encode() + bytes.fromhex(head)
 
 
+def _key_bytes(path: Path, what: str) -> bytes:
+    """A key file's bytes (a regular file only: a FIFO would block), or `BudgetError`."""
+    from wevent.accounting.inputs import check_input_file
+
+    if path.exists():
+        check_input_file(path)
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise BudgetError(f"{path}: cannot read the {what} ({exc.strerror})") from None
+
+
 def load_signing_key(source: PrivateKeySource) -> Ed25519PrivateKey:
     """An Ed25519 private key: a key object, or the path of its PEM file."""
     from cryptography.hazmat.primitives import serialization
@@ -61,10 +73,7 @@ def load_signing_key(source: PrivateKeySource) -> Ed25519PrivateKey:
     if isinstance(source, Ed25519PrivateKey):
         return source
     path = Path(source)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise BudgetError(f"{path}: cannot read the signing key ({exc.strerror})") from None
+    data = _key_bytes(path, "signing key")
     try:
         key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as exc:
@@ -85,10 +94,7 @@ def load_public_key(source: PublicKeySource) -> Ed25519PublicKey:
     if isinstance(source, Ed25519PublicKey):
         return source
     path = Path(source)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise BudgetError(f"{path}: cannot read the public key ({exc.strerror})") from None
+    data = _key_bytes(path, "public key")
     text = data.decode("ascii", errors="replace").strip()
     if re.fullmatch(r"[0-9a-fA-F]{64}", text):
         return Ed25519PublicKey.from_public_bytes(bytes.fromhex(text))

@@ -17,8 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from wevent.accounting.budget import Budget, BudgetError
-from wevent.accounting.ledger import Charge
-from wevent.accounting.spending import Spender, spend_all
+from wevent.accounting.spending import Spender
 from wevent.mechanisms.sampling import SamplingMechanism, obs
 
 __all__ = ["dc_dissimilarity", "ldp_dissimilarity"]
@@ -60,20 +59,7 @@ def dc_dissimilarity(
     sm = SamplingMechanism.for_budgets(sizes, theta, sensitivity=Fraction(1, d))
     if sm.check_counts(counts) != d:
         raise BudgetError(f"class histograms and the last release must both have {d} values")
-    spend_all(
-        spender,
-        [
-            Charge(
-                slot,
-                Budget(eps),
-                group=group,
-                part="dissimilarity",
-                mechanism=mechanism,
-                evidence=sm.evidence(eps),
-            )
-            for eps, group in groups.items()
-        ],
-    )
+    sm.charge(spender, slot, groups, part="dissimilarity", mechanism=mechanism)
     sampled = sm.sample_counts(counts, rng)
     mean_abs = float(np.mean(np.abs(sampled - last)))
     return mean_abs + float(rng.laplace(0.0, sm.laplace.scale)), theta

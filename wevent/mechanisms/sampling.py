@@ -157,6 +157,32 @@ class SamplingMechanism:
             raise BudgetError("no classes to sample")
         return total
 
+    def charge(
+        self,
+        spender: Spender,
+        slot: int,
+        groups: Mapping[Budget, str],
+        *,
+        part: str,
+        mechanism: str,
+    ) -> None:
+        """Charge the ledger group ``groups[eps]`` its ``eps`` for every class, with this
+        mechanism's evidence, in one durable commit (before any noise is drawn)."""
+        spend_all(
+            spender,
+            [
+                Charge(
+                    slot,
+                    Budget(eps),
+                    group=group,
+                    part=part,
+                    mechanism=mechanism,
+                    evidence=self.evidence(eps),
+                )
+                for eps, group in groups.items()
+            ],
+        )
+
     def release(
         self,
         spender: Spender,
@@ -175,20 +201,7 @@ class SamplingMechanism:
         self.check_counts(counts)
         if {Budget(e) for e in counts} != {Budget(e) for e in groups}:
             raise BudgetError("counts and groups must name the same classes")
-        spend_all(
-            spender,
-            [
-                Charge(
-                    slot,
-                    Budget(eps),
-                    group=group,
-                    part=part,
-                    mechanism=mechanism,
-                    evidence=self.evidence(eps),
-                )
-                for eps, group in groups.items()
-            ],
-        )
+        self.charge(spender, slot, groups, part=part, mechanism=mechanism)
         sampled = self.sample_counts(counts, rng)
         noisy: FloatArray = sampled + rng.laplace(0.0, self.laplace.scale, size=sampled.shape)
         return noisy
