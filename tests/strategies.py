@@ -61,7 +61,8 @@ def ledgers(
     ledger = Ledger()
     group_names: list[str] = []
     for g in range(draw(st.integers(0, 2))):
-        members = draw(st.lists(st.sampled_from(users), min_size=1, max_size=4, unique=True))
+        # min_size 0: a group without members is valid (a charge of it charges nobody)
+        members = draw(st.lists(st.sampled_from(users), min_size=0, max_size=4, unique=True))
         ledger.define_group(f"g{g}", members)
         group_names.append(f"g{g}")
     amount = st.one_of(budgets, st.sampled_from([Budget("0.1"), Budget("1e-18")]))

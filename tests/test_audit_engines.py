@@ -304,7 +304,7 @@ def test_sql_engines_reject_bad_input_in_one_line(tmp_path: Path) -> None:
     with pytest.raises(FormatError, match="exactly one of user or group"):
         make_engine("duckdb").audit([bad], population)
     pq.write_table(pa.table({**table, "epsilon": ["0.1"], "user": [""], "group": ["g"]}), bad)
-    with pytest.raises(FormatError, match="members are not listed"):
+    with pytest.raises(FormatError, match="used before its members are listed"):
         make_engine("duckdb").audit([bad], population)
 
 

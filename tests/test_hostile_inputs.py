@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from wevent.accounting import inputs
 from wevent.accounting.budget import DIGITS_VARIABLE, BudgetError
 from wevent.cli import cli
 from wevent.cli._common import EXIT_INPUT
@@ -53,7 +55,12 @@ CASES: dict[str, tuple[str | bytes, str, tuple[str, ...]]] = {
         + "]" * 100_000
         + "}\n",
         "l.jsonl",
-        ("l.jsonl:1", "nested too deeply"),
+        ("l.jsonl:1", "nested deeper than the limit", "WEVENT_MAX_DEPTH"),
+    ),
+    "a CSV field past the csv module's own limit": (
+        "slot,user,epsilon\n1," + "a" * 140_000 + ",0.1\n",
+        "l.csv",
+        ("l.csv:2", "longer than the CSV reader's limit of 131,072 characters"),
     ),
     "a 1 MB user id": (
         _jsonl({**CHARGE, "user": "a" * 1_000_000}),
@@ -353,7 +360,9 @@ def test_a_chained_ledger_with_a_hostile_line_is_an_integrity_failure_not_a_cras
             repair(path)  # refused, untouched: not a traceback
     path.write_bytes(b"[" * 100_000 + b"]" * 100_000 + b"\n")  # a plain file's first line
     (tmp_path / "l.jsonl.head").unlink()
-    _one_line_error(_check(tmp_path, path.read_bytes()), "l.jsonl:1", "nested too deeply")
+    _one_line_error(
+        _check(tmp_path, path.read_bytes()), "l.jsonl:1", "nested deeper than the limit"
+    )
 
 
 def test_a_fifo_is_refused_by_every_reader(tmp_path: Path) -> None:
@@ -519,3 +528,79 @@ def test_a_key_file_that_is_a_fifo_is_refused(tmp_path: Path) -> None:
     for load in (load_public_key, load_signing_key):
         with pytest.raises(BudgetError, match="a FIFO"):
             load(tmp_path / "k")
+
+
+# ------------------------------------------------------------------ configurable limits
+
+
+@pytest.fixture
+def limits(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
+    """``monkeypatch`` for the limit variables, with the limits re-read (they are read once per
+    process) before and after the test."""
+    caches = (inputs.max_field, inputs.max_evidence, inputs.max_depth)
+    for cached in caches:
+        cached.cache_clear()
+    yield monkeypatch
+    monkeypatch.undo()
+    for cached in caches:
+        cached.cache_clear()
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    """A charge whose evidence nests ``depth`` levels (the charge object is one more)."""
+    value: Any = "x"
+    for _ in range(depth - 1):
+        value = [value]
+    return {**CHARGE, "evidence": {"kind": "postprocessing", "note": value}}
+
+
+@pytest.mark.parametrize("name", ["l.jsonl", "l.csv", "l.parquet"])
+def test_the_field_limit_is_configurable_and_named_in_the_error(
+    name: str, tmp_path: Path, limits: pytest.MonkeyPatch
+) -> None:
+    from wevent.accounting.formats import write_ledger
+    from wevent.accounting.ledger import Ledger
+
+    ledger = Ledger()
+    ledger.append(1, "0.1", user="alice-in-a-long-name")
+    write_ledger(ledger, tmp_path / name)
+    reqs = REQ + "alice-in-a-long-name,3,1\n"
+    assert _check(tmp_path, (tmp_path / name).read_bytes(), name, reqs).exit_code == 0
+    limits.setenv(inputs.FIELD_VARIABLE, "8")
+    inputs.max_field.cache_clear()
+    _one_line_error(  # (the requirements file would be refused first: it names the user too)
+        _check(tmp_path, (tmp_path / name).read_bytes(), name),
+        name,
+        "of 20 characters is longer than the limit of 8",
+        inputs.FIELD_VARIABLE,
+    )
+    limits.setenv(inputs.FIELD_VARIABLE, "-3")
+    inputs.max_field.cache_clear()
+    _one_line_error(
+        _check(tmp_path, (tmp_path / name).read_bytes(), name, reqs), inputs.FIELD_VARIABLE
+    )
+
+
+def test_the_depth_and_evidence_limits_are_configurable_and_named(
+    tmp_path: Path, limits: pytest.MonkeyPatch
+) -> None:
+    # the default depth (64) holds what a ledger needs and refuses what no evidence needs
+    assert _check(tmp_path, _jsonl(_nested(10))).exit_code == 0
+    _one_line_error(
+        _check(tmp_path, _jsonl(_nested(80))),
+        "l.jsonl:1",
+        "deeper than the limit of 64 levels",
+        inputs.DEPTH_VARIABLE,
+    )
+    limits.setenv(inputs.DEPTH_VARIABLE, "100")
+    inputs.max_depth.cache_clear()
+    assert _check(tmp_path, _jsonl(_nested(80))).exit_code == 0
+    limits.setenv(inputs.DEPTH_VARIABLE, "5")
+    inputs.max_depth.cache_clear()
+    _one_line_error(_check(tmp_path, _jsonl(_nested(6))), "l.jsonl:1", "limit of 5 levels")
+    assert _check(tmp_path, _jsonl(_nested(4))).exit_code == 0
+    limits.setenv(inputs.EVIDENCE_VARIABLE, "30")
+    inputs.max_evidence.cache_clear()
+    _one_line_error(
+        _check(tmp_path, _jsonl(_nested(4))), "l.jsonl:1", "evidence", inputs.EVIDENCE_VARIABLE
+    )

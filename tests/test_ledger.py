@@ -150,13 +150,14 @@ def test_groups_defined_by_code_materialize_their_members() -> None:
     for bad, match in (
         ([0, 0], "twice"),
         ([3], "out of range"),
-        ([], "no members"),
         ([[0]], "1-D integer"),
     ):
         with pytest.raises(BudgetError, match=match):
             ledger.define_group_codes("h", bad)
     with pytest.raises(BudgetError, match="other members"):
         ledger.define_group_codes("g", [1])
+    ledger.define_group_codes("none", np.zeros(0, np.int64))  # no members: valid
+    assert ledger.group_size("none") == 0 and ledger.members("none") == ()
     ledger.append(1, "0.1", group="g")
     assert ledger.per_user_rows() == 2
     assert [u for u, _ in ledger.expanded()] == ["c", "a"]

@@ -51,11 +51,17 @@ def max_digits() -> int:
     most 1,000 characters, but exact arithmetic over many distinct large denominators is
     unbounded work (their common denominator grows with each), so the common one is bounded:
     `check_common_denominator`."""
-    text = os.environ.get(DIGITS_VARIABLE, "")
+    return env_limit(DIGITS_VARIABLE, DEFAULT_MAX_DIGITS, "digits")
+
+
+def env_limit(variable: str, default: int, unit: str) -> int:
+    """A limit set by the environment variable ``variable`` (``default`` when unset or empty):
+    a whole number from 1 to 999,999,999, else `BudgetError` naming the variable."""
+    text = os.environ.get(variable, "")
     if not text:
-        return DEFAULT_MAX_DIGITS
-    if not re.fullmatch(r"[0-9]{1,6}", text) or int(text) < 1:
-        raise BudgetError(f"{DIGITS_VARIABLE}={shown(text)}: give a whole number of digits >= 1")
+        return default
+    if not re.fullmatch(r"[0-9]{1,9}", text) or int(text) < 1:
+        raise BudgetError(f"{variable}={shown(text)}: give a whole number of {unit} >= 1")
     return int(text)
 
 

@@ -53,10 +53,10 @@ from typing import TYPE_CHECKING, Any, BinaryIO, cast
 from wevent.accounting.budget import Budget, BudgetError, check_slot, format_exact, shown
 from wevent.accounting.evidence import Evidence, evidence_from_json, evidence_to_json
 from wevent.accounting.inputs import (
-    MAX_FIELD,
     DuplicateKey,
     check_input_file,
     loads,
+    max_field,
     text_problem,
 )
 from wevent.accounting.ledger import Charge
@@ -282,7 +282,8 @@ def check_charge(charge: Charge) -> Charge:
 
 
 def check_group(name: object, members: Iterable[object]) -> GroupRecord:
-    """A group definition with its fields checked: a name, at least one member, none twice."""
+    """A group definition with its fields checked: a name, members (possibly none) listed once
+    each."""
     name = _text(name, "group")
     if isinstance(members, str | bytes) or not isinstance(members, Iterable):
         raise RecordError(f"group {name!r}: members must be a list of user ids")
@@ -293,7 +294,7 @@ def check_group(name: object, members: Iterable[object]) -> GroupRecord:
         if (
             len(distinct) == len(strings)
             and "" not in distinct
-            and max(map(len, strings)) <= MAX_FIELD
+            and max(map(len, strings)) <= max_field()
         ):
             joined = "".join(strings)
             try:
@@ -304,8 +305,6 @@ def check_group(name: object, members: Iterable[object]) -> GroupRecord:
                 if "\x00" not in joined:
                     return GroupRecord(name, strings)
     listed = tuple(_text(m, f"group {name!r}: member") for m in given)
-    if not listed:
-        raise RecordError(f"group {name!r} has no members")
     seen: set[str] = set()
     for member in listed:
         if member in seen:
@@ -929,7 +928,9 @@ def _segment_records(directory: Path, segments: list[str]) -> Iterator[dict[str,
             slots, table.column("group").to_pylist(), table.column("user").to_pylist(), strict=True
         ):
             if slot is None:
-                groups.setdefault(str(group), []).append(str(user))
+                listed = groups.setdefault(str(group), [])
+                if user:  # a row without a user declares a group without members
+                    listed.append(str(user))
             else:
                 last = max(last, int(slot))
     for name, members in groups.items():
@@ -948,7 +949,7 @@ def records_table(records: Iterable[Mapping[str, Any]]) -> Any:
     }
     for rec in records:
         if "members" in rec:
-            for m in rec["members"]:
+            for m in rec["members"] or [""]:  # no members: one row without a user
                 row = {"slot": None, "user": m, "group": rec["group"]}
                 for k in cols:
                     cols[k].append(row.get(k, ""))

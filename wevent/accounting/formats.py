@@ -29,13 +29,18 @@ from wevent.accounting.budget import (
 )
 from wevent.accounting.evidence import Evidence, evidence_from_json, evidence_to_json
 from wevent.accounting.inputs import (
-    MAX_EVIDENCE,
-    MAX_FIELD,
+    FormatError,
     check_input_file,
     loads,
     text_problem,
 )
 from wevent.accounting.ledger import Ledger, take_codes
+from wevent.accounting.parquet_rows import (
+    MEMBERSHIP_ROW,
+    check_coded_rows,
+    check_ledger_columns,
+    check_parquet_rows,
+)
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirement, WholeStream
 
@@ -56,10 +61,6 @@ LEDGER_COLUMNS = ("slot", "user", "group", "epsilon", "part", "mechanism", "evid
 _NUMERIC = frozenset({"slot", "epsilon", "evidence"})
 
 
-class FormatError(BudgetError):
-    """A malformed input file; the message names the file and line."""
-
-
 def _where(path: Path | str, line: int | None) -> str:
     return f"{path}:{line}" if line is not None else str(path)
 
@@ -70,9 +71,10 @@ def _where(path: Path | str, line: int | None) -> str:
 _PAD = " \t"  # what a number may be padded with in a CSV field (not NBSP, vertical tab, ...)
 
 
-def check_text(value: str, name: str, where: str, limit: int = MAX_FIELD) -> str:
-    """A text field as read: without NUL characters and at most ``limit`` characters."""
-    problem = text_problem(value, limit)
+def check_text(value: str, name: str, where: str, *, evidence: bool = False) -> str:
+    """A text field as read: without NUL characters and within the length limit
+    (`inputs.text_problem`)."""
+    problem = text_problem(value, evidence=evidence)
     if problem is not None:
         raise FormatError(f"{where}: {name} {problem}")
     return value
@@ -104,6 +106,8 @@ def _open_csv(path: Path) -> tuple[list[str], Iterator[tuple[int, list[str]]], i
         header = next(reader)
     except StopIteration:
         raise FormatError(f"{path}: empty file (expected a header line)") from None
+    except csv.Error as exc:
+        raise _csv_error(path, reader.line_num, exc) from None
     header = [h.strip(_PAD) for h in header]
     twice = sorted({h for h in header if h and header.count(h) > 1})  # unnamed: unread
     if twice:
@@ -113,12 +117,27 @@ def _open_csv(path: Path) -> tuple[list[str], Iterator[tuple[int, list[str]]], i
         )
 
     def rows() -> Iterator[tuple[int, list[str]]]:
-        for row in reader:
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                raise _csv_error(path, reader.line_num, exc) from None
             if not row or all(not c.strip() for c in row):
                 continue
             yield reader.line_num, row
 
     return header, rows(), text.count("\n")
+
+
+def _csv_error(path: Path, line: int, exc: csv.Error) -> FormatError:
+    """A CSV syntax error (a field past the reader's limit of `csv.field_size_limit`
+    characters, a stray quote) as one line naming the file and line."""
+    text = str(exc)
+    if "field limit" in text:
+        text = f"a field is longer than the CSV reader's limit of {csv.field_size_limit():,} characters"
+    return FormatError(f"{path}:{max(line, 1)}: {text}")
 
 
 def read_requirements(paths: Path | str | Iterable[Path | str]) -> Population:
@@ -313,13 +332,38 @@ class _RowParser:
         self.used_groups: set[str] = set()
         self.json_slots = False  # JSONL: a slot is a JSON integer (CSV: text, parsed)
         self.member_seen: dict[tuple[str, str], str] = {}  # (group, user): where listed
+        self.first_member: dict[str, str] = {}  # group: where its first member is listed
+        self.empty: dict[str, str] = {}  # group declared without members: where
+
+    def declare(self, where: str, group: str) -> None:
+        """A group is defined here (its members, if any, follow): a JSONL group line."""
+        if group in self.used_groups:
+            raise FormatError(f"{where}: members of group {group!r} must precede its charges")
+        self.groups.setdefault(group, [])
 
     def member(self, where: str, group: str, user: str) -> None:
+        """A membership row. Without a user it declares a group with no members (a charge of
+        it charges nobody), which then lists no member anywhere in the file."""
         if group in self.used_groups:
             raise FormatError(f"{where}: members of group {group!r} must precede its charges")
         if not user:
-            raise FormatError(f"{where}: membership row for group {group!r} has no user")
+            listed = self.first_member.get(group) or self.empty.get(group)
+            if listed is not None:
+                raise FormatError(
+                    f"{where}: a membership row without a user declares group {group!r} "
+                    f"without members, but the group is also listed at {listed}"
+                )
+            self.empty[group] = where
+            self.groups[group] = []
+            return
         check_text(user, "member", where)
+        declared = self.empty.get(group)
+        if declared is not None:
+            raise FormatError(
+                f"{where}: group {group!r} is declared without members at {declared} and lists "
+                "a member here"
+            )
+        self.first_member.setdefault(group, where)
         first = self.member_seen.get((group, user))
         if first is None:
             self.member_seen[(group, user)] = where
@@ -365,7 +409,7 @@ class _RowParser:
             evidence: Evidence | None = None
             if ev_v not in (None, ""):
                 key = ev_v if isinstance(ev_v, str) else json.dumps(ev_v, sort_keys=True)
-                check_text(key, "evidence", where, MAX_EVIDENCE)
+                check_text(key, "evidence", where, evidence=True)
                 evidence = self.evidence.get(key)
                 if evidence is None:
                     evidence = evidence_from_json(ev_v)
@@ -464,9 +508,12 @@ def read_ledger(
                 if group in parser.groups:
                     raise FormatError(f"{where}: group {group!r} is defined twice")
                 check_text(group, "group", where)
+                parser.declare(where, group)
                 for m in members:
-                    if not isinstance(m, str):
-                        raise FormatError(f"{where}: group members must be user id strings")
+                    if not isinstance(m, str) or not m:
+                        raise FormatError(
+                            f"{where}: group members must be non-empty user id strings"
+                        )
                     parser.member(where, group, m)
                 continue
             if "slot" not in obj:
@@ -488,8 +535,8 @@ def read_ledger(
             h: (v.strip(_PAD) if h in _NUMERIC else v) for h, v in zip(header, row, strict=True)
         }
         if not fields["slot"] and fields.get("group"):
-            if fields.get("epsilon"):
-                raise FormatError(f"{where}: a membership row (empty slot) has no epsilon")
+            if any(fields.get(k) for k in ("epsilon", "part", "mechanism", "evidence")):
+                raise FormatError(f"{where}: {MEMBERSHIP_ROW}")
             parser.member(where, fields["group"], fields.get("user", ""))
             continue
         parser.charge(where, fields)
@@ -517,7 +564,7 @@ def _ledger_records(ledger: Ledger) -> Iterator[dict[str, Any]]:
 
 def _table_rows(ledger: Ledger) -> Iterator[tuple[int | None, str, str, str, str, str, str]]:
     for name, members in ledger.groups.items():
-        for m in members:
+        for m in members or ("",):  # a group without members: one row without a user
             yield (None, m, name, "", "", "", "")
     for ch in ledger:
         ev = "" if ch.evidence is None else json.dumps(evidence_to_json(ch.evidence))
@@ -585,7 +632,9 @@ def _parquet_table(ledger: Ledger) -> Any:
     import pyarrow as pa
 
     cols = ledger.columns()
-    sizes = np.array([len(m) for m in cols.group_members], np.int64)
+    # One row per member; a group without members gets one row without a user.
+    listed = [m if len(m) else np.full(1, -1, np.int32) for m in cols.group_members]
+    sizes = np.array([len(m) for m in listed], np.int64)
     n_members, n_charges = int(sizes.sum()), len(cols.slot)
     is_user = cols.subject >= 0
 
@@ -597,14 +646,12 @@ def _parquet_table(ledger: Ledger) -> Any:
         none = len(values)
         codes = np.full(n_members + n_charges, none, np.int32)
         if member_codes is not None:
-            codes[:n_members] = member_codes
+            codes[:n_members] = np.where(member_codes < 0, none, member_codes)
         codes[n_members:] = np.where(charge_codes < 0, none, charge_codes)
         return pa.DictionaryArray.from_arrays(pa.array(codes), dictionary)
 
     member_users = (
-        np.concatenate(cols.group_members).astype(np.int32, copy=False)
-        if n_members
-        else np.zeros(0, np.int32)
+        np.concatenate(listed).astype(np.int32, copy=False) if n_members else np.zeros(0, np.int32)
     )
     member_groups = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)
     evidence = [json.dumps(evidence_to_json(e)) for e in cols.evidences]
@@ -662,7 +709,7 @@ def _parquet_ledger(path: Path) -> Ledger:
         pf = pq.ParquetFile(path, read_dictionary=strings)
     except (OSError, pa.ArrowInvalid) as exc:
         raise FormatError(f"{path}: not a readable Parquet file ({exc})") from None
-    return _columns_ledger(_FileColumns(pf), path)
+    return _columns_ledger(_FileColumns(pf), path, check_rows=True)
 
 
 class _FileColumns:
@@ -712,25 +759,31 @@ def read_ledgers(paths: Iterable[Path | str]) -> Ledger:
 
     tables = []
     seen: dict[str, tuple[str, ...]] = {}
+    clashes: list[str] = []
     for f in files:
         if ledger_kind(f) == "parquet":
             if not f.exists():
                 raise FormatError(f"{f}: no such file")
-            check_parquet_columns(f)  # each file on its own, as a single file is read
+            check_parquet_rows(f, seen)  # each file on its own, as a single file is read
             table = _parquet_columns(f)
         else:
             table = _plain(_parquet_table(read_ledger(f, groups=seen)))
-        tables.append(_drop_repeated_groups(table, f, seen))
+        tables.append(_drop_repeated_groups(table, seen, clashes))
+    where = " + ".join(str(f) for f in files)
+    if clashes:  # the SQL engines' message: they compare member sets across all files at once
+        raise FormatError(
+            f"{where}: group {min(clashes)!r} is defined in more than one file with other members"
+        )
     try:
         table = pa.concat_tables(tables, promote_options="permissive")
     except pa.ArrowException as exc:
         raise FormatError(f"{files[0]}: cannot combine the ledger files ({exc})") from None
-    return _columns_ledger(_TableColumns(table), Path(" + ".join(str(f) for f in files)))
+    return _columns_ledger(_TableColumns(table), Path(where))  # files checked above
 
 
-def _drop_repeated_groups(table: Any, path: Path, seen: dict[str, tuple[str, ...]]) -> Any:
+def _drop_repeated_groups(table: Any, seen: dict[str, tuple[str, ...]], clashes: list[str]) -> Any:
     """``table`` without the definitions of groups that an earlier file (``seen``) already
-    defined with the same members; a group defined with other members is an error. Adds the
+    defined; a group defined with other members is added to ``clashes`` (an error). Adds the
     table's new groups to ``seen``."""
     import pyarrow.compute as pc
 
@@ -738,12 +791,14 @@ def _drop_repeated_groups(table: Any, path: Path, seen: dict[str, tuple[str, ...
     rows = table.filter(is_member)
     defined: dict[str, list[str]] = {}
     for g, u in zip(rows.column("group").to_pylist(), rows.column("user").to_pylist(), strict=True):
-        defined.setdefault(g, []).append(u)
+        listed = defined.setdefault(g, [])
+        if u:  # a row without a user declares a group without members
+            listed.append(u)
     repeated = []
     for g, members in defined.items():
         if g in seen:
-            if seen[g] != tuple(members):
-                raise FormatError(f"{path}: group {g!r} is already defined with other members")
+            if sorted(seen[g]) != sorted(members):  # a group is a set of users
+                clashes.append(g)
             repeated.append(g)
         else:
             seen[g] = tuple(members)
@@ -786,7 +841,7 @@ class EarlierGroups(Mapping[str, tuple[str, ...]]):
             except Exception:  # a column missing or mistyped: the engine reports the file itself
                 continue
             if rows.num_rows:
-                members = tuple(str(u) for u in rows.column("user").to_pylist())
+                members = tuple(str(u) for u in rows.column("user").to_pylist() if u)
                 self._known[name] = members
                 return members
         raise KeyError(name)
@@ -826,13 +881,6 @@ def _parquet_columns(path: Path) -> Any:
         else:
             cols[name] = pa.array([""] * table.num_rows, type=pa.large_string())
     return pa.table(cols)
-
-
-def _value_type(kind: Any) -> Any:
-    """The type of a column's values (a dictionary column's value type)."""
-    import pyarrow as pa
-
-    return kind.value_type if pa.types.is_dictionary(kind) else kind
 
 
 def _string_codes(chunks: Iterable[Any], n: int) -> tuple[np.ndarray[Any, Any], list[str]]:
@@ -892,52 +940,76 @@ def _subset(codes: np.ndarray[Any, Any], rows: np.ndarray[Any, Any] | None) -> A
     return codes[rows]
 
 
-def check_ledger_columns(path: Path, names: set[str], type_of: Callable[[str], Any]) -> None:
-    """Refuse a columnar ledger (Parquet) whose columns are not the documented ones: ``slot`` of
-    an integer type, ``epsilon``, ``user``, ``group``, ``part``, ``mechanism`` and ``evidence``
-    of a string type (exact amounts are strings), ``slot``, ``epsilon`` and one of ``user`` or
-    ``group`` present. Every engine calls this before it reads a file, so a float amount or a
-    fractional slot is refused alike, never rounded by one engine and truncated by another."""
-    import pyarrow as pa
-
-    missing = [c for c in ("slot", "epsilon") if c not in names]
-    if missing or not ({"user", "group"} & names):
-        raise FormatError(f"{path}: missing column(s): {', '.join(missing) or 'user'}")
-    for name in ("user", "group", "epsilon", "part", "mechanism", "evidence"):
-        if name in names:
-            kind = _value_type(type_of(name))
-            if not (
-                pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind)
-            ):
-                hint = " (write exact numbers as strings)" if name == "epsilon" else ""
-                raise FormatError(f"{path}: column {name!r} must hold strings, found {kind}{hint}")
-    slot_type = _value_type(type_of("slot"))
-    if (
-        not (pa.types.is_integer(slot_type) or pa.types.is_null(slot_type))
-        or slot_type == pa.uint64()
-    ):
+def _check_membership_order(
+    path: Path,
+    member_rows: np.ndarray[Any, Any],
+    member_groups: np.ndarray[Any, Any],
+    group_all: np.ndarray[Any, Any],
+    is_member: np.ndarray[Any, Any],
+    g_values: np.ndarray[Any, Any],
+) -> None:
+    """Members of a group precede its charges (as in JSONL and CSV): the first membership row
+    (0-based ``member_rows``, group codes ``member_groups``) after a charge of its group is an
+    error. ``group_all``: every row's group code; ``g_values[code] == ""`` is no group."""
+    named = g_values != ""
+    charge_rows = np.flatnonzero(~is_member & named[np.asarray(group_all)])
+    if not len(charge_rows) or not len(member_rows):
+        return
+    first_charge = np.full(len(g_values), np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(first_charge, np.asarray(group_all[charge_rows], np.int64), charge_rows)
+    late = first_charge[member_groups] < member_rows
+    if bool(late.any()):
+        k = int(np.argmax(late))
         raise FormatError(
-            f"{path}: column 'slot' must hold integers of a signed type or up to 32 bits, found "
-            f"{slot_type}"
+            f"{path}: row {int(member_rows[k]) + 1}: members of group "
+            f"{str(g_values[member_groups[k]])!r} must precede its charges"
         )
 
 
-def check_parquet_columns(path: Path) -> None:
-    """`check_ledger_columns` for a Parquet file, from its schema alone (FormatError for a
-    file that is not readable Parquet)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+def _check_empty_groups(
+    path: Path,
+    member_rows: np.ndarray[Any, Any],
+    member_groups: np.ndarray[Any, Any],
+    no_user: np.ndarray[Any, Any],
+    g_values: np.ndarray[Any, Any],
+) -> None:
+    """A membership row without a user declares a group with no members: the group has no
+    other membership row (the text formats' rule, with the same messages)."""
+    count = np.bincount(member_groups, minlength=len(g_values))
+    mixed = np.unique(member_groups[no_user & (count[member_groups] > 1)])
+    if not len(mixed):
+        return
+    suspect = np.flatnonzero(np.isin(member_groups, mixed))  # their rows, in file order
+    order = suspect[np.argsort(member_groups[suspect], kind="stable")]  # by group, then row
+    by_group = member_groups[order]
+    starts = np.flatnonzero(np.r_[True, by_group[1:] != by_group[:-1]])
+    first = order[starts]
+    position = np.where(no_user[order], np.arange(len(order)), len(order))
+    first_empty = order[np.minimum.reduceat(position, starts)]
+    # Where the text readers stop: the row after an empty declaration, or the empty row after
+    # a member; the first such row of the file.
+    clash = np.where(no_user[first], order[starts + 1], first_empty)
+    k = int(np.argmin(clash))
+    row, declared = int(clash[k]), int(first[k])
+    name = str(g_values[member_groups[row]])
+    here = f"{path}: row {int(member_rows[row]) + 1}"
+    there = f"row {int(member_rows[declared]) + 1}"
+    if no_user[row]:
+        raise FormatError(
+            f"{here}: a membership row without a user declares group {name!r} without members, "
+            f"but the group is also listed at {there}"
+        )
+    raise FormatError(
+        f"{here}: group {name!r} is declared without members at {there} and lists a member here"
+    )
 
-    check_input_file(path, FormatError)
-    try:
-        schema = pq.read_schema(path)
-    except (OSError, pa.ArrowException) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise FormatError(f"{path}: not a readable Parquet file ({first})") from None
-    check_ledger_columns(path, set(schema.names), lambda name: schema.field(name).type)
 
-
-def _columns_ledger(src: _FileColumns | _TableColumns, path: Path) -> Ledger:
+def _columns_ledger(
+    src: _FileColumns | _TableColumns, path: Path, *, check_rows: bool = False
+) -> Ledger:
+    """The ledger of a Parquet file's (or combined files') columns. ``check_rows``: apply the
+    row rules every engine shares (`parquet_rows`) here, on the columns as read (a combination
+    of files had each file checked before)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -981,6 +1053,19 @@ def _columns_ledger(src: _FileColumns | _TableColumns, path: Path) -> Ledger:
     user_all, user_values = codes("user")
     group_all, group_values = codes("group")
     eps_all, eps_values = codes("epsilon")
+    labels = {name: codes(name) for name in ("part", "mechanism", "evidence")}
+    if check_rows:
+        check_coded_rows(
+            path,
+            np.zeros(n, bool) if is_member_all is None else is_member_all,
+            slot_all,
+            {
+                "user": (user_all, user_values),
+                "group": (group_all, group_values),
+                "epsilon": (eps_all, eps_values),
+                **{k: v for k, v in labels.items() if k in names},
+            },
+        )
     if is_member_all is not None:
         member_rows = np.flatnonzero(is_member_all)
         g_values = np.array(group_values, dtype=object)
@@ -989,15 +1074,12 @@ def _columns_ledger(src: _FileColumns | _TableColumns, path: Path) -> Ledger:
         g_codes_m = np.asarray(group_all[member_rows], np.int64)
         u_codes_m = np.asarray(user_all[member_rows], np.int64)
         e_codes_m = np.asarray(eps_all[member_rows], np.int64)
-        bad_rows = (
-            (g_values[g_codes_m] == "") | (u_values[u_codes_m] == "") | (e_values[e_codes_m] != "")
-        )
+        bad_rows = (g_values[g_codes_m] == "") | (e_values[e_codes_m] != "")
         if bool(np.any(bad_rows)):
             row = int(member_rows[int(np.argmax(bad_rows))]) + 1
-            raise FormatError(
-                f"{path}: row {row}: a membership row (empty slot) gives group and user, "
-                "and no epsilon"
-            )
+            raise FormatError(f"{path}: row {row}: {MEMBERSHIP_ROW}")
+        _check_membership_order(path, member_rows, g_codes_m, group_all, is_member_all, g_values)
+        no_user = u_values[u_codes_m] == ""
         order = np.argsort(g_codes_m, kind="stable")
         firsts = np.unique(g_codes_m, return_index=True)
         bounds = np.searchsorted(g_codes_m[order], firsts[0])
@@ -1006,9 +1088,19 @@ def _columns_ledger(src: _FileColumns | _TableColumns, path: Path) -> Ledger:
             int(code): u_codes_m[order[a:b]]
             for code, a, b in zip(firsts[0].tolist(), bounds.tolist(), ends, strict=True)
         }
+        if bool(no_user.any()):
+            _check_empty_groups(path, member_rows, g_codes_m, no_user, g_values)
+        pairs = np.sort(g_codes_m * max(len(u_values), 1) + u_codes_m)
+        twice = pairs[1:][pairs[1:] == pairs[:-1]] // max(len(u_values), 1)
+        if len(twice):  # the first group by name, as the SQL engines report it
+            name = min(str(g_values[c]) for c in np.unique(twice).tolist())
+            raise FormatError(f"{path}: group {name!r} lists a member twice")
         for code in firsts[0][np.argsort(firsts[1])].tolist():  # first-appearance order
-            groups[str(g_values[code])] = tuple(u_values[by_code[code]].tolist())
-            group_codes.append(by_code[code])
+            listed = by_code[code]
+            if len(listed) == 1 and u_values[listed[0]] == "":
+                listed = listed[:0]  # declared without members
+            groups[str(g_values[code])] = tuple(u_values[listed].tolist())
+            group_codes.append(listed)
         group_users = [str(u) for u in user_values]
         del member_rows, g_codes_m, u_codes_m, e_codes_m, bad_rows, order, by_code
     slot = slot_all if charges_mask is None else slot_all[charges_mask]
@@ -1065,9 +1157,9 @@ def _columns_ledger(src: _FileColumns | _TableColumns, path: Path) -> Ledger:
         del bad_mask
     group_names = list(groups)
     position = {g: i for i, g in enumerate(group_names)}
-    for g in g_strings:
-        if g and g not in position:
-            raise FormatError(f"{path}: group {g!r} is charged but its members are not listed")
+    missing = sorted(g for g in g_strings if g and g not in position)
+    if missing:  # the first by name, as the SQL engines report it
+        raise FormatError(f"{path}: group {missing[0]!r} is charged but its members are not listed")
     users = [s for s in u_strings if s]
     u_position = {s: i for i, s in enumerate(users)}
     if has_group_any and n_charges:
@@ -1079,7 +1171,7 @@ def _columns_ledger(src: _FileColumns | _TableColumns, path: Path) -> Ledger:
         u_map = np.array([u_position.get(s, -1) for s in u_strings] or [0], np.int64)
         subject = take_codes(u_map, u_codes).astype(np.int64, copy=False)
     del u_codes, g_codes
-    ev_all, ev_values = codes("evidence")
+    ev_all, ev_values = labels.pop("evidence")
     ev_codes, ev_strings = used(ev_all, ev_values)
     evidences: list[Evidence] = []
     ev_map: list[int] = []
@@ -1093,9 +1185,9 @@ def _columns_ledger(src: _FileColumns | _TableColumns, path: Path) -> Ledger:
             raise FormatError(f"{path}: {exc}") from None
         ev_map.append(len(evidences) - 1)
     ev_arr = take_codes(np.array([*ev_map, -1], np.int32), ev_codes)
-    p_all, p_values = codes("part")
+    p_all, p_values = labels.pop("part")
     p_codes, p_strings = used(p_all, p_values)
-    m_all, m_values = codes("mechanism")
+    m_all, m_values = labels.pop("mechanism")
     m_codes, m_strings = used(m_all, m_values)
     try:
         return Ledger.from_codes(

@@ -1,29 +1,79 @@
 """The rules every reader of user input shares, below the format modules (so the durable ledger
-reader, the stream readers and the format readers all apply them): regular files only, JSON
-without duplicate keys or unbounded nesting. Violations are `BudgetError`s (input errors, exit
-2) naming the file and, where there is one, the line.
+reader, the stream readers and the format readers all apply them): regular files only, text
+fields of bounded length without NUL, JSON without duplicate keys or deep nesting. Violations
+are `BudgetError`s (input errors, exit 2) naming the file and, where there is one, the line.
+
+The limits are configurable through environment variables, read once per process at their first
+use (an invalid value is an input error naming the variable); every error a limit causes names
+its variable.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from wevent.accounting.budget import BudgetError, shown
+from wevent.accounting.budget import BudgetError, env_limit, shown
 
-__all__ = ["MAX_EVIDENCE", "MAX_FIELD", "DuplicateKey", "check_input_file", "loads", "text_problem"]
+__all__ = [
+    "DEPTH_VARIABLE",
+    "EVIDENCE_VARIABLE",
+    "FIELD_VARIABLE",
+    "MAX_DEPTH",
+    "MAX_EVIDENCE",
+    "MAX_FIELD",
+    "DuplicateKey",
+    "FormatError",
+    "check_input_file",
+    "loads",
+    "max_depth",
+    "max_evidence",
+    "max_field",
+    "text_problem",
+]
 
-MAX_FIELD = 4096  # characters of an id, group name, part or mechanism
-MAX_EVIDENCE = 65536  # characters of one evidence value
+MAX_FIELD: Final = 4096  # default: characters of an id, group name, part or mechanism
+MAX_EVIDENCE: Final = 65536  # default: characters of one evidence value
+MAX_DEPTH: Final = 64  # default: nesting of JSON arrays and objects in one value
+FIELD_VARIABLE: Final = "WEVENT_MAX_FIELD"
+EVIDENCE_VARIABLE: Final = "WEVENT_MAX_EVIDENCE"
+DEPTH_VARIABLE: Final = "WEVENT_MAX_DEPTH"
 
 
-def text_problem(value: str, limit: int = MAX_FIELD) -> str | None:
-    """What is wrong with a text field as read (more than ``limit`` characters, or a NUL
-    character), or None."""
+@functools.cache
+def max_field() -> int:
+    """The most characters of an id, group name, part or mechanism (`MAX_FIELD`, or
+    ``WEVENT_MAX_FIELD``)."""
+    return env_limit(FIELD_VARIABLE, MAX_FIELD, "characters")
+
+
+@functools.cache
+def max_evidence() -> int:
+    """The most characters of one evidence value (`MAX_EVIDENCE`, or ``WEVENT_MAX_EVIDENCE``)."""
+    return env_limit(EVIDENCE_VARIABLE, MAX_EVIDENCE, "characters")
+
+
+@functools.cache
+def max_depth() -> int:
+    """The deepest nesting of arrays and objects in one JSON value (`MAX_DEPTH`, or
+    ``WEVENT_MAX_DEPTH``; values nested deeper than Python's parser can follow are refused
+    whatever the limit)."""
+    return env_limit(DEPTH_VARIABLE, MAX_DEPTH, "levels")
+
+
+def text_problem(value: str, *, evidence: bool = False) -> str | None:
+    """What is wrong with a text field as read (longer than `max_field`, or `max_evidence` for
+    an evidence value; or a NUL character), or None."""
+    limit = max_evidence() if evidence else max_field()
     if len(value) > limit:
-        return f"of {len(value):,} characters is longer than the limit of {limit:,}"
+        variable = EVIDENCE_VARIABLE if evidence else FIELD_VARIABLE
+        return (
+            f"of {len(value):,} characters is longer than the limit of {limit:,} "
+            f"(set {variable} to change it)"
+        )
     if "\x00" in value:
         return f"{shown(value)} holds a NUL character"
     return None
@@ -50,6 +100,10 @@ def check_input_file(path: Path, error: type[BudgetError] = BudgetError) -> None
         raise error(f"{path}: {kind}, not a regular file (inputs are read from files)")
 
 
+class FormatError(BudgetError):
+    """A malformed input file; the message names the file and line."""
+
+
 class DuplicateKey(ValueError):
     """A JSON object names one key twice (which value would count?)."""
 
@@ -65,11 +119,44 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _too_deep() -> ValueError:
+    return ValueError(
+        f"nested deeper than the limit of {max_depth():,} levels (set {DEPTH_VARIABLE} to "
+        "change it)"
+    )
+
+
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """Whether arrays and objects nest more than ``limit`` levels in ``value`` (iterative)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def loads(text: str | bytes) -> Any:
-    """`json.loads` that refuses a key twice in one object (at any depth) and turns nesting too
-    deep for the parser, or a number too long to convert, into a `ValueError` like any other
+    """`json.loads` that refuses a key twice in one object (at any depth) and nesting deeper
+    than `max_depth`, and turns a number too long to convert into a `ValueError` like any other
     malformed JSON (callers report it with their file and line)."""
     try:
-        return json.loads(text, object_pairs_hook=_unique_keys)
+        value = json.loads(text, object_pairs_hook=_unique_keys)
     except RecursionError:
-        raise ValueError("nested too deeply") from None
+        raise _too_deep() from None
+    limit = max_depth()
+    opened = (
+        text.count("{") + text.count("[")
+        if isinstance(text, str)
+        else (text.count(b"{") + text.count(b"["))
+    )
+    if opened > limit and _depth_exceeds(value, limit):  # fewer brackets cannot nest deeper
+        raise _too_deep()
+    return value

@@ -170,9 +170,7 @@ class Ledger:
         """Name a set of users once. Redefining a name with other members is an error."""
         if not isinstance(name, str) or not name:
             raise BudgetError("group names must be non-empty strings")
-        members_t = tuple(members)
-        if not members_t:
-            raise BudgetError(f"group {name!r} has no members")
+        members_t = tuple(members)  # may be empty: a charge of the group then charges nobody
         known = self._users.index
         codes = [known.get(m, -1) for m in members_t] if known else [-1] * len(members_t)
         if -1 in codes:  # new user ids: validate them before interning (known ones already were)
@@ -207,7 +205,7 @@ class Ledger:
         if len(codes) != len(names):
             raise BudgetError("one code array per group is required")
         sizes = np.array([len(c) for c in codes], np.int64)
-        flat = np.concatenate([np.asarray(c, np.int64) for c in codes])
+        flat = np.concatenate([np.asarray(c, np.int64) for c in codes] or [np.zeros(0, np.int64)])
         if len(flat) and (int(flat.min()) < 0 or int(flat.max()) >= len(table)):
             raise BudgetError("group member code out of range")
         owner = np.repeat(np.arange(len(names), dtype=np.int64), sizes)
@@ -220,13 +218,11 @@ class Ledger:
         twice = np.zeros(len(names), bool)
         twice[pairs[1:][pairs[1:] == pairs[:-1]] // max(len(table), 1)] = True
         bad_name = np.array([not isinstance(n, str) or not n for n in names], bool)
-        flagged = np.flatnonzero(bad_name | (sizes == 0) | blank | twice)
+        flagged = np.flatnonzero(bad_name | blank | twice)
         if len(flagged):
             g = int(flagged[0])
             if bad_name[g]:
                 raise BudgetError("group names must be non-empty strings")
-            if sizes[g] == 0:
-                raise BudgetError(f"group {names[g]!r} has no members")
             if blank[g]:
                 raise BudgetError(f"group {names[g]!r}: user ids must be non-empty strings")
             raise BudgetError(f"group {names[g]!r} lists a member twice")
@@ -286,10 +282,8 @@ class Ledger:
         arr = np.asarray(codes)
         if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
             raise BudgetError(f"group {name!r}: member codes must be a 1-D integer array")
-        if not arr.size:
-            raise BudgetError(f"group {name!r} has no members")
         code_arr = arr.astype(np.int64)  # a copy: the caller may reuse its array
-        if not validated:
+        if not validated and code_arr.size:
             if int(code_arr.min()) < 0 or int(code_arr.max()) >= len(self._users.values):
                 raise BudgetError(f"group {name!r}: member code out of range")
             if not distinct(code_arr):

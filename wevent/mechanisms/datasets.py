@@ -179,6 +179,8 @@ def tdrive_observations(
                     rows.append((taxi, stamp, lon, lat))
         except OSError as exc:
             raise FormatError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        except (csv.Error, UnicodeDecodeError) as exc:  # a huge field, a stray quote, not UTF-8
+            raise FormatError(f"{path}: not T-Drive text ({exc})") from None
     if not rows:
         raise FormatError("no T-Drive records found")
     arr = np.unique(np.array(rows, dtype=np.float64), axis=0)  # 001 6.1: duplicates removed
@@ -239,6 +241,8 @@ def foursquare_observations(
                 rows.append((users.setdefault(rec[0], len(users)), stamp, c))
     except OSError as exc:
         raise FormatError(f"cannot read ({exc.strerror or exc}: {exc.filename})") from None
+    except (csv.Error, UnicodeDecodeError) as exc:  # a huge field, a stray quote, not UTF-8
+        raise FormatError(f"{pois} or {checkins}: not Foursquare text ({exc})") from None
     if not rows:
         raise FormatError(f"{checkins}: no check-in at a venue with a country")
     names = sorted({c for _, _, c in rows})

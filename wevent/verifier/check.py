@@ -142,9 +142,11 @@ def _group_reps(group_members: list[Arr], rep_of: Arr) -> list[Arr]:
         return []
     sizes = np.array([len(m) for m in group_members], np.int64)
     reps = rep_of[np.concatenate(group_members)]
-    width = int(reps.max()) + 1
+    width = int(reps.max(initial=0)) + 1  # groups may all be empty
     pairs = np.sort(np.repeat(np.arange(len(sizes), dtype=np.int64), sizes) * width + reps)
-    pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]
+    keep = np.ones(len(pairs), bool)
+    keep[1:] = pairs[1:] != pairs[:-1]
+    pairs = pairs[keep]
     owner = pairs // width
     bounds = np.searchsorted(owner, np.arange(len(sizes) + 1))
     values = pairs % width

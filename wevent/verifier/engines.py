@@ -181,20 +181,17 @@ class SqlEngine:
         horizon: int | None = None,
         progress: Callable[[str], None] | None = None,
     ) -> tuple[Verdict, SqlDetails]:
-        from wevent.accounting.formats import (
-            EarlierGroups,
-            check_parquet_columns,
-            ledger_kind,
-            read_ledger,
-            write_ledger,
-        )
+        from wevent.accounting.formats import EarlierGroups, ledger_kind, read_ledger, write_ledger
+        from wevent.accounting.parquet_rows import check_parquet_rows
 
         with tempfile.TemporaryDirectory(prefix="wevent-audit-") as tmp:
             parquet: list[Path] = []
             earlier = EarlierGroups()  # a text file may charge groups of the files before it
+            defined: set[str] = set()  # ... and so may a Parquet file
             for i, f in enumerate(files):
                 if ledger_kind(Path(f)) == "parquet":
-                    check_parquet_columns(Path(f))  # the schema every engine reads
+                    # the schema and row rules every engine checks, with the same messages
+                    defined |= check_parquet_rows(Path(f), defined)
                     parquet.append(Path(f))
                     earlier.add_parquet(Path(f))
                 else:
@@ -202,6 +199,7 @@ class SqlEngine:
                     ledger = read_ledger(f, groups=earlier)
                     write_ledger(ledger, converted)
                     earlier.add_groups(ledger.groups)
+                    defined |= set(ledger.groups)
                     parquet.append(converted)
             backend = self._factory(Path(tmp))
             try:

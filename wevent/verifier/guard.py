@@ -169,9 +169,7 @@ class Guard:
         idx = np.asarray(indices)
         if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
             raise BudgetError(f"group {name!r}: indices must be a 1-D integer array")
-        if not idx.size:
-            raise BudgetError(f"group {name!r} has no members")
-        if int(idx.min()) < 0 or int(idx.max()) >= len(table):
+        if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= len(table)):
             raise BudgetError(f"group {name!r}: index out of range of the user table")
         if not distinct(idx):
             raise BudgetError(f"group {name!r} lists a member twice")

@@ -51,6 +51,7 @@ from wevent.accounting.budget import Budget, BudgetError, check_common_denominat
 from wevent.accounting.evidence import Evidence, certify_cost, evidence_from_json
 from wevent.accounting.formats import FormatError
 from wevent.accounting.ledger import Ledger
+from wevent.accounting.parquet_rows import MEMBERSHIP_ROW
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Fixed, Requirement, WholeStream, requirement_bounds
 from wevent.errors import EngineError
@@ -571,31 +572,34 @@ def _validate(b: SqlBackend, files: Sequence[Path]) -> None:
         raise FormatError(f"{where}: {neither} charge(s) do not name exactly one of user or group")
     if int(no_eps or 0):
         raise FormatError(f"{where}: {no_eps} charge(s) have no epsilon")
+    # The row rules (`wevent.accounting.parquet_rows`) were checked file by file before the load,
+    # with the messages every engine gives; what follows needs the files' rows together.
     (bad,) = b.rows(
-        "SELECT COUNT(*) FROM raw WHERE slot IS NULL AND (grp IS NULL OR usr IS NULL OR eps IS NOT NULL)"
+        "SELECT COUNT(*) FROM raw WHERE slot IS NULL AND (grp IS NULL OR eps IS NOT NULL)"
     )[0]
     if int(bad):
-        raise FormatError(
-            f"{where}: {bad} membership row(s) (empty slot) lack a group or user, or carry an epsilon"
-        )
+        raise FormatError(f"{where}: {bad} row(s): {MEMBERSHIP_ROW}")
     if lo is not None and (int(lo) < 1 or int(hi) > 2**62 - 1):
         raise FormatError(f"{where}: slot: slots are numbered from 1 to 2^62 - 1")
     repeated = b.rows(
         """SELECT MIN(g.grp) FROM member_rows m JOIN gids g ON m.gid = g.gid WHERE m.n > 1"""
     )[0][0]
     if repeated is not None:
-        raise FormatError(
-            f"{where}: group {repeated!r} lists a member twice (a repeated membership row)"
-        )
+        raise FormatError(f"{where}: group {repeated!r} lists a member twice")
     if len(files) > 1:
         # A group listed again in a later file must list the same members (as the numpy reader
         # requires): every file's member count of a group equals the count of their union.
+        # A file declaring the group without members (a row without a user) counts 0.
         redefined = b.rows(
             """SELECT MIN(g.grp) FROM
-                 (SELECT src, gid, COUNT(*) AS k FROM member_rows GROUP BY src, gid) f
-               JOIN (SELECT gid, COUNT(*) AS k FROM members GROUP BY gid) u ON f.gid = u.gid
+                 (SELECT src, gid, COUNT(*) AS k FROM member_rows GROUP BY src, gid
+                  UNION ALL
+                  SELECT DISTINCT r.src, g.gid, 0 AS k FROM raw r JOIN gids g ON r.grp = g.grp
+                  WHERE r.slot IS NULL AND r.usr IS NULL) f
+               LEFT JOIN (SELECT gid, COUNT(*) AS k FROM members GROUP BY gid) u
+                 ON f.gid = u.gid
                JOIN gids g ON g.gid = f.gid
-               WHERE f.k <> u.k"""
+               WHERE f.k <> COALESCE(u.k, 0)"""
         )[0]
         if redefined[0] is not None:
             raise FormatError(

@@ -311,7 +311,7 @@ class VectorEngine:
         for w in plan.windows:
             self._expire(w, slot, log)
         rooms, partial = self._rooms(slot, asked, plan.present)
-        if not partial and min(rooms) >= 0:
+        if not partial and min(rooms, default=0) >= 0:  # no member (an empty group) fits
             return None
         member_room = self._member_rooms(plan, rooms, self._dtype)
         own = self._own[plan.codes] if partial else np.zeros(len(plan.codes), self._dtype)
