@@ -246,6 +246,26 @@ def test_every_engine_refuses_the_same_mistyped_parquet_alike(case: str, tmp_pat
     assert str(path) in messages.pop()
 
 
+def test_a_parquet_column_named_twice_is_refused_alike(tmp_path: Path) -> None:
+    """Which of two ``user`` columns holds the user? Refused with one message by every engine
+    (numpy crashed on it with a KeyError)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "l.parquet"
+    columns = [pa.array([1], pa.int64()), pa.array(["a"]), pa.array(["b"]), pa.array(["1/2"])]
+    pq.write_table(pa.Table.from_arrays(columns, names=["slot", "user", "user", "epsilon"]), path)
+    population = Population({"a": Fixed(3, Budget(1))})
+    messages = set()
+    for engine in ("numpy", "duckdb", "spark"):  # refused before Spark's session starts
+        with pytest.raises(FormatError) as caught:
+            make_engine(engine).audit([path], population)
+        messages.add(str(caught.value))
+    assert messages == {
+        f"{path}: column 'user' appears twice in the schema (which one holds the value?)"
+    }
+
+
 @pytest.mark.parametrize("engine", ["duckdb", SPARK])
 def test_an_empty_population_gives_every_engine_the_same_verdict(
     engine: str, tmp_path: Path
@@ -629,3 +649,22 @@ def test_a_spark_audit_prints_nothing_but_the_audit(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stderr == "" and "audit: COMPLIANT" in done.stdout
+
+
+def test_an_engine_names_the_users_files_not_its_converted_copies(tmp_path: Path) -> None:
+    """The SQL engines audit text files through Parquet copies in a temporary directory; their
+    errors name the files the user gave, as numpy's do."""
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.csv"
+    first.write_text(
+        '{"group": "g", "members": ["a"]}\n{"slot": 1, "group": "g", "epsilon": "1"}\n'
+    )
+    second.write_text("slot,user,group,epsilon\n,b,g,\n2,,g,1\n")
+    population = Population({"a": Fixed(3, Budget(1))})
+    messages = set()
+    for engine in ("numpy", "duckdb"):
+        with pytest.raises(FormatError) as caught:
+            make_engine(engine).audit([first, second], population)
+        messages.add(str(caught.value))
+    assert messages == {
+        f"{first} + {second}: group 'g' is defined in more than one file with other members"
+    }

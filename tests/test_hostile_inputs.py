@@ -55,12 +55,17 @@ CASES: dict[str, tuple[str | bytes, str, tuple[str, ...]]] = {
         + "]" * 100_000
         + "}\n",
         "l.jsonl",
-        ("l.jsonl:1", "nested deeper than the limit", "WEVENT_MAX_DEPTH"),
+        ("l.jsonl:1", "nested deeper than the JSON parser can follow"),
     ),
     "a CSV field past the csv module's own limit": (
         "slot,user,epsilon\n1," + "a" * 140_000 + ",0.1\n",
         "l.csv",
         ("l.csv:2", "longer than the CSV reader's limit of 131,072 characters"),
+    ),
+    "a JSON integer of 3,000,000 digits (converting it took 37 s)": (
+        '{"slot": ' + "1" * 3_000_000 + ', "user": "alice", "epsilon": "0.1"}\n',
+        "l.jsonl",
+        ("l.jsonl:1", "an integer of 3,000,000 digits is longer than the limit of 1,000"),
     ),
     "a 1 MB user id": (
         _jsonl({**CHARGE, "user": "a" * 1_000_000}),
@@ -360,9 +365,7 @@ def test_a_chained_ledger_with_a_hostile_line_is_an_integrity_failure_not_a_cras
             repair(path)  # refused, untouched: not a traceback
     path.write_bytes(b"[" * 100_000 + b"]" * 100_000 + b"\n")  # a plain file's first line
     (tmp_path / "l.jsonl.head").unlink()
-    _one_line_error(
-        _check(tmp_path, path.read_bytes()), "l.jsonl:1", "nested deeper than the limit"
-    )
+    _one_line_error(_check(tmp_path, path.read_bytes()), "l.jsonl:1", "nested deeper than")
 
 
 def test_a_fifo_is_refused_by_every_reader(tmp_path: Path) -> None:
@@ -536,14 +539,11 @@ def test_a_key_file_that_is_a_fifo_is_refused(tmp_path: Path) -> None:
 @pytest.fixture
 def limits(monkeypatch: pytest.MonkeyPatch) -> Iterator[pytest.MonkeyPatch]:
     """``monkeypatch`` for the limit variables, with the limits re-read (they are read once per
-    process) before and after the test."""
-    caches = (inputs.max_field, inputs.max_evidence, inputs.max_depth)
-    for cached in caches:
-        cached.cache_clear()
+    command) before and after the test."""
+    inputs.reset_limits()
     yield monkeypatch
     monkeypatch.undo()
-    for cached in caches:
-        cached.cache_clear()
+    inputs.reset_limits()
 
 
 def _nested(depth: int) -> dict[str, Any]:
@@ -567,7 +567,6 @@ def test_the_field_limit_is_configurable_and_named_in_the_error(
     reqs = REQ + "alice-in-a-long-name,3,1\n"
     assert _check(tmp_path, (tmp_path / name).read_bytes(), name, reqs).exit_code == 0
     limits.setenv(inputs.FIELD_VARIABLE, "8")
-    inputs.max_field.cache_clear()
     _one_line_error(  # (the requirements file would be refused first: it names the user too)
         _check(tmp_path, (tmp_path / name).read_bytes(), name),
         name,
@@ -575,7 +574,6 @@ def test_the_field_limit_is_configurable_and_named_in_the_error(
         inputs.FIELD_VARIABLE,
     )
     limits.setenv(inputs.FIELD_VARIABLE, "-3")
-    inputs.max_field.cache_clear()
     _one_line_error(
         _check(tmp_path, (tmp_path / name).read_bytes(), name, reqs), inputs.FIELD_VARIABLE
     )
@@ -593,14 +591,36 @@ def test_the_depth_and_evidence_limits_are_configurable_and_named(
         inputs.DEPTH_VARIABLE,
     )
     limits.setenv(inputs.DEPTH_VARIABLE, "100")
-    inputs.max_depth.cache_clear()
     assert _check(tmp_path, _jsonl(_nested(80))).exit_code == 0
     limits.setenv(inputs.DEPTH_VARIABLE, "5")
-    inputs.max_depth.cache_clear()
     _one_line_error(_check(tmp_path, _jsonl(_nested(6))), "l.jsonl:1", "limit of 5 levels")
     assert _check(tmp_path, _jsonl(_nested(4))).exit_code == 0
     limits.setenv(inputs.EVIDENCE_VARIABLE, "30")
-    inputs.max_evidence.cache_clear()
     _one_line_error(
         _check(tmp_path, _jsonl(_nested(4))), "l.jsonl:1", "evidence", inputs.EVIDENCE_VARIABLE
     )
+    # An invalid value is refused when the command starts, naming the variable, whatever the
+    # input (it is never blamed on a file, nor read as a broken durable ledger).
+    for variable in (inputs.DEPTH_VARIABLE, inputs.EVIDENCE_VARIABLE, DIGITS_VARIABLE):
+        limits.setenv(variable, "1x")
+        result = _check(tmp_path, _jsonl(CHARGE))
+        _one_line_error(result, f"{variable}='1x'")
+        assert "l.jsonl" not in result.stderr
+        limits.delenv(variable)
+
+
+def test_an_invalid_limit_never_reads_as_a_tampered_durable_ledger(
+    tmp_path: Path, limits: pytest.MonkeyPatch
+) -> None:
+    from wevent.accounting.durable import ChainedJsonlWriter
+
+    path = tmp_path / "run.jsonl"
+    with ChainedJsonlWriter(path) as writer:
+        writer.append({**CHARGE, "evidence": {"kind": "postprocessing"}})  # 2 levels deep
+    (tmp_path / "r.csv").write_text(REQ)
+    limits.setenv(inputs.DEPTH_VARIABLE, "-1")
+    result = _invoke("audit", str(path), "-r", str(tmp_path / "r.csv"))
+    _one_line(result, "audit", inputs.DEPTH_VARIABLE)
+    limits.setenv(inputs.DEPTH_VARIABLE, "1")  # valid, and too small for a ledger line
+    result = _invoke("audit", str(path), "-r", str(tmp_path / "r.csv"))
+    assert "limit of 1 level" in result.output + result.stderr, result.output

@@ -45,6 +45,7 @@ DIGITS_VARIABLE: Final = "WEVENT_MAX_DIGITS"
 DEFAULT_MAX_DIGITS: Final = 10_000
 
 
+@functools.cache
 def max_digits() -> int:
     """The most decimal digits the common denominator of a ledger's amounts and bounds may have
     (`DEFAULT_MAX_DIGITS`, or the environment variable ``WEVENT_MAX_DIGITS``). One number is at

@@ -231,9 +231,11 @@ def _evidence(value: object) -> Evidence | None:
         return None
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = loads(value)  # the readers' rules: no key twice, bounded nesting
         except json.JSONDecodeError as exc:
             raise RecordError(f"evidence: not valid JSON ({exc.msg})") from None
+        except ValueError as exc:
+            raise RecordError(f"evidence: not usable JSON ({exc})") from None
     if _is_evidence(value):
         return value  # type: ignore[return-value]
     if not isinstance(value, Mapping):
@@ -1185,7 +1187,11 @@ def _walk_chain(
             try:
                 obj = loads(raw)
             except ValueError as exc:  # malformed, a key twice, nested too deep, bad UTF-8
-                what = str(exc) if isinstance(exc, DuplicateKey) else "not a valid JSON record"
+                what = (
+                    str(exc)
+                    if isinstance(exc, DuplicateKey) or "nested deeper" in str(exc)
+                    else "not a valid JSON record"
+                )
                 problems.append(IntegrityProblem(name, number, what))
                 return
             if not isinstance(obj, dict) or not isinstance(obj.get(CHAIN_KEY), str):

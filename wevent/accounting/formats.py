@@ -39,6 +39,7 @@ from wevent.accounting.parquet_rows import (
     MEMBERSHIP_ROW,
     check_coded_rows,
     check_ledger_columns,
+    check_parquet_columns,
     check_parquet_rows,
 )
 from wevent.accounting.population import Population
@@ -700,7 +701,7 @@ def _parquet_ledger(path: Path) -> Ledger:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    check_input_file(path, FormatError)
+    check_parquet_columns(path)  # a regular file, readable, its columns named once and typed
     try:
         schema = pq.read_schema(path)
         strings = [
@@ -760,6 +761,7 @@ def read_ledgers(paths: Iterable[Path | str]) -> Ledger:
     tables = []
     seen: dict[str, tuple[str, ...]] = {}
     clashes: list[str] = []
+    twice: list[str] = []
     for f in files:
         if ledger_kind(f) == "parquet":
             if not f.exists():
@@ -768,8 +770,10 @@ def read_ledgers(paths: Iterable[Path | str]) -> Ledger:
             table = _parquet_columns(f)
         else:
             table = _plain(_parquet_table(read_ledger(f, groups=seen)))
-        tables.append(_drop_repeated_groups(table, seen, clashes))
+        tables.append(_drop_repeated_groups(table, seen, clashes, twice))
     where = " + ".join(str(f) for f in files)
+    if twice:  # in the SQL engines' order and words: a repeated member first, by group name
+        raise FormatError(f"{where}: group {min(twice)!r} lists a member twice")
     if clashes:  # the SQL engines' message: they compare member sets across all files at once
         raise FormatError(
             f"{where}: group {min(clashes)!r} is defined in more than one file with other members"
@@ -781,10 +785,12 @@ def read_ledgers(paths: Iterable[Path | str]) -> Ledger:
     return _columns_ledger(_TableColumns(table), Path(where))  # files checked above
 
 
-def _drop_repeated_groups(table: Any, seen: dict[str, tuple[str, ...]], clashes: list[str]) -> Any:
+def _drop_repeated_groups(
+    table: Any, seen: dict[str, tuple[str, ...]], clashes: list[str], twice: list[str]
+) -> Any:
     """``table`` without the definitions of groups that an earlier file (``seen``) already
-    defined; a group defined with other members is added to ``clashes`` (an error). Adds the
-    table's new groups to ``seen``."""
+    defined; a group defined with other members is added to ``clashes``, one listing a member
+    twice in this file to ``twice`` (errors both). Adds the table's new groups to ``seen``."""
     import pyarrow.compute as pc
 
     is_member = pc.is_null(table.column("slot"))
@@ -796,6 +802,8 @@ def _drop_repeated_groups(table: Any, seen: dict[str, tuple[str, ...]], clashes:
             listed.append(u)
     repeated = []
     for g, members in defined.items():
+        if len(set(members)) != len(members):
+            twice.append(g)
         if g in seen:
             if sorted(seen[g]) != sorted(members):  # a group is a set of users
                 clashes.append(g)
@@ -833,15 +841,18 @@ class EarlierGroups(Mapping[str, tuple[str, ...]]):
 
         for path in self._parquet:
             try:
+                # no user column: every group the file defines has no members
+                present = [c for c in ("slot", "group", "user") if c in pq.read_schema(path).names]
                 rows = pq.read_table(
                     path,
-                    columns=["slot", "group", "user"],
+                    columns=present,
                     filters=pc.field("slot").is_null() & (pc.field("group") == name),
                 )
             except Exception:  # a column missing or mistyped: the engine reports the file itself
                 continue
             if rows.num_rows:
-                members = tuple(str(u) for u in rows.column("user").to_pylist() if u)
+                users = rows.column("user").to_pylist() if "user" in present else []
+                members = tuple(str(u) for u in users if u)
                 self._known[name] = members
                 return members
         raise KeyError(name)

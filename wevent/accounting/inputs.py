@@ -3,8 +3,9 @@ reader, the stream readers and the format readers all apply them): regular files
 fields of bounded length without NUL, JSON without duplicate keys or deep nesting. Violations
 are `BudgetError`s (input errors, exit 2) naming the file and, where there is one, the line.
 
-The limits are configurable through environment variables, read once per process at their first
-use (an invalid value is an input error naming the variable); every error a limit causes names
+The limits are configurable through environment variables (`check_limits`): each command reads
+them when it starts, and an invalid value is an input error naming its variable; a library
+caller's first use reads them (`reset_limits` forgets them). Every error a limit causes names
 its variable.
 """
 
@@ -16,7 +17,7 @@ import stat
 from pathlib import Path
 from typing import Any, Final
 
-from wevent.accounting.budget import BudgetError, env_limit, shown
+from wevent.accounting.budget import BudgetError, env_limit, max_digits, shown
 
 __all__ = [
     "DEPTH_VARIABLE",
@@ -28,10 +29,12 @@ __all__ = [
     "DuplicateKey",
     "FormatError",
     "check_input_file",
+    "check_limits",
     "loads",
     "max_depth",
     "max_evidence",
     "max_field",
+    "reset_limits",
     "text_problem",
 ]
 
@@ -62,6 +65,21 @@ def max_depth() -> int:
     ``WEVENT_MAX_DEPTH``; values nested deeper than Python's parser can follow are refused
     whatever the limit)."""
     return env_limit(DEPTH_VARIABLE, MAX_DEPTH, "levels")
+
+
+def reset_limits() -> None:
+    """Forget the limits read so far: the next use reads the environment again."""
+    for cached in (max_field, max_evidence, max_depth, max_digits):
+        cached.cache_clear()
+
+
+def check_limits() -> None:
+    """Read every limit from the environment now (a command calls this first), so that an
+    invalid ``WEVENT_MAX_*`` value is one input error naming its variable before any file is
+    read, never a reader's complaint about a file."""
+    reset_limits()
+    for limit in (max_field, max_evidence, max_depth, max_digits):
+        limit()
 
 
 def text_problem(value: str, *, evidence: bool = False) -> str | None:
@@ -120,9 +138,10 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _too_deep() -> ValueError:
+    limit = max_depth()
     return ValueError(
-        f"nested deeper than the limit of {max_depth():,} levels (set {DEPTH_VARIABLE} to "
-        "change it)"
+        f"nested deeper than the limit of {limit:,} level{'' if limit == 1 else 's'} (set "
+        f"{DEPTH_VARIABLE} to change it)"
     )
 
 
@@ -143,15 +162,29 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
+_MAX_INTEGER = 1000  # digits of a JSON integer, as of any exact number (budget.parse_budget)
+
+
+def _integer(literal: str) -> int:
+    """A JSON integer literal; a longer one than any exact number may be is refused before it
+    is converted (converting takes time quadratic in its length, with Python's digit limit
+    lifted for exact sums)."""
+    if len(literal) > _MAX_INTEGER:
+        raise ValueError(
+            f"an integer of {len(literal):,} digits is longer than the limit of {_MAX_INTEGER:,}"
+        )
+    return int(literal)
+
+
 def loads(text: str | bytes) -> Any:
     """`json.loads` that refuses a key twice in one object (at any depth) and nesting deeper
     than `max_depth`, and turns a number too long to convert into a `ValueError` like any other
     malformed JSON (callers report it with their file and line)."""
+    limit = max_depth()  # an invalid WEVENT_MAX_DEPTH is its own error, not a malformed file's
     try:
-        value = json.loads(text, object_pairs_hook=_unique_keys)
+        value = json.loads(text, object_pairs_hook=_unique_keys, parse_int=_integer)
     except RecursionError:
-        raise _too_deep() from None
-    limit = max_depth()
+        raise ValueError("nested deeper than the JSON parser can follow") from None
     opened = (
         text.count("{") + text.count("[")
         if isinstance(text, str)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from wevent.accounting.budget import MAX_SLOT, Budget, BudgetError
+from wevent.accounting.budget import MAX_SLOT, Budget, BudgetError, shown
 from wevent.accounting.evidence import evidence_from_json
 from wevent.accounting.inputs import FormatError, check_input_file, text_problem
 
@@ -88,7 +88,14 @@ def check_parquet_columns(path: Path) -> None:
     except (OSError, pa.ArrowException) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise FormatError(f"{path}: not a readable Parquet file ({first})") from None
-    check_ledger_columns(path, set(schema.names), lambda name: schema.field(name).type)
+    names = list(schema.names)
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise FormatError(
+            f"{path}: column {shown(twice[0])} appears twice in the schema (which one holds the "
+            "value?)"
+        )
+    check_ledger_columns(path, set(names), lambda name: schema.field(name).type)
 
 
 _TEXT = ("user", "group", "part", "mechanism", "evidence", "epsilon")
@@ -150,6 +157,7 @@ class _Scan:
         self.first_charge: dict[str, int] = {}  # group: its first charge row (0-based)
         self.first_member: dict[str, int] = {}  # group: its first membership row
         self.empty: dict[str, int] = {}  # group declared without members: that row
+        self.defined_at: dict[str, int] = {}  # group: its first membership row of any kind
         self.amounts: set[str] = set()  # epsilon strings found exact
         self.evidence: set[str] = set()  # evidence strings found valid
 
@@ -275,6 +283,7 @@ class _Scan:
                 strict=True,
             ):
                 name = values[code]
+                self.defined_at.setdefault(name, int(m_rows[order[a]]))
                 charge_at = self.first_charge.get(name, batch_first.get(name))
                 if charge_at is not None and int(m_rows[order[b - 1]]) > charge_at:
                     mine = m_rows[order[a:b]]
@@ -289,12 +298,11 @@ class _Scan:
             if name in self.first_charge:
                 continue
             self.first_charge[name] = row
-            defined = min(self.first_member.get(name, row), self.empty.get(name, row))
-            if defined >= row and name not in self.earlier:
+            if self.defined_at.get(name, row) >= row and name not in self.earlier:
                 problems.append((row, f"group {name!r} is used before its members are listed"))
 
     def defined(self) -> set[str]:
-        return {*self.first_member, *self.empty}
+        return set(self.defined_at)
 
     def _empty(
         self,
@@ -384,11 +392,9 @@ def check_parquet_rows(path: Path, earlier: Container[str] = ()) -> set[str]:
         scan = _Scan(path, earlier)
         start = 0
         for batch in reader.iter_batches(batch_size=_BATCH, columns=wanted):
-            slot = batch.column("slot")
+            slot = batch.column("slot").cast(pa.int64())  # a null-typed column: all null
             is_member = np.asarray(slot.is_null().to_numpy(zero_copy_only=False), bool)
-            slots = np.asarray(
-                slot.fill_null(1).cast(pa.int64()).to_numpy(zero_copy_only=False), np.int64
-            )
+            slots = np.asarray(slot.fill_null(1).to_numpy(zero_copy_only=False), np.int64)
             cols = {c: Coded.of_arrow(batch.column(c), c == "evidence") for c in wanted[1:]}
             scan.batch(start, is_member, slots, cols)
             start += batch.num_rows

@@ -29,6 +29,7 @@ from wevent.accounting.durable import (
     repair,
     sync_rename,
 )
+from wevent.accounting.inputs import check_input_file, loads
 from wevent.accounting.ledger import Charge, Ledger
 from wevent.errors import InputError
 
@@ -139,8 +140,9 @@ def _check_header(path: Path, header: Mapping[str, object]) -> None:
     stream and requirements (compared through their digests), or it is refused untouched."""
     stored_path = run_header_path(path)
     try:
-        stored = json.loads(stored_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        check_input_file(stored_path)  # not a FIFO that would block
+        stored = loads(stored_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, BudgetError):
         raise InputError(
             f"--resume: {stored_path} is missing or unreadable: without the run's header a "
             "resumed run cannot be shown to be the run that wrote the ledger"

@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from wevent._extras import missing_extra
+from wevent.accounting.inputs import check_limits
 from wevent.cli._common import EXIT_INPUT, did_you_mean, error_line, record_invocation
 from wevent.errors import InputError
 
@@ -90,6 +91,12 @@ class WeventGroup(click.Group):
         sys.set_int_max_str_digits(0)
         argv = list(args) if args is not None else sys.argv[1:]
         record_invocation(argv)
+        try:
+            check_limits()  # an invalid WEVENT_MAX_* value: one line naming it, before anything
+        except InputError as exc:
+            command = next((a for a in argv if not a.startswith("-")), "")
+            click.echo(error_line(str(exc), f"wevent {command}".strip()), err=True)
+            sys.exit(EXIT_INPUT)
         try:
             code = super().main(argv, prog_name, complete_var, False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:  # a bare group: its help

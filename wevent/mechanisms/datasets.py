@@ -31,7 +31,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from wevent.accounting.budget import BudgetError
+from wevent.accounting.budget import BudgetError, shown
 from wevent.accounting.formats import FormatError
 from wevent.accounting.inputs import check_input_file
 
@@ -172,7 +172,7 @@ def tdrive_observations(
                         lon, lat = float(key[2]), float(key[3])
                     except ValueError:
                         raise FormatError(
-                            f"{path}:{line_no}: cannot read the time or position {','.join(rec)!r}"
+                            f"{path}:{line_no}: cannot read the time or position {shown(','.join(rec))}"
                         ) from None
                     taxi = taxis.setdefault(key[0], len(taxis))
                     stamp = when.replace(tzinfo=dt.UTC).timestamp()
@@ -211,6 +211,7 @@ def foursquare_observations(
     pois, checkins = Path(pois), Path(checkins)
     for given in (pois, checkins):
         check_input_file(given)
+    reading = pois  # the file a csv or decoding error is in
     try:
         with pois.open(encoding="utf-8", newline="") as fh:
             for line_no, rec in enumerate(csv.reader(fh, delimiter="\t"), start=1):
@@ -223,6 +224,7 @@ def foursquare_observations(
                 country[rec[0]] = rec[4].strip()
         users: dict[str, int] = {}
         rows: list[tuple[int, float, str]] = []
+        reading = checkins
         with checkins.open(encoding="utf-8", newline="") as fh:
             for line_no, rec in enumerate(csv.reader(fh, delimiter="\t"), start=1):
                 if not rec:
@@ -236,13 +238,13 @@ def foursquare_observations(
                     stamp = dt.datetime.strptime(rec[2].strip(), FOURSQUARE_TIME).timestamp()
                 except ValueError:
                     raise FormatError(
-                        f"{checkins}:{line_no}: cannot read the time {rec[2]!r}"
+                        f"{checkins}:{line_no}: cannot read the time {shown(rec[2])}"
                     ) from None
                 rows.append((users.setdefault(rec[0], len(users)), stamp, c))
     except OSError as exc:
         raise FormatError(f"cannot read ({exc.strerror or exc}: {exc.filename})") from None
     except (csv.Error, UnicodeDecodeError) as exc:  # a huge field, a stray quote, not UTF-8
-        raise FormatError(f"{pois} or {checkins}: not Foursquare text ({exc})") from None
+        raise FormatError(f"{reading}: not Foursquare text ({exc})") from None
     if not rows:
         raise FormatError(f"{checkins}: no check-in at a venue with a country")
     names = sorted({c for _, _, c in rows})

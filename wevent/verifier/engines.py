@@ -203,7 +203,14 @@ class SqlEngine:
                     parquet.append(converted)
             backend = self._factory(Path(tmp))
             try:
-                return sql_audit(backend, parquet, population, horizon=horizon, progress=progress)
+                return sql_audit(
+                    backend,
+                    parquet,
+                    population,
+                    horizon=horizon,
+                    progress=progress,
+                    shown_as=[Path(f) for f in files],  # not the converted copies' names
+                )
             finally:
                 backend.close()
 

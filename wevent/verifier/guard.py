@@ -167,6 +167,8 @@ class Guard:
         population's canonical order (`Population.users`; checked once per table) the members
         are interned in bulk and resolved by array lookups, with no per-member Python work."""
         idx = np.asarray(indices)
+        if idx.ndim == 1 and not idx.size:
+            idx = idx.astype(np.int64)  # np.array([]) is float: no member, whatever its type
         if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
             raise BudgetError(f"group {name!r}: indices must be a 1-D integer array")
         if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= len(table)):
@@ -385,13 +387,19 @@ class Guard:
 
     def headroom(self, slot: int, *, user: str | None = None, group: str | None = None) -> Fraction:
         """The largest amount a spend at ``slot`` could be charged now without refusal (for a
-        group: the smallest headroom among its members)."""
+        group: the smallest headroom among its members). A group without members has no
+        largest amount (a charge of it charges nobody, whatever its size): `BudgetError`."""
         if slot < self._slot:
             raise BudgetError(f"slot {slot} is before the guard's current slot {self._slot}")
         if (user is None) == (group is None):
             raise BudgetError("name exactly one of user or group")
         if group is not None:
             self.ledger.group_code(group)  # raises for an undefined group
+            if self.ledger.group_size(group) == 0:
+                raise BudgetError(
+                    f"group {group!r} has no members: no window bounds a charge of it (it "
+                    "charges nobody), so it has no headroom"
+                )
         room = self._engine.headroom(slot, user, group)
         return Fraction(max(room, 0), self._scale)
 

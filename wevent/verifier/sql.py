@@ -139,9 +139,11 @@ def sql_audit(
     horizon: int | None = None,
     progress: Callable[[str], None] | None = None,
     detail_users: int = 5,
+    shown_as: Sequence[Path] | None = None,
 ) -> tuple[Verdict, SqlDetails]:
     """Audit the ledger made of ``files`` (Parquet, in order) with ``backend``; see the module
-    docstring. The verdict equals ``wevent.verifier.check`` on the same ledger."""
+    docstring. The verdict equals ``wevent.verifier.check`` on the same ledger. ``shown_as``:
+    the names errors give the files (the user's, where ``files`` are converted copies)."""
     say = progress or (lambda _s: None)
     b = backend
     say("loading")
@@ -175,13 +177,14 @@ def sql_audit(
         if len(files) == 1
         else "SELECT DISTINCT gid, uid FROM member_rows",
     )
-    _validate(b, files)
+    given = files if shown_as is None else shown_as  # the user's files, for messages
+    _validate(b, given)
     say("amounts")
     amount_strings = [str(r[0]) for r in b.rows("SELECT DISTINCT eps FROM charges")]
     try:
         amounts = {s: Budget(s, what="epsilon") for s in amount_strings}
     except BudgetError as exc:
-        raise FormatError(f"{files[0]}: {exc}") from None
+        raise FormatError(f"{given[0]}: {exc}") from None
     classes = population.classes
     n_classes = len(classes)
     reqs: list[Requirement | None] = [c.requirement for c in classes] + [None]
