@@ -26,6 +26,7 @@ Measurements, not tests.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -61,9 +62,16 @@ class UncheckedSpender:
     It counts charges (and the per-user reports they stand for) so the run's summary stays
     meaningful."""
 
-    def __init__(self, population: Population) -> None:
+    def __init__(self, population: Population, sink: object = None) -> None:
+        if sink is not None:  # a durable run measures the write-ahead cost: not comparable
+            raise SystemExit("the unguarded stand-in keeps no ledger: run without --ledger")
         self._groups: dict[str, int] = {}  # group sizes: all a mechanism asks of a group
         self.ledger = _CountingLedger()
+
+    broken = None  # never fails to commit: it commits nothing
+
+    def batch(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()  # no commits to group
 
     def spend(self, slot: int, amount: Budget, **kwargs: Any) -> None:
         group = kwargs.get("group")
