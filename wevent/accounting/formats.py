@@ -951,70 +951,6 @@ def _subset(codes: np.ndarray[Any, Any], rows: np.ndarray[Any, Any] | None) -> A
     return codes[rows]
 
 
-def _check_membership_order(
-    path: Path,
-    member_rows: np.ndarray[Any, Any],
-    member_groups: np.ndarray[Any, Any],
-    group_all: np.ndarray[Any, Any],
-    is_member: np.ndarray[Any, Any],
-    g_values: np.ndarray[Any, Any],
-) -> None:
-    """Members of a group precede its charges (as in JSONL and CSV): the first membership row
-    (0-based ``member_rows``, group codes ``member_groups``) after a charge of its group is an
-    error. ``group_all``: every row's group code; ``g_values[code] == ""`` is no group."""
-    named = g_values != ""
-    charge_rows = np.flatnonzero(~is_member & named[np.asarray(group_all)])
-    if not len(charge_rows) or not len(member_rows):
-        return
-    first_charge = np.full(len(g_values), np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(first_charge, np.asarray(group_all[charge_rows], np.int64), charge_rows)
-    late = first_charge[member_groups] < member_rows
-    if bool(late.any()):
-        k = int(np.argmax(late))
-        raise FormatError(
-            f"{path}: row {int(member_rows[k]) + 1}: members of group "
-            f"{str(g_values[member_groups[k]])!r} must precede its charges"
-        )
-
-
-def _check_empty_groups(
-    path: Path,
-    member_rows: np.ndarray[Any, Any],
-    member_groups: np.ndarray[Any, Any],
-    no_user: np.ndarray[Any, Any],
-    g_values: np.ndarray[Any, Any],
-) -> None:
-    """A membership row without a user declares a group with no members: the group has no
-    other membership row (the text formats' rule, with the same messages)."""
-    count = np.bincount(member_groups, minlength=len(g_values))
-    mixed = np.unique(member_groups[no_user & (count[member_groups] > 1)])
-    if not len(mixed):
-        return
-    suspect = np.flatnonzero(np.isin(member_groups, mixed))  # their rows, in file order
-    order = suspect[np.argsort(member_groups[suspect], kind="stable")]  # by group, then row
-    by_group = member_groups[order]
-    starts = np.flatnonzero(np.r_[True, by_group[1:] != by_group[:-1]])
-    first = order[starts]
-    position = np.where(no_user[order], np.arange(len(order)), len(order))
-    first_empty = order[np.minimum.reduceat(position, starts)]
-    # Where the text readers stop: the row after an empty declaration, or the empty row after
-    # a member; the first such row of the file.
-    clash = np.where(no_user[first], order[starts + 1], first_empty)
-    k = int(np.argmin(clash))
-    row, declared = int(clash[k]), int(first[k])
-    name = str(g_values[member_groups[row]])
-    here = f"{path}: row {int(member_rows[row]) + 1}"
-    there = f"row {int(member_rows[declared]) + 1}"
-    if no_user[row]:
-        raise FormatError(
-            f"{here}: a membership row without a user declares group {name!r} without members, "
-            f"but the group is also listed at {there}"
-        )
-    raise FormatError(
-        f"{here}: group {name!r} is declared without members at {there} and lists a member here"
-    )
-
-
 def _columns_ledger(
     src: _FileColumns | _TableColumns, path: Path, *, check_rows: bool = False
 ) -> Ledger:
@@ -1089,8 +1025,6 @@ def _columns_ledger(
         if bool(np.any(bad_rows)):
             row = int(member_rows[int(np.argmax(bad_rows))]) + 1
             raise FormatError(f"{path}: row {row}: {MEMBERSHIP_ROW}")
-        _check_membership_order(path, member_rows, g_codes_m, group_all, is_member_all, g_values)
-        no_user = u_values[u_codes_m] == ""
         order = np.argsort(g_codes_m, kind="stable")
         firsts = np.unique(g_codes_m, return_index=True)
         bounds = np.searchsorted(g_codes_m[order], firsts[0])
@@ -1099,8 +1033,6 @@ def _columns_ledger(
             int(code): u_codes_m[order[a:b]]
             for code, a, b in zip(firsts[0].tolist(), bounds.tolist(), ends, strict=True)
         }
-        if bool(no_user.any()):
-            _check_empty_groups(path, member_rows, g_codes_m, no_user, g_values)
         pairs = np.sort(g_codes_m * max(len(u_values), 1) + u_codes_m)
         twice = pairs[1:][pairs[1:] == pairs[:-1]] // max(len(u_values), 1)
         if len(twice):  # the first group by name, as the SQL engines report it
