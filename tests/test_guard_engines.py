@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from tests.strategies import budgets, populations, windows
 from tests.test_properties import admissible
 from wevent.accounting.budget import Budget, BudgetError
+from wevent.accounting.ledger import distinct
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirement, WholeStream
 from wevent.accounting.spending import BudgetExceeded
@@ -255,3 +256,20 @@ def test_a_registered_engine_is_chosen_by_name(monkeypatch: pytest.MonkeyPatch) 
     user = pop.users[0]
     guard.spend(1, Budget("0.1"), user=user)
     assert checks == [1] and check(guard.ledger, pop).ok
+
+
+@given(
+    idx=st.lists(st.integers(0, 40), max_size=30),
+    table=st.integers(41, 60),
+    before=st.lists(st.lists(st.integers(0, 40), max_size=10), max_size=3),
+)
+def test_the_linear_distinct_check_agrees_with_the_sort(
+    idx: list[int], table: int, before: list[list[int]]
+) -> None:
+    """`Guard._distinct_indices` (positions written to a scratch array and read back, whatever
+    earlier calls left there) says what a sort says."""
+    guard = Guard(big_population(n=3))
+    for earlier in before:  # leave stale positions in the scratch array
+        guard._distinct_indices(np.array(earlier, np.int64), table)
+    arr = np.array(idx, np.int64)
+    assert guard._distinct_indices(arr, table) == distinct(arr) == (len(set(idx)) == len(idx))
