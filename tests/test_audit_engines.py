@@ -660,3 +660,40 @@ def test_an_engine_names_the_users_files_not_its_converted_copies(tmp_path: Path
     assert refusals(("numpy", "duckdb"), [first, second], population) == {
         f"{first} + {second}: group 'g' is defined in more than one file with other members"
     }
+
+
+def test_files_whose_columns_differ_in_type_are_one_ledger(tmp_path: Path) -> None:
+    """A slot of int32 in one file and int64 in the next, or a column of nulls beside strings:
+    DuckDB read a list of files with the first one's types and failed to cast; numpy read them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    first, second = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    pq.write_table(
+        pa.table(
+            {
+                "slot": pa.array([None, 1], pa.int32()),
+                "user": pa.array(["a", None], pa.string()),
+                "group": ["g", "g"],
+                "epsilon": pa.array([None, "1/4"], pa.string()),
+            }
+        ),
+        first,
+    )
+    pq.write_table(
+        pa.table(
+            {
+                "slot": pa.array([2**31], pa.int64()),
+                "user": pa.array([None], pa.null()),
+                "group": ["g"],
+                "epsilon": ["1/4"],
+            }
+        ),
+        second,
+    )
+    population = Population({"a": Fixed(3, Budget(1))})
+    verdicts = {
+        engine: make_engine(engine).audit([first, second], population)[0].to_json()
+        for engine in ("numpy", "duckdb")
+    }
+    assert verdicts["numpy"] == verdicts["duckdb"] and verdicts["numpy"]["ok"]

@@ -247,3 +247,17 @@ def test_a_parquet_file_without_a_user_column_defines_empty_groups_for_later_fil
     second.write_text('{"slot": 2, "group": "e", "epsilon": "5"}\n')
     for engine in ("numpy", "duckdb"):
         assert make_engine(engine).audit([first, second], POPULATION)[0].ok
+
+
+def test_a_huge_charge_of_an_empty_group_needs_no_wide_sums(tmp_path: Path) -> None:
+    """It charges nobody, so its amount enters no sum: the SQL engines used to refuse the
+    ledger (sums past 38 digits) where numpy found it compliant."""
+    ledger = Ledger()
+    ledger.define_group("nobody", [])
+    ledger.append(1, Budget(10**40), group="nobody")
+    ledger.append(1, Budget("1/2"), user="a")
+    path = tmp_path / "l.parquet"
+    write_ledger(ledger, path)
+    for engine in ("numpy", "duckdb"):
+        verdict, _ = make_engine(engine).audit([path], POPULATION)
+        assert verdict.to_json() == check(ledger, POPULATION).to_json(), engine

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +67,16 @@ CASES: dict[str, tuple[str | bytes, str, tuple[str, ...]]] = {
         '{"slot": ' + "1" * 3_000_000 + ', "user": "alice", "epsilon": "0.1"}\n',
         "l.jsonl",
         ("l.jsonl:1", "an integer of 3,000,000 digits is longer than the limit of 1,000"),
+    ),
+    "a superscript digit in an evidence integer (int() refused what isdigit() took)": (
+        _jsonl(
+            {
+                **CHARGE,
+                "evidence": {"kind": "grr", "d": "\u00b2", "p": "1/2", "q": "1/2"},
+            }
+        ),
+        "l.jsonl",
+        ("l.jsonl:1", "grr.d must be a whole number in ASCII digits"),
     ),
     "a 1 MB user id": (
         _jsonl({**CHARGE, "user": "a" * 1_000_000}),
@@ -624,3 +635,48 @@ def test_an_invalid_limit_never_reads_as_a_tampered_durable_ledger(
     limits.setenv(inputs.DEPTH_VARIABLE, "1")  # valid, and too small for a ledger line
     result = _invoke("audit", str(path), "-r", str(tmp_path / "r.csv"))
     assert "limit of 1 level" in result.output + result.stderr, result.output
+
+
+def test_an_invalid_limit_in_a_library_call_is_a_limit_error_not_a_broken_ledger(
+    tmp_path: Path, limits: pytest.MonkeyPatch
+) -> None:
+    """Without the CLI's check at start, the readers meet the invalid value first: it is a
+    `LimitError` naming the variable, never a ValueError they would take for a bad file."""
+    from wevent.accounting.durable import ChainedJsonlWriter, audit_integrity
+    from wevent.errors import LimitError
+
+    path = tmp_path / "run.jsonl"
+    with ChainedJsonlWriter(path) as writer:
+        writer.append(CHARGE)
+    limits.setenv(inputs.DEPTH_VARIABLE, "deep")
+    with pytest.raises(LimitError, match="WEVENT_MAX_DEPTH='deep'"):
+        audit_integrity(path)
+    limits.delenv(inputs.DEPTH_VARIABLE)
+    inputs.reset_limits()
+    assert audit_integrity(path).state == "intact"
+
+
+def test_evidence_integers_are_bounded_where_they_are_made(tmp_path: Path) -> None:
+    """An ExSub or GRR integer of more than 1,000 digits is refused when the evidence is built,
+    so no writer writes what every reader refuses (a durable ledger holding one read back as
+    tampered)."""
+    from wevent.accounting.evidence import GRR, ExSub
+
+    with pytest.raises(BudgetError, match="longer than 1,000 digits"):
+        ExSub(10**1000, 1, 1, Fraction(1, 2))
+    with pytest.raises(BudgetError, match="whole number"):
+        GRR("2.0", "1/2", "1/2")  # type: ignore[arg-type]
+    assert ExSub("51", " 3", "4\t", "1/2").d_prime == 51  # type: ignore[arg-type]
+
+
+def test_a_csv_field_within_a_raised_limit_is_read(
+    tmp_path: Path, limits: pytest.MonkeyPatch
+) -> None:
+    """Raising WEVENT_MAX_EVIDENCE past the csv module's own field limit (131,072) works for CSV
+    as for JSONL."""
+    note = "x" * 200_000
+    evidence = json.dumps({"kind": "postprocessing", "note": note}).replace('"', '""')
+    text = f'slot,user,epsilon,evidence\n1,alice,0.1,"{evidence}"\n'
+    _one_line_error(_check(tmp_path, text, "l.csv"), "l.csv:2", inputs.EVIDENCE_VARIABLE)
+    limits.setenv(inputs.EVIDENCE_VARIABLE, "1000000")
+    assert _check(tmp_path, text, "l.csv").exit_code == 0

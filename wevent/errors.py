@@ -19,6 +19,9 @@
     │   └── EvidenceRejected: its evidence certifies a cost above the amount charged
     ├── EngineError: an audit engine cannot check a valid ledger exactly (the message names the
     │   engine that can); neither bad input nor a refusal
+    ├── LimitError: a WEVENT_MAX_* environment variable is not a valid limit (not a
+    │   ValueError: a reader that takes a ValueError for a malformed file never blames its file
+    │   for it); the CLI refuses it before any command, exit 2
     ├── InvalidAllocation: a kernel allocated a negative budget (the published dynamic rules can)
     ├── PoolExhausted: a draw asked for more users than the pool holds
     └── ProverError: the verifier contradicted itself (a counterexample that does not replay):
@@ -36,6 +39,7 @@ __all__ = [
     "AllocatorError",
     "EngineError",
     "InputError",
+    "LimitError",
     "PopulationAllocatorError",
     "Refused",
     "SparsityExceeded",
@@ -72,6 +76,11 @@ class PopulationAllocatorError(AllocatorError):
 class SparsityExceeded(InputError):
     """An ExSub input with more non-zero entries than the sparsity s the mechanism was built
     for (`wevent.mechanisms.exsub`)."""
+
+
+class LimitError(WeventError):
+    """An environment variable that sets an input limit holds no valid limit (named in the
+    message). Deliberately not a ValueError (see the tree above)."""
 
 
 class EngineError(WeventError):

@@ -15,7 +15,7 @@ from enum import Enum
 from fractions import Fraction
 from typing import Final
 
-from wevent.errors import InputError
+from wevent.errors import InputError, LimitError
 
 __all__ = [
     "MAX_SLOT",
@@ -57,12 +57,14 @@ def max_digits() -> int:
 
 def env_limit(variable: str, default: int, unit: str) -> int:
     """A limit set by the environment variable ``variable`` (``default`` when unset or empty):
-    a whole number from 1 to 999,999,999, else `BudgetError` naming the variable."""
+    a whole number from 1 to 999,999,999, else `LimitError` naming the variable."""
     text = os.environ.get(variable, "")
     if not text:
         return default
     if not re.fullmatch(r"[0-9]{1,9}", text) or int(text) < 1:
-        raise BudgetError(f"{variable}={shown(text)}: give a whole number of {unit} >= 1")
+        raise LimitError(
+            f"{variable}={shown(text)}: give a whole number of {unit} from 1 to 999,999,999"
+        )
     return int(text)
 
 

@@ -53,7 +53,6 @@ from typing import TYPE_CHECKING, Any, BinaryIO, cast
 from wevent.accounting.budget import Budget, BudgetError, check_slot, format_exact, shown
 from wevent.accounting.evidence import Evidence, evidence_from_json, evidence_to_json
 from wevent.accounting.inputs import (
-    DuplicateKey,
     check_input_file,
     loads,
     max_field,
@@ -1187,10 +1186,12 @@ def _walk_chain(
             try:
                 obj = loads(raw)
             except ValueError as exc:  # malformed, a key twice, nested too deep, bad UTF-8
+                # JSON syntax and encoding errors read alike; the readers' own refusals (a key
+                # twice, nesting or an integer past its limit) say what they refuse
                 what = (
-                    str(exc)
-                    if isinstance(exc, DuplicateKey) or "nested deeper" in str(exc)
-                    else "not a valid JSON record"
+                    "not a valid JSON record"
+                    if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError)
+                    else str(exc)
                 )
                 problems.append(IntegrityProblem(name, number, what))
                 return

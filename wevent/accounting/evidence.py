@@ -31,12 +31,13 @@ type checkers accept them wherever `Evidence` is expected.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from wevent.accounting.budget import BudgetError, format_exact, parse_exact
+from wevent.accounting.budget import BudgetError, format_exact, parse_exact, shown
 from wevent.accounting.certified import exp_bounds, ln_bounds
 from wevent.accounting.names import close_names, did_you_mean
 from wevent.errors import InputError
@@ -114,6 +115,26 @@ class DiscreteLaplace:
             raise BudgetError("discrete_laplace.scale must be > 0")
 
 
+_WHOLE = re.compile(r"[0-9]{1,1000}")
+_TOO_LONG = 10**1000  # the least integer of 1,001 digits
+
+
+def _whole(value: object, name: str) -> int:
+    """A whole-number evidence field: an int, or a string of ASCII digits (padded with spaces or
+    tabs), at most 1,000 digits as every number the readers take (a larger one is no domain
+    size or count, and every reader refuses to convert it)."""
+    if isinstance(value, str):
+        text = value.strip(" \t")
+        if not _WHOLE.fullmatch(text):
+            raise BudgetError(f"{name} must be a whole number in ASCII digits, got {shown(value)}")
+        return int(text)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise BudgetError(f"{name} must be a whole number, got {shown(value)}")
+    if abs(value) >= _TOO_LONG:
+        raise BudgetError(f"{name}: {shown(value)} is longer than 1,000 digits")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class GRR:
     """Generalized randomized response over ``d`` values: keep with p, each other value with q."""
@@ -123,7 +144,8 @@ class GRR:
     q: Fraction
 
     def __post_init__(self) -> None:
-        if isinstance(self.d, bool) or not isinstance(self.d, int) or self.d < 2:
+        _set(self, "d", _whole(self.d, "grr.d"))
+        if self.d < 2:
             raise BudgetError(f"grr.d must be an integer >= 2, got {self.d!r}")
         _set(self, "p", _exact(self.p, "grr.p"))
         _set(self, "q", _exact(self.q, "grr.q"))
@@ -176,11 +198,9 @@ class ExSub:
 
     def __post_init__(self) -> None:
         for name in ("d_prime", "s", "m"):
-            v = getattr(self, name)
-            if isinstance(v, str) and v.strip().isdigit():
-                v = int(v)
-                _set(self, name, v)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            v = _whole(getattr(self, name), f"exsub.{name}")
+            _set(self, name, v)
+            if v < 1:
                 raise BudgetError(f"exsub.{name} must be a positive integer, got {v!r}")
         if not (self.s < self.d_prime and self.m <= self.d_prime):
             raise BudgetError("exsub: need s < d_prime and m <= d_prime")
@@ -435,10 +455,7 @@ def _noise_json(evidence: Laplace | DiscreteLaplace) -> dict[str, Any]:
 
 
 def _grr_from_json(obj: Mapping[str, Any]) -> GRR:
-    d = obj["d"]
-    if isinstance(d, str) and d.strip().isdigit():
-        d = int(d)
-    return GRR(d, obj["p"], obj["q"])
+    return GRR(obj["d"], obj["p"], obj["q"])
 
 
 def _postprocessing_from_json(obj: Mapping[str, Any]) -> PostProcessing:

@@ -29,9 +29,13 @@ from wevent.accounting.budget import (
 )
 from wevent.accounting.evidence import Evidence, evidence_from_json, evidence_to_json
 from wevent.accounting.inputs import (
+    EVIDENCE_VARIABLE,
+    FIELD_VARIABLE,
     FormatError,
     check_input_file,
     loads,
+    max_evidence,
+    max_field,
     text_problem,
 )
 from wevent.accounting.ledger import Ledger, take_codes
@@ -102,6 +106,9 @@ def _open_csv(path: Path) -> tuple[list[str], Iterator[tuple[int, list[str]]], i
     if "\x00" in text:
         line = text.count("\n", 0, text.index("\x00")) + 1
         raise FormatError(f"{path}:{line}: a NUL character (binary data, not CSV text)")
+    # The csv module's own field limit (131,072 characters by default) stays above ours, so a
+    # field within WEVENT_MAX_FIELD / WEVENT_MAX_EVIDENCE always parses.
+    csv.field_size_limit(max(_CSV_FIELD_LIMIT, max_field() + 1, max_evidence() + 1))
     reader = csv.reader(io.StringIO(text))
     try:
         header = next(reader)
@@ -132,12 +139,18 @@ def _open_csv(path: Path) -> tuple[list[str], Iterator[tuple[int, list[str]]], i
     return header, rows(), text.count("\n")
 
 
+_CSV_FIELD_LIMIT = 131_072  # the csv module's default
+
+
 def _csv_error(path: Path, line: int, exc: csv.Error) -> FormatError:
     """A CSV syntax error (a field past the reader's limit of `csv.field_size_limit`
     characters, a stray quote) as one line naming the file and line."""
     text = str(exc)
     if "field limit" in text:
-        text = f"a field is longer than the CSV reader's limit of {csv.field_size_limit():,} characters"
+        text = (
+            f"a field is longer than the CSV reader's limit of {csv.field_size_limit():,} "
+            f"characters (above {FIELD_VARIABLE} and {EVIDENCE_VARIABLE})"
+        )
     return FormatError(f"{path}:{max(line, 1)}: {text}")
 
 

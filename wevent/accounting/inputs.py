@@ -4,9 +4,10 @@ fields of bounded length without NUL, JSON without duplicate keys or deep nestin
 are `BudgetError`s (input errors, exit 2) naming the file and, where there is one, the line.
 
 The limits are configurable through environment variables (`check_limits`): each command reads
-them when it starts, and an invalid value is an input error naming its variable; a library
-caller's first use reads them (`reset_limits` forgets them). Every error a limit causes names
-its variable.
+them when it starts, and an invalid value is a `LimitError` naming its variable (never a
+ValueError, which readers take for a malformed file). A library caller's first use reads them
+and they are kept; `reset_limits` forgets them, so the next use reads the environment again.
+Every error a limit causes names its variable.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def reset_limits() -> None:
 
 def check_limits() -> None:
     """Read every limit from the environment now (a command calls this first), so that an
-    invalid ``WEVENT_MAX_*`` value is one input error naming its variable before any file is
+    invalid ``WEVENT_MAX_*`` value is one `LimitError` naming its variable before any file is
     read, never a reader's complaint about a file."""
     reset_limits()
     for limit in (max_field, max_evidence, max_depth, max_digits):
@@ -169,7 +170,7 @@ def _integer(literal: str) -> int:
     """A JSON integer literal; a longer one than any exact number may be is refused before it
     is converted (converting takes time quadratic in its length, with Python's digit limit
     lifted for exact sums)."""
-    if len(literal) > _MAX_INTEGER:
+    if len(literal.lstrip("-")) > _MAX_INTEGER:
         raise ValueError(
             f"an integer of {len(literal):,} digits is longer than the limit of {_MAX_INTEGER:,}"
         )

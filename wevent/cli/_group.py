@@ -13,7 +13,7 @@ import click
 from wevent._extras import missing_extra
 from wevent.accounting.inputs import check_limits
 from wevent.cli._common import EXIT_INPUT, did_you_mean, error_line, record_invocation
-from wevent.errors import InputError
+from wevent.errors import InputError, LimitError
 
 __all__ = ["RENAMED", "WeventGroup"]
 
@@ -93,7 +93,7 @@ class WeventGroup(click.Group):
         record_invocation(argv)
         try:
             check_limits()  # an invalid WEVENT_MAX_* value: one line naming it, before anything
-        except InputError as exc:
+        except LimitError as exc:
             command = next((a for a in argv if not a.startswith("-")), "")
             click.echo(error_line(str(exc), f"wevent {command}".strip()), err=True)
             sys.exit(EXIT_INPUT)

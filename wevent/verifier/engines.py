@@ -271,8 +271,8 @@ class DuckDBBackend:
         self.con.close()
 
     def load(self, view: str, files: Sequence[Path]) -> None:
-        """One ``read_parquet`` over every file of the same columns (a segment ledger's files
-        all share them), each row tagged with its file's position: a UNION ALL of one scan per
+        """One ``read_parquet`` over every file of the same columns and types (a segment ledger's
+        files all share them), each row tagged with its file's position: a UNION ALL of one scan per
         file made planning superlinear (2,293 segments: 287 s, now 5 s). A file named twice is
         read twice, as the ledger readers do (one scan per occurrence). A path DuckDB would
         read as a glob pattern (``*``, ``?``, ``[``, ``{``) is read through Arrow instead, so
@@ -280,18 +280,24 @@ class DuckDBBackend:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        scans: dict[tuple[frozenset[str], int], list[int]] = {}
+        # Files share a scan when their columns have the same names and types: DuckDB reads a
+        # list of files with the first one's types (an int32 slot beside an int64 one, or a
+        # column of nulls beside strings, failed to cast).
+        scans: dict[tuple[frozenset[tuple[str, str]], int], list[int]] = {}
         seen: dict[str, int] = {}
         parts = []
         for i, f in enumerate(files):
-            have = frozenset(pq.read_schema(f).names)
+            schema = pq.read_schema(f)
+            have = frozenset(schema.names)
+            shape = frozenset((field.name, str(field.type)) for field in schema)
             if _GLOB.search(str(f)):
                 self.con.register(f"{view}_arrow{i}", pq.read_table(f))
                 parts.append(_load_select(f"{view}_arrow{i} r", have, str(i)))
                 continue
             occurrence = seen[str(f)] = seen.get(str(f), -1) + 1
-            scans.setdefault((have, occurrence), []).append(i)
-        for k, ((have, _), members) in enumerate(scans.items()):
+            scans.setdefault((shape, occurrence), []).append(i)
+        for k, ((shape, _), members) in enumerate(scans.items()):
+            have = frozenset(name for name, _ in shape)
             tag = _FILE_COLUMN
             while tag in have:  # a ledger column of that name: take another
                 tag += "_"

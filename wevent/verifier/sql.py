@@ -180,7 +180,14 @@ def sql_audit(
     given = files if shown_as is None else shown_as  # the user's files, for messages
     _validate(b, given)
     say("amounts")
-    amount_strings = [str(r[0]) for r in b.rows("SELECT DISTINCT eps FROM charges")]
+    # The amounts that reach someone: a charge of a group without members charges nobody, so
+    # its amount (however large) enters no sum and no common denominator, as in numpy.
+    b.view(
+        "reaching",
+        """SELECT eps FROM charges c WHERE c.grp IS NULL OR c.grp IN
+             (SELECT g.grp FROM gids g JOIN (SELECT DISTINCT gid FROM members) m ON g.gid = m.gid)""",
+    )
+    amount_strings = [str(r[0]) for r in b.rows("SELECT DISTINCT eps FROM reaching")]
     try:
         amounts = {s: Budget(s, what="epsilon") for s in amount_strings}
     except BudgetError as exc:
@@ -192,7 +199,8 @@ def sql_audit(
     bounds = [x for r in reqs if r is not None for x in requirement_bounds(r)]
     lcd = _lcm([a.denominator for a in amounts.values()] + [x.denominator for x in bounds])
     numerators = {s: int(a * lcd) for s, a in amounts.items()}
-    (n_charges, last_slot) = b.rows("SELECT COUNT(*), MAX(slot) FROM charges")[0]
+    (last_slot,) = b.rows("SELECT MAX(slot) FROM charges")[0]
+    (n_charges,) = b.rows("SELECT COUNT(*) FROM reaching")[0]
     n_charges = int(n_charges)
     biggest = max([*numerators.values(), *(int(x * lcd) for x in bounds), 1])
     if biggest * (n_charges + 1) >= _SAFE:
