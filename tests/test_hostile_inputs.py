@@ -680,3 +680,20 @@ def test_a_csv_field_within_a_raised_limit_is_read(
     _one_line_error(_check(tmp_path, text, "l.csv"), "l.csv:2", inputs.EVIDENCE_VARIABLE)
     limits.setenv(inputs.EVIDENCE_VARIABLE, "1000000")
     assert _check(tmp_path, text, "l.csv").exit_code == 0
+
+
+def test_a_crash_is_exit_4_with_its_traceback_never_a_verdicts_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unexpected exception is a bug in wevent: its traceback, one line saying so, exit 4.
+    It used to leave Python's exit 1, which reads as NOT COMPLIANT."""
+    import wevent.cli.check as check_command
+
+    def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(check_command, "check", broken)
+    result = _check(tmp_path, _jsonl(CHARGE))
+    assert result.exit_code == 4, result.output
+    assert "Traceback" in result.stderr and "RuntimeError: boom" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("wevent: error: internal error")

@@ -49,7 +49,7 @@ EXIT_OK = 0  # compliant, proved, passed, every charge accepted
 EXIT_VIOLATION = 1  # not compliant, refuted, refused by the guard
 EXIT_INPUT = 2  # a usage or input error (one line on stderr, never a traceback)
 EXIT_UNKNOWN = 3  # undecided: a proof timed out; gate --require-proof without a proof
-EXIT_VERIFIER = 4  # the verifier contradicted itself (a bug in wevent, never a verdict)
+EXIT_VERIFIER = 4  # a bug in wevent: the verifier contradicted itself, or crashed (never a verdict)
 # A ledger's integrity failed: committed content changed, a durable ledger without its chain or
 # checkpoint, a head or signature that does not match what the auditor holds.
 EXIT_INTEGRITY = 5

@@ -5,6 +5,7 @@ keep a user's mistake from ever ending in a traceback."""
 from __future__ import annotations
 
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -12,7 +13,13 @@ import click
 
 from wevent._extras import missing_extra
 from wevent.accounting.inputs import check_limits
-from wevent.cli._common import EXIT_INPUT, did_you_mean, error_line, record_invocation
+from wevent.cli._common import (
+    EXIT_INPUT,
+    EXIT_VERIFIER,
+    did_you_mean,
+    error_line,
+    record_invocation,
+)
 from wevent.errors import InputError, LimitError
 
 __all__ = ["RENAMED", "WeventGroup"]
@@ -98,7 +105,26 @@ class WeventGroup(click.Group):
             click.echo(error_line(str(exc), f"wevent {command}".strip()), err=True)
             sys.exit(EXIT_INPUT)
         try:
-            code = super().main(argv, prog_name, complete_var, False, **extra)
+            code = self._main(argv, prog_name, complete_var, **extra)
+        except Exception:  # a bug in wevent: its traceback, and never a verdict's exit code
+            traceback.print_exc()
+            click.echo(
+                error_line(
+                    "internal error (a bug in wevent, never a verdict; the traceback above "
+                    "shows where)",
+                    "wevent",
+                ),
+                err=True,
+            )
+            sys.exit(EXIT_VERIFIER)
+        sys.exit(code if isinstance(code, int) else 0)
+
+    def _main(
+        self, argv: list[str], prog_name: str | None, complete_var: str | None, **extra: Any
+    ) -> Any:
+        """Run the command; every expected error becomes its one line and exit code here."""
+        try:
+            return super().main(argv, prog_name, complete_var, False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:  # a bare group: its help
             exc.show()
             sys.exit(exc.exit_code)
@@ -121,4 +147,3 @@ class WeventGroup(click.Group):
                 raise
             click.echo(error_line(hint, f"wevent {command}".strip()), err=True)
             sys.exit(EXIT_INPUT)
-        sys.exit(code if isinstance(code, int) else 0)
