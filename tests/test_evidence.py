@@ -148,3 +148,19 @@ def test_sampled_cost_of_a_huge_inner_cost_is_tight() -> None:
     lo, hi = cost_bounds(half)
     assert lo <= Fraction(100) + Fraction(math.log(0.5)) + Fraction(1, 10**12)
     assert hi >= Fraction(100) - Fraction(7, 10)
+
+
+@given(
+    st.fractions(min_value=0, max_value=100),
+    st.fractions(min_value=F(1, 10**6), max_value=10**6),
+    st.integers(1, 9),
+)
+def test_equal_laplace_evidence_hashes_equal(sens: Fraction, scale: Fraction, k: int) -> None:
+    # The Laplace kinds hash their fields' lowest terms: equal evidence, however it was written,
+    # must hash (and look up) the same, as the guard's certificate cache relies on.
+    for kind in (Laplace, DiscreteLaplace):
+        s = Fraction(math.floor(sens)) if kind is DiscreteLaplace else sens
+        a = kind(s, scale)
+        b = kind(f"{s.numerator * k}/{s.denominator * k}", f"{scale.numerator}/{scale.denominator}")
+        assert a == b and hash(a) == hash(b) and len({a, b}) == 1
+        assert kind(s, scale + F(1, 10**9)) not in {a}

@@ -23,7 +23,7 @@ from wevent.verifier.accounts import AccountEngine
 from wevent.verifier.check import check
 from wevent.verifier.guard import Guard
 from wevent.verifier.tracing import class_groups
-from wevent.verifier.vector import VectorEngine
+from wevent.verifier.vector import VectorEngine, _Plan
 
 flat_requirements: st.SearchStrategy[Requirement] = st.one_of(
     st.builds(Fixed, windows, budgets),
@@ -42,7 +42,18 @@ def refusal(
         guard.spend(slot, amount, user=user, group=group)
     except BudgetExceeded as exc:
         w = exc.window
-        return (exc.slot, exc.asked, w.kind, w.first, w.last, w.spent, w.bound, exc.excess)
+        return (
+            exc.subject,  # the first breaking member in group order
+            exc.affected_users,  # every member the spend would push over a bound
+            exc.slot,
+            exc.asked,
+            w.kind,
+            w.first,
+            w.last,
+            w.spent,
+            w.bound,
+            exc.excess,
+        )
     return None
 
 
@@ -74,6 +85,8 @@ def test_vector_and_account_engines_agree(data: st.DataObject) -> None:
             members = data.draw(st.lists(st.sampled_from(table), min_size=1, unique=True))
         name = f"g{n}"
         if how == "index":
+            if data.draw(st.booleans()):  # ascending, as mechanisms draw: planned by class runs
+                members.sort(key=table.index)
             idx = np.array([table.index(m) for m in members], np.int64)
             for g in (fast, ref):
                 g.define_group_by_index(name, table, idx)
@@ -273,3 +286,46 @@ def test_the_linear_distinct_check_agrees_with_the_sort(
         guard._distinct_indices(np.array(earlier, np.int64), table)
     arr = np.array(idx, np.int64)
     assert guard._distinct_indices(arr, table) == distinct(arr) == (len(set(idx)) == len(idx))
+
+
+def test_groups_in_ascending_order_are_planned_by_class_runs() -> None:
+    # Mechanisms draw reporting users in ascending population order: the vector engine plans
+    # such a group by one run per class. A whole class, parts of two others, a member holding
+    # an extra charge in the last run: the refusal names it, counts every breaking member, and
+    # agrees with the accounts engine and the batch checker.
+    pop = Population.from_classes(
+        {Fixed(2, Budget("0.5")): 4, Fixed(3, Budget("0.5")): 6, Fixed(2, Budget("0.4")): 5}
+    )
+    table = pop.users
+    drawn = np.array([0, 1, 2, 3, 5, 7, 8, 10, 12, 13, 14], np.int64)
+    fast, ref = Guard(pop), Guard(pop, engine="accounts")
+    for g in (fast, ref):
+        g.define_group_by_index("d", table, drawn)
+        g.spend(1, "0.2", group="d")
+        g.spend(1, "0.1", user=table[12])
+        g.spend(2, "0.1", group="d")  # table[12] now holds 0.4 of 0.4 in [1, 2]
+    plan = fast._engine.plan(None, "d")
+    assert isinstance(plan, _Plan) and plan.runs is not None and plan.runs.tolist() == [0, 4, 7]
+    assert plan.full == (True, False, False)
+    for g in (fast, ref):
+        with pytest.raises(BudgetExceeded) as info:
+            g.spend(2, "0.1", group="d")
+        err = info.value
+        assert f"member {table[12]!r}" in str(err) and err.affected_users == 1
+        assert err.window.spent == Fraction(4, 10) and err.window.bound == Fraction(4, 10)
+        with pytest.raises(BudgetExceeded) as info:
+            g.spend(2, "0.3", group="d")  # now every member breaks
+        assert f"member {table[0]!r}" in str(info.value) and info.value.affected_users == 11
+        g.spend(3, "0.2", group="d")  # slot 1 left the 2-slot windows; [1, 3] holds 0.5
+        with pytest.raises(BudgetExceeded) as info:
+            g.spend(3, "1e-18", group="d")
+        assert f"member {table[5]!r}" in str(info.value) and info.value.affected_users == 3
+    assert fast.headroom(3, group="d") == ref.headroom(3, group="d") == 0
+    for g in (fast, ref):  # every member partial: the commit writes what the check gathered
+        g.define_group_by_index("p", table, np.array([5, 7, 12, 13], np.int64))
+        g.spend(4, "0.1", group="p")  # [2, 4] of table[5]: 0.4 of 0.5; [3, 4] of table[12]: 0.3
+        g.spend(4, "0.1", group="p")
+        with pytest.raises(BudgetExceeded) as info:
+            g.spend(4, "1e-18", group="p")
+        assert f"member {table[5]!r}" in str(info.value) and info.value.affected_users == 4
+    assert list(fast.ledger) == list(ref.ledger) and check(fast.ledger, pop).ok

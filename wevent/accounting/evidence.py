@@ -98,6 +98,12 @@ class Laplace:
         if self.scale <= 0:
             raise BudgetError("laplace.scale must be > 0")
 
+    def __hash__(self) -> int:
+        # Equal fractions have equal lowest terms: hashing the integers is exact and cheaper than
+        # hashing the fractions (the guard looks every spend's evidence up by value).
+        s, c = self.sensitivity, self.scale
+        return hash((s.numerator, s.denominator, c.numerator, c.denominator))
+
 
 @dataclass(frozen=True, slots=True)
 class DiscreteLaplace:
@@ -113,6 +119,12 @@ class DiscreteLaplace:
             raise BudgetError("discrete_laplace.sensitivity must be a non-negative integer")
         if self.scale <= 0:
             raise BudgetError("discrete_laplace.scale must be > 0")
+
+    def __hash__(self) -> int:
+        # Equal fractions have equal lowest terms: hashing the integers is exact and cheaper than
+        # hashing the fractions (the guard looks every spend's evidence up by value).
+        s, c = self.sensitivity, self.scale
+        return hash((s.numerator, s.denominator, c.numerator, c.denominator))
 
 
 _WHOLE = re.compile(r"[0-9]{1,1000}")

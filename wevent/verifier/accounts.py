@@ -96,22 +96,35 @@ class AccountEngine:
         self._group_cache[group] = (self._epoch, accounts)
         return accounts
 
-    def plan(self, user: str | None, group: str | None) -> tuple[list[_Account], bool]:
-        """The accounts a charge to ``user`` or ``group`` touches (split off first), and whether
-        it is a group charge."""
-        return self.accounts_for(user, group), group is not None
+    def plan(self, user: str | None, group: str | None) -> tuple[list[_Account], str | None]:
+        """The accounts a charge to ``user`` or ``group`` touches (split off first), and the
+        group (None for a charge to a user)."""
+        return self.accounts_for(user, group), group
 
-    def check(self, slot: int, asked: int, plan: tuple[list[_Account], bool]) -> Refusal | None:
-        """The refusal (the first breaking account, its worst window), or None."""
-        accounts, is_group = plan
+    def check(
+        self, slot: int, asked: int, plan: tuple[list[_Account], str | None]
+    ) -> Refusal | None:
+        """The refusal, or None: the worst window of the first breaking member in group order
+        (as the vector engine), and how many members break a window (every breaking account)."""
+        accounts, group = plan
+        breaking: dict[int, tuple[_Account, Window]] = {}
         for acc in accounts:
             window = _worst(acc.state.windows(slot), asked)
             if window is not None:
-                member = min(acc.members) if is_group else None
-                return Refusal(window, member, len(acc.members), acc.requirement)
-        return None
+                breaking[id(acc)] = (acc, window)
+        if not breaking:
+            return None
+        affected = sum(len(acc.members) for acc, _ in breaking.values())
+        if group is None:
+            acc, window = next(iter(breaking.values()))
+            return Refusal(window, None, affected, acc.requirement)
+        for member in self.ledger.members(group):  # only when refusing: the first in order
+            found = breaking.get(id(self._account_of.get(member) or self._account(member)))
+            if found is not None:
+                return Refusal(found[1], member, affected, found[0].requirement)
+        raise AssertionError("a breaking account holds none of the group's members")
 
-    def commit(self, slot: int, asked: int, plan: tuple[list[_Account], bool]) -> None:
+    def commit(self, slot: int, asked: int, plan: tuple[list[_Account], str | None]) -> None:
         for acc in plan[0]:
             acc.state.commit(slot, asked)
 

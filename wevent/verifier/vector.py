@@ -10,9 +10,15 @@ slides past them.
 So a charge to ``k`` drawn users, whatever their classes, is a handful of numpy operations over
 ``k`` integers, and a charge to a whole class is O(1) while no member of a class with its window
 length holds a partial charge. The arithmetic is exact: amounts and bounds are numerators over
-the guard's common denominator; the arrays are int64 while every bound stays below 2^62 (a
-window's retained spends never exceed its bound, so nothing stored can overflow), and Python
-integers (object arrays) beyond that.
+the guard's common denominator; the arrays are int32 while every bound stays below 2^31 - 1,
+int64 while below 2^62 (a window's retained spends never exceed its bound, so nothing stored can
+overflow), and Python integers (object arrays) beyond that.
+
+A group defined by ascending population index (how the mechanisms draw reporting users) has its
+members sorted by class: its plan keeps where each class's run starts instead of a class per
+member, so planning it is a binary search per class (not per member), its split by window
+length is slices, and its check is one gather and a maximum per run. The gathered spends are
+kept for the commit that follows an accepted check, which then only writes.
 """
 
 from __future__ import annotations
@@ -32,7 +38,8 @@ from wevent.verifier.state import Window, _Prefix, _scaled
 __all__ = ["Refusal", "VectorEngine", "vectorizable"]
 
 I64 = npt.NDArray[np.int64]
-_INT64_SAFE = 2**62  # bounds below this: int64 arrays cannot overflow (see the module docstring)
+_INT32_SAFE = 2**31 - 1  # bounds below this: int32 arrays cannot overflow (module docstring)
+_INT64_SAFE = 2**62  # bounds below this: int64 arrays cannot overflow
 _UNKNOWN = -2  # class of a user code not resolved yet (-1: a user without a requirement)
 _PLANS = 64  # group plans kept (class groups are charged every slot; drawn groups once)
 
@@ -88,9 +95,13 @@ class _Plan:
 
     codes: I64
     present: tuple[int, ...]
-    member_shifted: I64 | None  # each member's class + 1 (0: no requirement); None: one class
+    member_shifted: I64 | None  # each member's class + 1 (0: no requirement); None: one class,
+    # or the classes are given by ``runs``
     full: tuple[bool, ...]
     windows: tuple[int, ...]  # window lengths of the present fixed classes
+    # The members sorted by class (a group defined by ascending population index): where each
+    # present class's run of members starts in ``codes`` (None: see ``member_shifted``).
+    runs: I64 | None
     partial_codes: I64  # members of registered classes the group does not cover whole
     partial_by_w: tuple[tuple[int, I64], ...]  # those of fixed classes, by window length
     partial_whole: tuple[int, ...]  # whole-stream classes with partial members
@@ -125,6 +136,8 @@ class VectorEngine:
             k.w: deque() for k in self.classes if k.w is not None
         }
         self._sizes = [k.size for k in self.classes]
+        # Where each class ends in the population's canonical order (classes are contiguous).
+        self._class_ends = np.cumsum(np.array(self._sizes, np.int64))
         # Window lengths of the fixed classes, and each class's index among them (shifted by one
         # like member classes: entry 0 is "no requirement"; whole-stream classes get len(windows)).
         self._windows = sorted(self._events)
@@ -134,10 +147,12 @@ class VectorEngine:
             + [len(self._windows) if k.w is None else at[k.w] for k in self.classes],
             np.int16,  # small keys: the stable sort below is a radix sort
         )
-        self._dtype: Any = np.int64
-        self._own: npt.NDArray[Any] = np.zeros(0, np.int64)
+        self._dtype: Any = np.int32
+        self._own: npt.NDArray[Any] = np.zeros(0, np.int32)
         self._cls_of: npt.NDArray[np.int32] = np.zeros(0, np.int32)
         self._plans: OrderedDict[int, _Plan] = OrderedDict()
+        # An accepted check's gathered own spends (None: all zero), for the commit right after.
+        self._pending: tuple[_Plan, int, npt.NDArray[Any] | None] | None = None
         self._widen_if_needed()
 
     # ------------------------------------------------------------------ user codes and classes
@@ -174,20 +189,28 @@ class VectorEngine:
         return cls.astype(np.int64)
 
     def _widen_if_needed(self) -> None:
-        """Switch the per-user integers to Python integers once a bound reaches 2^62."""
-        if self._dtype is not object and any(c.eps >= _INT64_SAFE for c in self.classes):
-            self._dtype = object
-            self._own = self._own.astype(object)
+        """Widen the per-user integers once a bound reaches 2^31 - 1 (to int64) or 2^62 (to
+        Python integers); never narrowed."""
+        top = max((c.eps for c in self.classes), default=0)
+        dtype: Any = np.int32 if top < _INT32_SAFE else np.int64 if top < _INT64_SAFE else object
+        order = (np.int32, np.int64, object)
+        if order.index(dtype) > order.index(self._dtype):
+            self._dtype = dtype
+            self._own = self._own.astype(dtype)
 
     def rescale(self, factor: int) -> None:
         """Multiply every stored value by ``factor`` (the guard's common denominator grew)."""
+        self._pending = None
         for c in self.classes:
             c.eps *= factor
             c.common.rescale(factor)
         for w, events in self._events.items():
             self._events[w] = deque((s, codes, a * factor) for s, codes, a in events)
         self._widen_if_needed()
-        self._own *= factor
+        if self._dtype is object or factor <= np.iinfo(self._dtype).max:
+            self._own *= factor
+        else:  # every stored value fits after the product (it is at most a bound), not factor
+            self._own = (self._own.astype(object) * factor).astype(self._dtype)
 
     # ------------------------------------------------------------------ plans
 
@@ -230,14 +253,66 @@ class VectorEngine:
             member_shifted,
             full,
             tuple(windows),
+            None,
             partial_codes,
             tuple(by_w),
             tuple(whole),
         )
 
+    def _plan_runs(self, codes: I64, indices: I64) -> _Plan:
+        """`_plan_codes` for members at ascending population ``indices`` (so sorted by class):
+        each class's members are one run of ``codes``, found by a binary search per class."""
+        ends = np.searchsorted(indices, self._class_ends).tolist()
+        sizes, classes = self._sizes, self.classes
+        present: list[int] = []
+        starts: list[int] = []
+        full: list[bool] = []
+        partial: list[tuple[int, int, int]] = []  # (class, start, end) of partial classes
+        lo = 0
+        for c, hi in enumerate(ends):
+            if hi > lo:
+                present.append(c)
+                starts.append(lo)
+                full.append(hi - lo == sizes[c])
+                if not full[-1]:
+                    partial.append((c, lo, hi))
+            lo = hi
+        partial_codes, by_w = _EMPTY, []
+        if partial:
+            if len(partial) == len(present):
+                partial_codes = codes
+            else:
+                partial_codes = np.concatenate([codes[a:b] for _, a, b in partial])
+            for w in sorted({w for c, _, _ in partial if (w := classes[c].w) is not None}):
+                spans: list[list[int]] = []  # adjacent runs merged: a single span is a view
+                for c, a, b in partial:
+                    if classes[c].w == w:
+                        if spans and spans[-1][1] == a:
+                            spans[-1][1] = b
+                        else:
+                            spans.append([a, b])
+                parts = [codes[a:b] for a, b in spans]
+                by_w.append((w, parts[0] if len(parts) == 1 else np.concatenate(parts)))
+        windows = sorted({w for c in present if (w := classes[c].w) is not None})
+        return _Plan(
+            codes,
+            tuple(present),
+            None,
+            tuple(full),
+            tuple(windows),
+            np.array(starts, np.int64) if len(present) > 1 else None,
+            partial_codes,
+            tuple(by_w),
+            tuple(c for c, _, _ in partial if classes[c].w is None),
+        )
+
     def group_defined(self, group_code: int, codes: I64, indices: I64) -> None:
         """Plan a group just defined by population index (its members' classes are known)."""
-        self._plans[group_code] = self._plan_codes(codes, self.population.classes_at(indices))
+        if len(indices) > 1 and bool((indices[1:] > indices[:-1]).all()):
+            plan = self._plan_runs(codes, indices)
+        else:
+            plan = self._plan_codes(codes, self.population.classes_at(indices))
+        self._plans[group_code] = plan
         if len(self._plans) > _PLANS:
             self._plans.popitem(last=False)
 
@@ -305,6 +380,7 @@ class VectorEngine:
     def check(self, slot: int, asked: int, plan: _Plan | _UserPlan) -> Refusal | None:
         """The refusal of the spend (its first breaking member in group order), or None. The
         windows' expiries it applies are what `commit` keeps (a refused check has undone them)."""
+        self._pending = None
         log: Log = []
         if isinstance(plan, _UserPlan):
             return self._check_user(slot, asked, plan, log)
@@ -312,15 +388,25 @@ class VectorEngine:
             self._expire(w, slot, log)
         rooms, partial = self._rooms(slot, asked, plan.present)
         if not partial and min(rooms, default=0) >= 0:  # no member (an empty group) fits
+            self._pending = (plan, slot, None)
+            return None
+        own = self._own[plan.codes] if partial else np.zeros(len(plan.codes), self._dtype)
+        if plan.runs is not None and all(  # the largest own spend of each class's run
+            m <= r for m, r in zip(np.maximum.reduceat(own, plan.runs).tolist(), rooms, strict=True)
+        ):
+            self._pending = (plan, slot, own if partial else None)
             return None
         member_room = self._member_rooms(plan, rooms, self._dtype)
-        own = self._own[plan.codes] if partial else np.zeros(len(plan.codes), self._dtype)
         bad = np.flatnonzero(own > member_room)
         if not len(bad):
+            self._pending = (plan, slot, own if partial else None)
             return None
         self._restore(log)
         i = int(bad[0])
-        c = plan.present[0] if plan.member_shifted is None else int(plan.member_shifted[i]) - 1
+        if plan.runs is not None:
+            c = plan.present[int(np.searchsorted(plan.runs, i, side="right")) - 1]
+        else:
+            c = plan.present[0] if plan.member_shifted is None else int(plan.member_shifted[i]) - 1
         name = self.ledger.user_id(int(plan.codes[i]))
         if c < 0:
             return self._unregistered(slot, name, len(bad))
@@ -343,6 +429,9 @@ class VectorEngine:
 
     def _member_rooms(self, plan: _Plan, rooms: list[int], dtype: Any) -> Any:
         """Each member's room (an array in group order), or the one class's room (an int)."""
+        if plan.runs is not None:
+            lengths = np.diff(plan.runs, append=len(plan.codes))
+            return np.repeat(np.array(rooms, dtype), lengths)
         if plan.member_shifted is None:
             return rooms[0]
         by_class = np.zeros(len(self.classes) + 1, dtype)
@@ -359,6 +448,7 @@ class VectorEngine:
 
     def commit(self, slot: int, asked: int, plan: _Plan | _UserPlan) -> None:
         """Record an accepted spend (after `check` and the ledger append)."""
+        pending, self._pending = self._pending, None
         if asked == 0:
             return
         if isinstance(plan, _UserPlan):
@@ -368,7 +458,16 @@ class VectorEngine:
             if full:
                 self.classes[c].common.add(slot, asked)
         if len(plan.partial_codes):
-            self._own[plan.partial_codes] += asked
+            if (
+                pending is not None
+                and pending[0] is plan
+                and pending[1] == slot
+                and plan.partial_codes is plan.codes
+            ):  # the check just gathered these spends and nothing ran since: only write
+                own = pending[2]
+                self._own[plan.codes] = asked if own is None else own + asked
+            else:
+                self._own[plan.partial_codes] += asked
             for w, codes in plan.partial_by_w:
                 self._events[w].append((slot, codes, asked))
             for c in plan.partial_whole:
@@ -394,6 +493,7 @@ class VectorEngine:
     def headroom(self, slot: int, user: str | None, group: str | None) -> int:
         """The smallest room (bound minus spent, scaled) over the windows of ``user`` or of the
         members of ``group`` at ``slot``; changes nothing."""
+        self._pending = None
         plan = self.plan(user, group)
         log: Log = []
         try:
