@@ -65,6 +65,13 @@ def _experiment_list() -> str:
     default=None,
     help="Override the number of slots of every run [default: the paper's, or the quick size].",
 )
+@click.option(
+    "--fingerprint/--no-fingerprint",
+    default=True,
+    show_default=True,
+    help="Also run the experiment at a tiny size (seconds) into fingerprint.csv, which the "
+    "test suite re-runs to find results a later change made stale.",
+)
 def reproduce_cmd(
     experiment: str,
     out_dir: Path | None,
@@ -73,6 +80,7 @@ def reproduce_cmd(
     seed: int,
     users: int | None,
     slots: int | None,
+    fingerprint: bool,
 ) -> None:
     """Re-run one of the papers' experiments on the synthetic streams (TLNS, Sin, Log).
 
@@ -81,6 +89,10 @@ def reproduce_cmd(
     setting), runs.csv (one line per run), table.md (the papers' layout) and one PNG per
     metric. The same seed gives the same files. Full sizes are the papers' (e.g. 200,000 users
     x 800 slots for 002); --quick, --users and --slots make them smaller.
+
+    Beside the results, provenance.json records the command, the seeds, the commit and the
+    SHA-256 of every file written, and fingerprint.csv the same experiment at a tiny size
+    (docs/reproduction.md, "Results that cannot go stale").
 
     \b
     Examples:
@@ -97,22 +109,35 @@ def reproduce_cmd(
     missing = require("reproduce", "report")  # plots, checked before hours of runs
     if missing is not None:
         fail(missing)
+    from wevent.experiments import provenance
     from wevent.experiments.harness import GuardRefused
     from wevent.experiments.registry import run_experiment
 
     out = out_dir if out_dir is not None else Path("reproduction") / experiment
+    runs = repeats if repeats is not None else (1 if quick else 10)
     try:
         if out.exists() and not out.is_dir():
             raise InputError(f"--out: {out} exists and is not a directory")
-        files = run_experiment(
-            experiment,
-            out,
-            repeats if repeats is not None else (1 if quick else 10),
-            quick,
-            seed,
-            users=users,
-            slots=slots,
-        )
+        files = run_experiment(experiment, out, runs, quick, seed, users=users, slots=slots)
+        written = [(experiment, out)]
+        if experiment == ALL:
+            written = [(each, out / each) for each in EXPERIMENTS]
+        for name, where in written:
+            command = provenance.command_line(name, where, runs, quick, seed, users, slots)
+            tiny = provenance.fingerprint(name) if fingerprint else None
+            files.append(
+                provenance.write_provenance(
+                    where,
+                    experiment=name,
+                    command=command,
+                    repeats=runs,
+                    quick=quick,
+                    seed=seed,
+                    users=users,
+                    slots=slots,
+                    tiny=tiny,
+                )
+            )
     except InputError as exc:
         fail(str(exc))
     except GuardRefused as exc:

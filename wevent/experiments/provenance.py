@@ -1,0 +1,202 @@
+"""Where reproduced results come from, and a fingerprint that goes stale with the data path.
+
+`wevent reproduce` writes two files beside an experiment's results:
+
+* ``provenance.json`` (format below, `SCHEMA_VERSION`): the wevent version, the git commit of
+  the sources that ran (and whether they had uncommitted changes), the command, the seeds, the
+  sizes, the UTC time, and the SHA-256 of every file the run wrote;
+* ``fingerprint.csv``: the ``results.csv`` of the same experiment at a tiny size
+  (`TINY_USERS` users, `TINY_SLOTS` slots, one repeat, seed 0, the quick sweep points), which
+  takes seconds. The test suite re-runs it (`tests/test_reproduction_provenance.py`) and
+  compares it byte for byte with the committed one: a change to a stream, a mechanism or a
+  metric moves the tiny results too, so the committed results fail the suite until they are
+  regenerated, and the documentation cannot keep numbers the code no longer gives.
+
+``provenance.json`` fields: ``schema_version`` (1), ``experiment``, ``command`` (the `wevent
+reproduce` command that wrote the directory, one experiment per command), ``seeds`` (every
+seed the runs used), ``repeats``, ``quick``, ``users`` and ``slots`` (null: the experiment's
+own size), ``wevent_version``, ``commit`` (null outside a git checkout), ``sources_modified``
+(uncommitted changes under ``wevent/`` when it ran; null outside a checkout), ``python``,
+``numpy``, ``created_utc``, ``fingerprint`` (``users``, ``slots``, ``seed``) and ``files``
+(name -> SHA-256 of every other file in the directory).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import shlex
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from wevent.accounting.durable import file_sha256
+
+__all__ = [
+    "FINGERPRINT",
+    "PROVENANCE",
+    "SCHEMA_VERSION",
+    "TINY_SLOTS",
+    "TINY_USERS",
+    "command_line",
+    "fingerprint",
+    "read_provenance",
+    "source_commit",
+    "write_provenance",
+]
+
+SCHEMA_VERSION = 1
+PROVENANCE = "provenance.json"
+FINGERPRINT = "fingerprint.csv"
+TINY_USERS = 200
+TINY_SLOTS = 30
+_PACKAGE = Path(__file__).resolve().parent.parent  # the wevent package directory
+
+
+def fingerprint(experiment: str) -> str:
+    """The tiny-size ``results.csv`` of ``experiment`` (seed 0, one repeat, quick points)."""
+    from wevent.experiments.registry import EXPERIMENTS, run_experiment
+
+    sized = EXPERIMENTS[experiment].sized is not None
+    with tempfile.TemporaryDirectory(prefix="wevent-fingerprint-") as tmp:
+        out = Path(tmp)
+        if sized:
+            run_experiment(experiment, out, 1, True, 0, users=TINY_USERS, slots=TINY_SLOTS)
+        else:  # sizes of its own: the quick size is its smallest
+            run_experiment(experiment, out, 1, True, 0)
+        return (out / "results.csv").read_text(encoding="utf-8")
+
+
+def source_commit() -> tuple[str | None, bool | None]:
+    """The git commit the package's sources are checked out at, and whether ``wevent/`` has
+    uncommitted changes; (None, None) outside a git checkout or without git."""
+    root = _PACKAGE.parent
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--", str(_PACKAGE)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+    return (head or None), bool(status.strip())
+
+
+def command_line(
+    experiment: str,
+    out_dir: Path,
+    repeats: int,
+    quick: bool,
+    seed: int,
+    users: int | None,
+    slots: int | None,
+) -> str:
+    """The `wevent reproduce` command that writes these results (options in a fixed order)."""
+    argv = ["wevent", "reproduce", experiment]
+    if quick:
+        argv.append("--quick")
+    if users is not None:
+        argv += ["--users", str(users)]
+    if slots is not None:
+        argv += ["--slots", str(slots)]
+    argv += ["--repeats", str(repeats), "--seed", str(seed), "--out", out_dir.as_posix()]
+    return shlex.join(argv)
+
+
+def write_provenance(
+    out_dir: Path,
+    *,
+    experiment: str,
+    command: str,
+    repeats: int,
+    quick: bool,
+    seed: int,
+    users: int | None,
+    slots: int | None,
+    tiny: str | None,
+) -> Path:
+    """Write ``fingerprint.csv`` (``tiny``, when given) and ``provenance.json`` into
+    ``out_dir``, hashing every other file there; returns the provenance file's path."""
+    if tiny is not None:
+        (out_dir / FINGERPRINT).write_text(tiny, encoding="utf-8")
+    else:  # an earlier run's fingerprint would not describe these results
+        (out_dir / FINGERPRINT).unlink(missing_ok=True)
+    commit, modified = source_commit()
+    from wevent import __version__
+
+    files = {
+        p.name: file_sha256(p)
+        for p in sorted(out_dir.iterdir())
+        if p.is_file() and p.name != PROVENANCE
+    }
+    record: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "experiment": experiment,
+        "command": command,
+        "seeds": list(range(seed, seed + repeats)),
+        "repeats": repeats,
+        "quick": quick,
+        "users": users,
+        "slots": slots,
+        "wevent_version": __version__,
+        "commit": commit,
+        "sources_modified": modified,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "created_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "fingerprint": None
+        if tiny is None
+        else {"users": TINY_USERS, "slots": TINY_SLOTS, "seed": 0, "repeats": 1},
+        "files": files,
+    }
+    path = out_dir / PROVENANCE
+    path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def read_provenance(path: Path) -> Mapping[str, Any]:
+    """A ``provenance.json`` (its schema version checked)."""
+    record = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(record, dict) or record.get("schema_version") != SCHEMA_VERSION:
+        raise ValueError(f"{path}: not a provenance file of schema version {SCHEMA_VERSION}")
+    return record
+
+
+def check_directory(directory: Path) -> list[str]:
+    """What is wrong with committed results in ``directory`` without running anything: a file
+    changed, added or missing since its run, no fingerprint, or sources that were not a clean
+    commit. Empty when the directory is exactly what its recorded command wrote."""
+    try:
+        record = read_provenance(directory / PROVENANCE)
+    except (OSError, ValueError) as exc:
+        return [f"{directory}: no readable {PROVENANCE} ({exc})"]
+    problems = []
+    files: Mapping[str, str] = record.get("files", {})
+    present = {p.name for p in directory.iterdir() if p.is_file() and p.name != PROVENANCE}
+    for name in sorted(present - set(files)):
+        problems.append(f"{directory / name}: not written by the recorded run")
+    for name, digest in sorted(files.items()):
+        path = directory / name
+        if not path.is_file():
+            problems.append(f"{path}: recorded but missing")
+        elif file_sha256(path) != digest:
+            problems.append(f"{path}: changed since the recorded run")
+    if record.get("fingerprint") is None or FINGERPRINT not in files:
+        problems.append(f"{directory}: written without a fingerprint (--no-fingerprint)")
+    if record.get("commit") is None or record.get("sources_modified") is not False:
+        problems.append(f"{directory}: not written from a clean git commit of the sources")
+    return problems
