@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from wevent.accounting.population import Population
 from wevent.cli import cli
-from wevent.experiments import registry
+from wevent.experiments import provenance, registry
 from wevent.experiments.harness import (
     RESULT_COLUMNS,
     GuardRefused,
@@ -24,7 +24,7 @@ from wevent.experiments.harness import (
 from wevent.experiments.papers import LDP_IDS, SWEEPS
 from wevent.experiments.populations import pwsm_population, uniform_population
 
-TINY = ("--quick", "--users", "400", "--slots", "12")
+TINY = ("--quick", "--users", "400", "--slots", "12", "--no-fingerprint")
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -141,7 +141,16 @@ def test_a_plugged_in_experiment_runs_through_the_command(
     registry.register(registry.Experiment("fake", fake, "a plugged-in experiment"))
     with pytest.raises(ValueError, match="taken"):
         registry.register(registry.Experiment("fake", fake, "again"))
-    code, out, _ = run("reproduce", "fake", "--quick", "--out", str(tmp_path / "f"), "--seed", "5")
+    code, out, _ = run(
+        "reproduce",
+        "fake",
+        "--quick",
+        "--out",
+        str(tmp_path / "f"),
+        "--seed",
+        "5",
+        "--no-fingerprint",
+    )
     assert code == 0, out
     assert seen == [(tmp_path / "f", 1, True, 5)]
     assert "results.csv" in out
@@ -186,6 +195,28 @@ def test_cli_roc_writes_curves(tmp_path: Path) -> None:
     for r in read(tmp_path / "results.csv"):
         assert r["metric"] == "auc"
         assert r["value"] == "nan" or 0 <= float(r["value"]) <= 1
+
+
+def test_cli_writes_provenance_and_a_fingerprint(tmp_path: Path) -> None:
+    out = tmp_path / "roc"
+    code, stdout, err = run("reproduce", "roc", "--quick", "--users", "300", "--out", str(out))
+    assert code == 0, err
+    record = provenance.read_provenance(out / "provenance.json")
+    assert record["command"] == (
+        f"wevent reproduce roc --quick --users 300 --repeats 1 --seed 0 --out {out.as_posix()}"
+    )
+    assert record["seeds"] == [0] and record["users"] == 300 and record["slots"] is None
+    assert record["fingerprint"] == {"users": 500, "slots": 30, "seed": 0, "repeats": 1}
+    assert set(record["files"]) == {p.name for p in out.iterdir()} - {"provenance.json"}
+    assert (out / "fingerprint.csv").read_text(encoding="utf-8") == provenance.fingerprint("roc")
+    problems = provenance.check_directory(out)  # a dirty working tree may add one more
+    assert [p for p in problems if "clean git commit" not in p] == []
+    assert f"wrote {out / 'provenance.json'}" in stdout
+    # Without a fingerprint, an earlier one is removed (it would not describe these results)
+    code, _, err = run("reproduce", "roc", *TINY, "--out", str(out))
+    assert code == 0, err
+    assert not (out / "fingerprint.csv").exists()
+    assert "without a fingerprint" in " ".join(provenance.check_directory(out))
 
 
 def test_cli_user_mistakes_are_one_line_exit_2(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from wevent.experiments import provenance
+from wevent.experiments import docs_tables, provenance
 from wevent.experiments.registry import EXPERIMENTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,3 +111,28 @@ def test_the_command_line_is_canonical(tmp_path: Path) -> None:
     )
     odd = provenance.command_line("roc", tmp_path / "a b", 1, False, 7, 10, None)
     assert odd.endswith(f"--seed 7 --out '{(tmp_path / 'a b').as_posix()}'")
+
+
+def test_the_page_shows_the_committed_tables(tmp_path: Path) -> None:
+    results = ROOT / "docs" / "reproduction"
+    assert docs_tables.sync(DOC, results, write=False) == []
+    text = DOC.read_text(encoding="utf-8")
+    assert text.count("<!-- results: ") == len(EXPERIMENTS) - 1  # every one but ExSub's
+    assert text.count("<!-- claims -->") == 1
+    # Negative controls: a number changed on the page, or in the results, is reported, and
+    # --write puts the committed one back.
+    page = tmp_path / "reproduction.md"
+    page.write_text(text.replace("| lns | lbu |", "| lns | lbu | 9 |", 1), encoding="utf-8")
+    assert len(docs_tables.sync(page, results, write=False)) == 1
+    assert len(docs_tables.sync(page, results, write=True)) == 1
+    assert page.read_text(encoding="utf-8") == text
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    table = copy / "roc" / "table.md"
+    table.write_text(table.read_text(encoding="utf-8").replace("0.", "1.", 1), encoding="utf-8")
+    stale = docs_tables.sync(DOC, copy, write=False)
+    assert len(stale) == 1 and "roc auc" in stale[0]
+    (copy / "pwsm-w" / "results.csv").write_text(
+        (copy / "pwsm-w" / "results.csv").read_text(encoding="utf-8").replace(",amre,", ",amre,9")
+    )
+    assert any("claims table" in line for line in docs_tables.sync(DOC, copy, write=False))

@@ -118,13 +118,14 @@ def reproduce_cmd(
     try:
         if out.exists() and not out.is_dir():
             raise InputError(f"--out: {out} exists and is not a directory")
-        files = run_experiment(experiment, out, runs, quick, seed, users=users, slots=slots)
         written = [(experiment, out)]
         if experiment == ALL:
             written = [(each, out / each) for each in EXPERIMENTS]
+        # The tiny runs first: seconds, and a size problem shows before the long runs.
+        tiny = {name: provenance.fingerprint(name) if fingerprint else None for name, _ in written}
+        files = run_experiment(experiment, out, runs, quick, seed, users=users, slots=slots)
         for name, where in written:
             command = provenance.command_line(name, where, runs, quick, seed, users, slots)
-            tiny = provenance.fingerprint(name) if fingerprint else None
             files.append(
                 provenance.write_provenance(
                     where,
@@ -135,7 +136,7 @@ def reproduce_cmd(
                     seed=seed,
                     users=users,
                     slots=slots,
-                    tiny=tiny,
+                    tiny=tiny[name],
                 )
             )
     except InputError as exc:

@@ -7,10 +7,11 @@
   sizes, the UTC time, and the SHA-256 of every file the run wrote;
 * ``fingerprint.csv``: the ``results.csv`` of the same experiment at a tiny size
   (`TINY_USERS` users, `TINY_SLOTS` slots, one repeat, seed 0, the quick sweep points), which
-  takes seconds. The test suite re-runs it (`tests/test_reproduction_provenance.py`) and
-  compares it byte for byte with the committed one: a change to a stream, a mechanism or a
-  metric moves the tiny results too, so the committed results fail the suite until they are
-  regenerated, and the documentation cannot keep numbers the code no longer gives.
+  takes seconds and runs before the experiment (a failure there costs nothing). The test suite
+  re-runs it (`tests/test_reproduction_provenance.py`) and compares it byte for byte with the
+  committed one: a change to a stream, a mechanism or a metric moves the tiny results too, so
+  the committed results fail the suite until they are regenerated, and the documentation cannot
+  keep numbers the code no longer gives.
 
 ``provenance.json`` fields: ``schema_version`` (1), ``experiment``, ``command`` (the `wevent
 reproduce` command that wrote the directory, one experiment per command), ``seeds`` (every
@@ -35,7 +36,9 @@ from typing import Any
 
 import numpy as np
 
+from wevent.accounting.budget import BudgetError
 from wevent.accounting.durable import file_sha256
+from wevent.errors import InputError
 
 __all__ = [
     "FINGERPRINT",
@@ -53,22 +56,29 @@ __all__ = [
 SCHEMA_VERSION = 1
 PROVENANCE = "provenance.json"
 FINGERPRINT = "fingerprint.csv"
-TINY_USERS = 200
+TINY_USERS = 500  # population division needs 2w users per window: w reaches 200
 TINY_SLOTS = 30
 _PACKAGE = Path(__file__).resolve().parent.parent  # the wevent package directory
 
 
 def fingerprint(experiment: str) -> str:
-    """The tiny-size ``results.csv`` of ``experiment`` (seed 0, one repeat, quick points)."""
+    """The tiny-size ``results.csv`` of ``experiment`` (seed 0, one repeat, quick points). An
+    experiment that cannot run at that size is an `InputError` saying so."""
     from wevent.experiments.registry import EXPERIMENTS, run_experiment
 
     sized = EXPERIMENTS[experiment].sized is not None
     with tempfile.TemporaryDirectory(prefix="wevent-fingerprint-") as tmp:
         out = Path(tmp)
-        if sized:
-            run_experiment(experiment, out, 1, True, 0, users=TINY_USERS, slots=TINY_SLOTS)
-        else:  # sizes of its own: the quick size is its smallest
-            run_experiment(experiment, out, 1, True, 0)
+        try:
+            if sized:
+                run_experiment(experiment, out, 1, True, 0, users=TINY_USERS, slots=TINY_SLOTS)
+            else:  # sizes of its own: the quick size is its smallest
+                run_experiment(experiment, out, 1, True, 0)
+        except BudgetError as exc:
+            raise InputError(
+                f"{experiment} cannot run at the fingerprint's tiny size ({exc}); "
+                "--no-fingerprint skips it"
+            ) from None
         return (out / "results.csv").read_text(encoding="utf-8")
 
 

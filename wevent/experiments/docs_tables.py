@@ -1,0 +1,84 @@
+"""The result tables of docs/reproduction.md, kept equal to the committed ``table.md`` files.
+
+A block of the page between ``<!-- results: EXPERIMENT METRIC -->`` and ``<!-- /results -->``
+is the experiment's ``table.md`` (docs/reproduction/EXPERIMENT/table.md) rendered for the page:
+its title as a level-3 heading naming the experiment, its header (sizes, seeds, notes), and the
+table of one metric. The claims table between ``<!-- claims -->`` and ``<!-- /claims -->`` is
+`wevent.experiments.claims.evaluate` over the committed results. ``python -m
+wevent.experiments.docs_tables`` rewrites every block from the files (``--check``: only report
+the blocks that differ, exit 1); the test suite runs the check, so the page cannot quote numbers
+the committed results do not hold.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from wevent.experiments import claims
+
+__all__ = ["render", "sync"]
+
+_BLOCK = re.compile(
+    r"(<!-- results: (?P<name>[a-z0-9-]+) (?P<metric>[a-z0-9-]+) -->\n)(?P<body>.*?)"
+    r"(<!-- /results -->)",
+    re.DOTALL,
+)
+_CLAIMS = re.compile(r"(<!-- claims -->\n)(?P<body>.*?)(<!-- /claims -->)", re.DOTALL)
+
+
+def render(table_md: str, name: str, metric: str) -> str:
+    """The page's block for ``metric`` of the experiment ``name`` whose table.md is given."""
+    title, _, rest = table_md.partition("\n")
+    header, _, sections = rest.partition("\n### ")
+    sections = "### " + sections
+    wanted = f"### {metric.upper()}\n"
+    found = [s for s in re.split(r"(?m)^(?=### )", sections) if s.startswith(wanted)]
+    if len(found) != 1:
+        raise ValueError(f"{name}/table.md has no single section {wanted.strip()!r}")
+    table = found[0][len(wanted) :].strip("\n")
+    return (
+        f"### `{name}`: {title.strip()}\n\n{header.strip()}\n\n#### {metric.upper()}\n\n{table}\n\n"
+    )
+
+
+def sync(page: Path, results: Path, *, write: bool) -> list[str]:
+    """The blocks of ``page`` that differ from the files under ``results`` (one line each),
+    rewriting them when ``write``."""
+    text = page.read_text(encoding="utf-8")
+    stale: list[str] = []
+
+    def block(match: re.Match[str]) -> str:
+        name, metric = match["name"], match["metric"]
+        source = results / name / "table.md"
+        want = render(source.read_text(encoding="utf-8"), name, metric)
+        if match["body"] != want:
+            stale.append(f"{page}: the {name} {metric} table differs from {source}")
+        return match.group(1) + want + match.group(5)
+
+    def claims_block(match: re.Match[str]) -> str:
+        want = "\n".join(claims.evaluate(results)) + "\n"
+        if match["body"] != want:
+            stale.append(f"{page}: the claims table differs from the results under {results}")
+        return match.group(1) + want + match.group(3)
+
+    new = _CLAIMS.sub(claims_block, _BLOCK.sub(block, text))
+    if write and new != text:
+        page.write_text(new, encoding="utf-8")
+    return stale
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    check = "--check" in args
+    root = Path(__file__).resolve().parents[2]
+    stale = sync(root / "docs" / "reproduction.md", root / "docs" / "reproduction", write=not check)
+    for line in stale:
+        print(line)
+    return 1 if (check and stale) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
