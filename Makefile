@@ -36,7 +36,7 @@ slow: $(STAMP)
 	$(PY) -m pytest -q -m slow
 
 typecheck: $(STAMP)
-	$(PY) -m mypy --strict wevent tests benchmarks
+	$(PY) -m mypy --strict wevent tests benchmarks analysis
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

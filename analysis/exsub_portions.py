@@ -26,10 +26,10 @@ It also checks, in exact rational arithmetic, that W_h proportional to c_h gives
 H C (C = sum_h c_h, H levels), which is exactly the error of uniform portions: the rule cannot
 gain anything in 004's own error model, whatever c is.
 
-Simulation part (``--simulate``). 004's protocol on 004 Section VI-A's synthetic sparse streams
-(the data and the per-level ExSub code of ``wevent reproduce exsub``), with uniform, VI-D and
-sqrt-c (prefix) portions on the same data per repeat; prints measured ratios next to the
-predicted ones.
+Simulation part (``--simulate``, by default T32 only). 004's protocol on 004 Section VI-A's
+synthetic sparse streams (the data and the per-level ExSub code of ``wevent reproduce exsub``),
+with uniform, VI-D and sqrt-c (prefix) portions on the same data per repeat; prints measured
+ratios next to the predicted ones.
 """
 
 from __future__ import annotations
@@ -70,14 +70,14 @@ class Setting:
     T: int
     d: int
     s: int
-    sim_repeats: int  # default repeats of --simulate (keeps the default run near 3 minutes)
+    sim_repeats: int  # default repeats of --simulate
 
 
 SETTINGS = {
     # the shape of 004's TRAJECTORY runs (Section VI-C/D: 32 slots, 12 cells, s = 2 x 4)
     "T32": Setting("T32", 20000, 32, 12, 8, 40),
     # 004 Fig. 9's synthetic setting; its "m = 20" is the sparsity s (see the README)
-    "T128": Setting("T128", 100000, 128, 8, 20, 2),
+    "T128": Setting("T128", 100000, 128, 8, 20, 12),
 }
 
 
@@ -186,10 +186,6 @@ def identity_check(sig: list[Fraction], A: FloatArray) -> tuple[bool, float]:
     return prop == uniform == H * C, sqrt_err / float(H * C)
 
 
-def fmt_w(W: FloatArray) -> str:
-    return " ".join(f"{w:.3f}" for w in W)
-
-
 def analytic(settings: list[Setting], epsilons: list[Fraction], best: bool) -> None:
     for eps in epsilons:
         for st in settings:
@@ -231,7 +227,7 @@ def analytic(settings: list[Setting], epsilons: list[Fraction], best: bool) -> N
             print("the uniform error; (sum sqrt c_h)^2 / (H C) is the minimizer's error ratio.")
             for task, ok, ratio in checks:
                 print(
-                    f"  {task:6s}: prop-c == uniform == H C exactly: {ok}; sqrt-c / uniform = {ratio:.3f}"
+                    f"  {task:6s}: prop-c == uniform == H C exactly: {ok}; MSE sqrt-c / uniform = {ratio:.3f}"
                 )
 
 
@@ -349,7 +345,7 @@ def main() -> None:
         nargs="+",
         choices=sorted(SETTINGS),
         default=["T32", "T128"],
-        help="which settings to run",
+        help="settings of the analytic part",
     )
     parser.add_argument(
         "--eps",
@@ -369,18 +365,25 @@ def main() -> None:
         help="also measure the ratios by simulating the protocol (slow)",
     )
     parser.add_argument(
+        "--sim-settings",
+        nargs="+",
+        choices=sorted(SETTINGS),
+        default=["T32"],
+        help="settings to simulate (T128 is slow: ~36 s per repeat, 4 GB of memory)",
+    )
+    parser.add_argument(
         "--repeats",
         type=int,
         default=None,
-        help="simulation repeats per setting; default: 40 for T32 and 2 for T128 "
-        "(about 2.5 minutes in all on 2 cores; T128 costs ~36 s per repeat, T32 ~1.3 s)",
+        help="simulation repeats per setting; default: 40 for T32 (about 1.3 minutes on 2 "
+        "cores) and 12 for T128 (about 7 minutes; its range errors vary by 30-40%% between "
+        "repeats, so fewer than ~10 repeats say little)",
     )
     parser.add_argument("--seed", type=int, default=0, help="simulation seed")
     args = parser.parse_args()
-    settings = [SETTINGS[name] for name in args.settings]
-    analytic(settings, args.eps, best=not args.no_best)
+    analytic([SETTINGS[name] for name in args.settings], args.eps, best=not args.no_best)
     if args.simulate:
-        simulate(settings, args.eps, args.repeats, args.seed)
+        simulate([SETTINGS[name] for name in args.sim_settings], args.eps, args.repeats, args.seed)
 
 
 if __name__ == "__main__":

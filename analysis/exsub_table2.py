@@ -234,7 +234,7 @@ def main() -> None:
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument("--simulate", action="store_true", help="also measure by simulation")
-    parser.add_argument("--repeats", type=int, default=3, help="simulation repeats per cell")
+    parser.add_argument("--repeats", type=int, default=5, help="simulation repeats per cell")
     parser.add_argument(
         "--users", type=int, nargs="+", default=list(USERS), help="numbers of users to simulate"
     )

@@ -1,0 +1,391 @@
+"""001 Tables 5-6: why our absolute AMRE differs from the printed BD/BA/PLBU values.
+
+Claim. 001 Section 6.3 prints AMRE (001 Eq. 5, (1/T) sum_t (1/d) ||r_t - c_t||^2 on counts) for
+the synthetic streams TLNS, Sin and Log (001 Section 6.1, T = 10,000 slots): "001 Table 5"
+(E = 0.2..1.0 at w = 120) and "001 Table 6" (w = 40..200 at E = 0.6). The number of users is not
+stated. Our BA is 3-19 times above the printed BA and our BD far below the printed BD. This
+script shows that the gap comes from settings the paper does not state, taken from the authors'
+public code for 003/001 (https://github.com/dulei715/DynamicWEventCode, 2024 snapshot), and
+from a defect of the authors' BA baseline:
+
+* N = 10,000 users per synthetic stream (the repository's parameter configuration);
+* BD and BA publish when the dissimilarity exceeds 1/eps_pub (Kellaris et al.'s rule), while
+  wevent publishes when it exceeds the standard deviation of the publication noise,
+  sqrt(2)/eps_pub for one class;
+* the stream is cut into segments of 250 slots and every segment starts fresh mechanisms
+  (release reset to 0, no budget history);
+* p_t is rounded to two decimals (for TLNS at every step of the random walk);
+* their BA stores its "last publication" once, when it is constructed, and never updates it:
+  no slot is ever nullified and every publication absorbs min(t + 1, w) shares, so after w
+  slots BA publishes with E/2 at every slot. That spends more than E per window (it is not
+  w-event private) and gives a much lower error than a correct BA.
+
+What it runs, all central (d = 2, binary values, counts c_t = (N - ones_t, ones_t) with ones_t
+drawn Binomial(N, p_t)):
+
+1. An independent simulator of Kellaris et al.'s BD and BA written here (it uses no wevent code)
+   with each of those settings switchable, run over every cell of 001 Tables 5-6 for six
+   cumulative settings S0..S5 (S0 = our rules; S5 = the authors' settings). It prints
+   simulated / printed AMRE per cell and the range over the ten cells.
+2. A check that the simulator in setting S0 agrees with wevent's own `ba` and `bd`
+   (`wevent.experiments.harness.execute`, `wevent.experiments.metrics.amre`) on Sin and Log.
+3. The PLBU fingerprint: 001's PLBU rows barely move with E and equal the error of a release
+   stuck at the uniform histogram (N/2, N/2), i.e. the mean over t of
+   E[(N/2 - c_t)^2] = (N/2 - N p_t)^2 + N p_t (1 - p_t). That matches only N = 10,000 and shows
+   that 001's PLBU releases un-debiased GRR counts (a fair coin at eps_i / w_i ~ 0.005). PLBU is
+   not in the public repository; this is inferred from the printed numbers alone.
+
+Expected outcome (default run, seeds 0-2): in S0 our BA is 3-19x the printed values. In S5
+the Log BA column lands on the printed values in all ten cells (0.75-1.02x), Sin BA within
+0.24-0.93x, TLNS BA within 0.26-1.7x, BD on Sin/Log within 0.05-1.2x (heavy-tailed: a few seeds
+decide it); TLNS BD stays 5-250x below the printed values, and TLNS's PLBU row needs a walk higher
+than most of ours (001 used a revised TLNS generator seeded with Java's Random(1), which cannot
+be regenerated).
+
+Commands (from the repository root):
+
+    .venv/bin/python analysis/pwsm_absolute.py                       # 10,000 users x 10,000 slots, seeds 0-2
+    .venv/bin/python analysis/pwsm_absolute.py --slots 2000 --seeds 1   # a quicker look
+    .venv/bin/python analysis/pwsm_absolute.py --datasets log --no-check
+
+The default is 001's full size (the simulator needs only a few hundredths of a second per run,
+so all 1,080 runs take about a minute; the wevent check runs at 1,000 slots, seeds 0-2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from wevent.experiments import metrics
+from wevent.experiments.harness import execute
+from wevent.experiments.populations import uniform_population
+
+FloatArray = npt.NDArray[np.float64]
+
+USERS: Final = 10_000  # the authors' configuration for tlns, sin and log
+PAPER_SLOTS: Final = 10_000  # 001 Section 6.1
+DATASETS: Final = ("lns", "sin", "log")  # lns is 001's TLNS
+NAMES: Final = {"lns": "TLNS", "sin": "Sin", "log": "Log"}
+EPSILONS: Final = (0.2, 0.4, 0.6, 0.8, 1.0)  # 001 Table 5 columns, w = 120
+TABLE5_W: Final = 120
+WINDOWS: Final = (40, 80, 120, 160, 200)  # 001 Table 6 columns, E = 0.6
+TABLE6_E: Final = 0.6
+
+# 001 Table 5 (E = 0.2, 0.4, 0.6, 0.8, 1.0 at w = 120), synthetic rows BD, BA, PLBU.
+TABLE5: Final[dict[str, dict[str, tuple[float, ...]]]] = {
+    "lns": {
+        "bd": (35214891.91, 26932213.28, 21900899.91, 19202732.21, 19317360.81),
+        "ba": (72479.55, 13456.32, 5228.94, 2583.01, 1447.21),
+        "plbu": (9750998.15, 9732708.88, 9719230.14, 9705975.87, 9688944.63),
+    },
+    "sin": {
+        "bd": (14809297.94, 3868423.13, 2822001.85, 2166052.12, 2875381.82),
+        "ba": (61604.76, 21010.09, 9193.50, 4678.60, 2659.74),
+        "plbu": (18127404.96, 18103836.01, 18082416.37, 18052150.71, 18028552.72),
+    },
+    "log": {
+        "bd": (12598827.10, 3106749.11, 1520101.37, 1159412.40, 912889.07),
+        "ba": (25313.21, 7067.12, 3701.09, 2351.14, 1763.29),
+        "plbu": (6334895.72, 6323757.64, 6316533.20, 6306368.84, 6298869.11),
+    },
+}
+# 001 Table 6 (w = 40, 80, 120, 160, 200 at E = 0.6), synthetic rows BD, BA, PLBU.
+TABLE6: Final[dict[str, dict[str, tuple[float, ...]]]] = {
+    "lns": {
+        "bd": (10321505.61, 16427785.34, 21900899.91, 22192516.74, 22368956.59),
+        "ba": (387.96, 1948.21, 5228.94, 9421.72, 16065.42),
+        "plbu": (9629126.83, 9695808.71, 9719230.14, 9732079.75, 9741718.28),
+    },
+    "sin": {
+        "bd": (769929.84, 1285735.11, 2822001.85, 3444317.33, 6933306.34),
+        "ba": (611.27, 3322.22, 9193.50, 16455.49, 25231.48),
+        "plbu": (17907365.61, 18032304.84, 18082416.37, 18107904.18, 18118392.15),
+    },
+    "log": {
+        "bd": (110158.58, 750581.32, 1520101.37, 3170285.91, 8658570.30),
+        "ba": (770.17, 2006.90, 3701.09, 5943.62, 7973.24),
+        "plbu": (6256580.11, 6298876.91, 6316533.20, 6325047.93, 6327726.59),
+    },
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One combination of the switches of the simulator."""
+
+    name: str
+    kellaris_threshold: bool = False  # publish iff dis > 1/eps (else dis > sqrt(2)/eps)
+    ba_forgets: bool = False  # BA never records its publications (the authors' BA)
+    rounded: bool = False  # p_t rounded to two decimals
+    segment: int | None = None  # restart the mechanisms every `segment` slots
+
+
+SETTINGS: Final = (
+    Setting("S0 ours: sqrt(2)/eps threshold, correct BA"),
+    Setting("S1 Kellaris 1/eps threshold", kellaris_threshold=True),
+    Setting("S2 S1 + BA never records publications", True, ba_forgets=True),
+    Setting("S3 S2 + p rounded to 0.01", True, True, rounded=True),
+    Setting("S4 S3 + restart every 5,000 slots", True, True, True, segment=5000),
+    Setting("S5 S3 + restart every 250 slots", True, True, True, segment=250),
+)
+
+
+# --- the streams of 001 Section 6.1 --------------------------------------------------------------
+
+
+def probabilities(kind: str, slots: int, rng: np.random.Generator, rounded: bool) -> FloatArray:
+    """p_1..p_T: TLNS is the random walk from 0.05 with N(0, 0.0025^2) steps clipped to [0, 1]
+    (with ``rounded`` every step is rounded to 0.01, as the authors' generator does), Sin is
+    0.05 sin(0.01 t) + 0.075 and Log is 0.25 / (1 + e^(-0.01 t))."""
+    t = np.arange(1, slots + 1, dtype=np.float64)
+    if kind == "sin":
+        p = 0.05 * np.sin(0.01 * t) + 0.075
+    elif kind == "log":
+        p = 0.25 / (1.0 + np.exp(-0.01 * t))
+    elif kind == "lns":
+        steps = rng.normal(0.0, 0.0025, size=slots).tolist()
+        walk: list[float] = []
+        cur = 0.05
+        for step in steps:
+            cur += step
+            if rounded:
+                cur = round(cur, 2)
+            cur = min(1.0, max(0.0, cur))
+            walk.append(cur)
+        return np.array(walk, dtype=np.float64)
+    else:
+        raise ValueError(f"unknown stream {kind!r}")
+    return np.asarray(np.round(p, 2) if rounded else p, dtype=np.float64)
+
+
+# --- the independent Kellaris BD/BA simulator ----------------------------------------------------
+
+
+def simulate(
+    mechanism: str,
+    kind: str,
+    users: int,
+    slots: int,
+    budget: float,
+    w: int,
+    seed: int,
+    setting: Setting,
+) -> float:
+    """AMRE of Kellaris et al.'s BD or BA (central, d = 2) under ``setting``.
+
+    Every slot spends budget/(2w) on the dissimilarity (1/d) sum_j |c_j - r_j| + Lap(1/(d budget/(2w))).
+    BD publishes with half of what the last w - 1 slots left of budget/2; BA publishes with the
+    shares absorbed since its last publication (at most w) and then nullifies as many slots as it
+    borrowed. A publication is c_t + Lap(1/eps_pub) per value. The data and the noise come from
+    separate generators, so all mechanisms and settings see the same counts for a seed.
+    """
+    d = 2
+    data_rng = np.random.default_rng([seed, 0])
+    noise_rng = np.random.default_rng([seed, 1])
+    p = probabilities(kind, slots, data_rng, setting.rounded)
+    ones = data_rng.binomial(users, p).tolist()
+    dis_noise = noise_rng.laplace(0.0, 1.0, size=slots).tolist()
+    pub_noise = noise_rng.laplace(0.0, 1.0, size=(slots, d)).tolist()
+    unit = budget / (2 * w)  # one share: the per-slot dissimilarity budget
+    dis_scale = 1.0 / (d * unit)
+    factor = 1.0 if setting.kellaris_threshold else math.sqrt(2.0)
+    segment = setting.segment or slots
+    # BD keeps its spends exactly, as integers in units of (budget/2) / 2^(w + 2): every spend
+    # halves what is left, and at most w - 1 halvings are in force at once.
+    whole = 1 << (w + 2)
+    total_error = 0.0
+    for start in range(0, slots, segment):
+        r0 = r1 = 0.0  # a fresh mechanism releases zeros until it publishes
+        spent: list[int] = []  # BD: spends of the segment's slots
+        in_window = 0  # BD: sum of the spends of the last w - 1 slots
+        last, last_shares = -1, 1  # BA: the last publication (local slot) and its shares
+        for lt in range(min(segment, slots - start)):
+            t = start + lt
+            c1 = float(ones[t])
+            c0 = users - c1
+            dis = (abs(c0 - r0) + abs(c1 - r1)) / d + dis_scale * dis_noise[t]
+            eps_pub = 0.0
+            if mechanism == "bd":
+                share = (whole - in_window) >> 1
+                eps_pub = share / whole * budget / 2
+                publish = dis > factor / eps_pub
+                spend = share if publish else 0
+                spent.append(spend)
+                in_window += spend
+                if lt - (w - 1) >= 0:
+                    in_window -= spent[lt - (w - 1)]
+            elif mechanism == "ba":
+                if lt - last <= last_shares - 1:
+                    publish = False  # nullified: its share was absorbed by the last publication
+                else:
+                    shares = min(lt - last - (last_shares - 1), w)
+                    eps_pub = unit * shares
+                    publish = dis > factor / eps_pub
+                    if publish and not setting.ba_forgets:
+                        last, last_shares = lt, shares
+            else:
+                raise ValueError(f"unknown mechanism {mechanism!r}")
+            if publish:
+                r0 = c0 + pub_noise[t][0] / eps_pub
+                r1 = c1 + pub_noise[t][1] / eps_pub
+            total_error += ((r0 - c0) ** 2 + (r1 - c1) ** 2) / d
+    return total_error / slots
+
+
+# --- the comparisons ------------------------------------------------------------------------------
+
+
+def cells() -> list[tuple[str, float, int, int]]:
+    """The ten cells of 001 Tables 5-6: (label, E, w, index into the printed row)."""
+    out = [(f"T5 E={e}", e, TABLE5_W, i) for i, e in enumerate(EPSILONS)]
+    out += [(f"T6 w={w}", TABLE6_E, w, i) for i, w in enumerate(WINDOWS)]
+    return out
+
+
+def printed(kind: str, mechanism: str, label: str, index: int) -> float:
+    table = TABLE5 if label.startswith("T5") else TABLE6
+    return table[kind][mechanism][index]
+
+
+def fmt_ratio(x: float) -> str:
+    return f"{x:7.3g}"
+
+
+def grid(kinds: Sequence[str], users: int, slots: int, seeds: int) -> None:
+    """Simulated / printed AMRE for every setting, mechanism and cell."""
+    labels = [c[0] for c in cells()]
+    summary: dict[tuple[str, str, str], tuple[float, float]] = {}
+    start = time.time()
+    for kind in kinds:
+        print(f"\n## {NAMES[kind]}: simulated / printed AMRE (mean over seeds 0-{seeds - 1})")
+        print(f"{'setting':44s} mech " + " ".join(f"{x:>9s}" for x in labels))
+        for setting in SETTINGS:
+            for mech in ("ba", "bd"):
+                ratios = []
+                for label, e, w, i in cells():
+                    runs = [
+                        simulate(mech, kind, users, slots, e, w, s, setting) for s in range(seeds)
+                    ]
+                    ratios.append(float(np.mean(runs)) / printed(kind, mech, label, i))
+                summary[(setting.name, kind, mech)] = (min(ratios), max(ratios))
+                print(
+                    f"{setting.name:44s} {mech:4s} "
+                    + " ".join(f"{fmt_ratio(x):>9s}" for x in ratios)
+                )
+        print(f"[{time.time() - start:.0f} s]", flush=True)
+    print("\n## Range of simulated / printed over the ten cells of 001 Tables 5-6")
+    head = " | ".join(f"{NAMES[k]} {m.upper()}" for k in kinds for m in ("ba", "bd"))
+    print(f"| setting | {head} |")
+    print("|---" * (1 + 2 * len(kinds)) + "|")
+    for setting in SETTINGS:
+        vals = " | ".join(
+            "{:.2g}-{:.2g}".format(*summary[(setting.name, k, m)])
+            for k in kinds
+            for m in ("ba", "bd")
+        )
+        print(f"| {setting.name} | {vals} |")
+
+
+def check_against_wevent(users: int, slots: int, seeds: int) -> None:
+    """Setting S0 against wevent's own central BA and BD (uniform requirements (w, E))."""
+    print(
+        f"\n## Check: simulator (S0) vs wevent ba/bd, {users:,} users, {slots:,} slots, "
+        f"w = {TABLE5_W}, seeds 0-{seeds - 1} (AMRE, thousands)"
+    )
+    print(f"{'data':5s} {'mech':4s} {'E':>4s}  {'wevent':>30s}  {'simulator':>30s}  ratio of means")
+    for kind in ("log", "sin"):
+        for mech in ("ba", "bd"):
+            for e in (Fraction(1, 5), Fraction(3, 5)):
+                pop = uniform_population(users, TABLE5_W, e)
+                ours = []
+                for s in range(seeds):
+                    result = execute(mech, pop, kind, slots, s)
+                    ours.append(metrics.amre(result.release, result.truth))
+                sim = [
+                    simulate(mech, kind, users, slots, float(e), TABLE5_W, s, SETTINGS[0])
+                    for s in range(seeds)
+                ]
+                a = " ".join(f"{x / 1e3:9.1f}" for x in ours)
+                b = " ".join(f"{x / 1e3:9.1f}" for x in sim)
+                ratio = float(np.mean(sim)) / float(np.mean(ours))
+                print(f"{kind:5s} {mech:4s} {float(e):4.1f}  {a:>30s}  {b:>30s}  {ratio:6.2f}")
+    print("(BD is heavy-tailed: a cascade of halved budgets makes single runs differ by 10x.)")
+
+
+def plbu_fingerprint() -> None:
+    """001's PLBU rows against a release stuck at the uniform histogram (N/2, N/2)."""
+    print("\n## PLBU fingerprint: mean_t E[(N/2 - c_t)^2] vs 001 Table 5 / Table 6 PLBU rows")
+    print(
+        f"{'data':5s} {'p_t':8s} {'N':>6s} {'predicted':>12s}   paper T5 (E=0.2..1.0), T6 (w=40..200)"
+    )
+    for kind in ("sin", "log"):
+        t5, t6 = TABLE5[kind]["plbu"], TABLE6[kind]["plbu"]
+        for rounded in (False, True):
+            p = probabilities(kind, PAPER_SLOTS, np.random.default_rng(0), rounded)
+            for n in (5000, 10000, 20000):
+                pred = float(np.mean((n / 2 - n * p) ** 2 + n * p * (1 - p)))
+                tag = "rounded" if rounded else "exact"
+                print(
+                    f"{NAMES[kind]:5s} {tag:8s} {n:6d} {pred:12,.0f}   "
+                    f"T5 {min(t5) / pred:.4f}-{max(t5) / pred:.4f}x, "
+                    f"T6 {min(t6) / pred:.4f}-{max(t6) / pred:.4f}x"
+                )
+    # TLNS: the walk is not reproducible; invert for the constant p that gives the printed value.
+    v = TABLE5["lns"]["plbu"][0]
+    n = USERS
+    # (n/2 - n p)^2 + n p (1 - p) = v  <=>  (n^2 - n) p^2 - (n^2 - n) p + n^2/4 - v = 0
+    a = n * n - n
+    disc = a * a - 4 * a * (n * n / 4 - v)
+    p_low = (a - math.sqrt(disc)) / (2 * a)
+    print(
+        f"TLNS: printed {v:,.0f} (T5, E=0.2) would need a constant p = {p_low:.3f} at "
+        f"N = {n:,}. The walk is random (001 seeded Java's Random(1)); ours, seeds 0-4:"
+    )
+    for rounded in (False, True):
+        for s in range(5):
+            p = probabilities("lns", PAPER_SLOTS, np.random.default_rng([s, 0]), rounded)
+            pred = float(np.mean((n / 2 - n * p) ** 2 + n * p * (1 - p)))
+            tag = "rounded" if rounded else "exact"
+            print(
+                f"  {tag:8s} seed {s}: mean p {float(np.mean(p)):.3f}, predicted {pred:12,.0f} "
+                f"(printed / predicted {v / pred:.2f})"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
+    parser.add_argument("--users", type=int, default=USERS)
+    parser.add_argument("--slots", type=int, default=PAPER_SLOTS)
+    parser.add_argument("--seeds", type=int, default=3, help="seeds 0..SEEDS-1")
+    parser.add_argument("--datasets", default=",".join(DATASETS))
+    parser.add_argument("--check-slots", type=int, default=1000)
+    parser.add_argument("--check-seeds", type=int, default=3)
+    parser.add_argument("--no-check", action="store_true", help="skip the wevent check")
+    args = parser.parse_args()
+    kinds = [k for k in args.datasets.split(",") if k]
+    for k in kinds:
+        if k not in DATASETS:
+            parser.error(f"unknown dataset {k!r} (expected {', '.join(DATASETS)})")
+    start = time.time()
+    print(
+        f"# 001 Tables 5-6, absolute AMRE: {args.users:,} users, {args.slots:,} slots "
+        f"(paper: {PAPER_SLOTS:,}), seeds 0-{args.seeds - 1}"
+    )
+    plbu_fingerprint()
+    if not args.no_check:
+        check_against_wevent(args.users, args.check_slots, args.check_seeds)
+    grid(kinds, args.users, args.slots, args.seeds)
+    print(f"\ntotal {time.time() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
