@@ -51,3 +51,15 @@ def test_pwsm_absolute_pins_the_papers_user_count() -> None:
     out = output("pwsm_absolute.py", "--slots", "2000", "--seeds", "1", "--no-check")
     assert "Sin   exact     10000   18,182,987   T5 0.9915-0.9969x" in out
     assert "Log   exact     10000    6,350,190   T5 0.9919-0.9976x" in out
+
+
+def test_roc_staleness_predicts_lsp_falls_on_faster_streams() -> None:
+    out = output("roc_staleness.py", "--no-simulate")
+    assert "| 144 | 2.88 | 0.314 | 0.877 | 0.715 |" in out
+
+
+def test_pwsm_ratio_users_finds_where_obs_switches() -> None:
+    out = output("pwsm_ratio_users.py", "--no-simulate")
+    assert (
+        "| 10,000 | 0.887 | 0.6 | 0.6 | 0.6 | 0.6 | 0.6 | 0.6 | 0.6 | 0.6 | 1.0 | 200 | 3 |" in out
+    )

@@ -329,3 +329,22 @@ def test_groups_in_ascending_order_are_planned_by_class_runs() -> None:
             g.spend(4, "1e-18", group="p")
         assert f"member {table[5]!r}" in str(info.value) and info.value.affected_users == 4
     assert list(fast.ledger) == list(ref.ledger) and check(fast.ledger, pop).ok
+
+
+@pytest.mark.parametrize("engine", ["vector", "accounts"])
+def test_a_caller_reusing_its_index_array_changes_no_group(engine: str) -> None:
+    # A reviewer's reproducer: with codes equal to indices (class groups first), the vector engine
+    # planned the group on the caller's own array, so refilling it moved the group's charges to
+    # other users and an over-budget spend was accepted.
+    pop = Population.from_classes({Fixed(3, Budget("1")): 6})
+    guard = Guard(pop, engine=engine)
+    class_groups(pop, guard)
+    idx = np.array([0, 1, 2], np.int64)
+    guard.define_group_by_index("a", pop.users, idx)
+    idx[:] = [3, 4, 5]  # the caller's buffer, reused
+    guard.spend(1, "1", group="a")
+    assert guard.members("a") == pop.users[:3]
+    with pytest.raises(BudgetExceeded):
+        guard.spend(1, "1", user=pop.users[0])
+    guard.spend(1, "1", user=pop.users[3])
+    assert check(guard.ledger, pop).ok

@@ -199,6 +199,8 @@ def test_cli_roc_writes_curves(tmp_path: Path) -> None:
 
 def test_cli_writes_provenance_and_a_fingerprint(tmp_path: Path) -> None:
     out = tmp_path / "roc"
+    out.mkdir()
+    (out / "old.csv").write_text("left by an earlier run\n", encoding="utf-8")
     code, stdout, err = run("reproduce", "roc", "--quick", "--users", "300", "--out", str(out))
     assert code == 0, err
     record = provenance.read_provenance(out / "provenance.json")
@@ -207,10 +209,13 @@ def test_cli_writes_provenance_and_a_fingerprint(tmp_path: Path) -> None:
     )
     assert record["seeds"] == [0] and record["users"] == 300 and record["slots"] is None
     assert record["fingerprint"] == {"users": 500, "slots": 30, "seed": 0, "repeats": 1}
-    assert set(record["files"]) == {p.name for p in out.iterdir()} - {"provenance.json"}
+    assert set(record["files"]) == {p.name for p in out.iterdir()} - {"provenance.json", "old.csv"}
     assert (out / "fingerprint.csv").read_text(encoding="utf-8") == provenance.fingerprint("roc")
     problems = provenance.check_directory(out)  # a dirty working tree may add one more
-    assert [p for p in problems if "clean git commit" not in p] == []
+    assert [p for p in problems if "clean git commit" not in p] == [
+        f"{out / 'old.csv'}: not written by the recorded run"
+    ]
+    (out / "old.csv").unlink()
     assert f"wrote {out / 'provenance.json'}" in stdout
     # Without a fingerprint, an earlier one is removed (it would not describe these results)
     code, _, err = run("reproduce", "roc", *TINY, "--out", str(out))

@@ -5,9 +5,9 @@ results are regenerated with the recorded command)."""
 
 from __future__ import annotations
 
-import difflib
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -48,22 +48,27 @@ def test_committed_results_are_not_stale(name: str) -> None:
     directory = committed()[name]
     want = (directory / provenance.FINGERPRINT).read_text(encoding="utf-8")
     got = provenance.fingerprint(name)
-    if got != want:
+    moved = provenance.compare_fingerprints(want, got)
+    if moved:
         record = provenance.read_provenance(directory / provenance.PROVENANCE)
-        diff = "".join(
-            list(
-                difflib.unified_diff(
-                    want.splitlines(keepends=True),
-                    got.splitlines(keepends=True),
-                    "committed fingerprint",
-                    "this code",
-                )
-            )[:40]
-        )
+        shown = "\n".join(moved[:20])
         pytest.fail(
             f"{name}: the code no longer gives the committed results; regenerate them with "
-            f"`{record['command']}` and update the prose that quotes them\n{diff}"
+            f"`{record['command']}` and update the prose that quotes them\n{shown}"
         )
+
+
+def test_fingerprints_compare_numbers_to_a_relative_tolerance() -> None:
+    want = "experiment,dataset,value,std\npwsm-w,lns,0.030022792754264428,0.0\n"
+    same = "experiment,dataset,value,std\npwsm-w,lns,0.030022792754264418,0.0\n"
+    assert provenance.compare_fingerprints(want, same) == []  # last digits of a float kernel
+    moved = "experiment,dataset,value,std\npwsm-w,lns,0.03002279,0.0\n"
+    assert (
+        "0.030022792754264428 became 0.03002279" in provenance.compare_fingerprints(want, moved)[0]
+    )
+    assert provenance.compare_fingerprints(want, want.replace("lns", "sin")) != []
+    assert provenance.compare_fingerprints(want, want + "pwsm-w,log,1,0\n") != []
+    assert provenance.compare_fingerprints(want, want.replace(",0.0", ",nan")) != []
 
 
 def test_a_changed_added_or_missing_file_is_found(tmp_path: Path) -> None:
@@ -136,3 +141,44 @@ def test_the_page_shows_the_committed_tables(tmp_path: Path) -> None:
         (copy / "pwsm-w" / "results.csv").read_text(encoding="utf-8").replace(",amre,", ",amre,9")
     )
     assert any("claims table" in line for line in docs_tables.sync(DOC, copy, write=False))
+
+
+def test_a_malformed_marker_is_reported(tmp_path: Path) -> None:
+    results = ROOT / "docs" / "reproduction"
+    text = DOC.read_text(encoding="utf-8")
+    page = tmp_path / "reproduction.md"
+    for bad in (
+        text.replace("<!-- results: roc auc -->", "<!-- results: roc AUC -->", 1),
+        text.replace("<!-- results: roc auc -->", "<!-- results: roc auc-->", 1),
+        text.replace("<!-- /results -->", "", 1),
+        text.replace("<!-- /claims -->", "<!-- /claim -->", 1),
+    ):
+        assert bad != text
+        page.write_text(bad, encoding="utf-8")
+        assert docs_tables.sync(page, results, write=False), bad[:0]
+
+
+def test_the_recorded_commit_is_that_of_the_package_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An installed copy inside another project's checkout is not that project's commit.
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    git("config", "user.email", "t@example.org")
+    git("config", "user.name", "t")
+    (tmp_path / "README").write_text("x\n", encoding="utf-8")
+    git("add", "README")
+    git("commit", "-q", "-m", "other project")
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    monkeypatch.setattr(provenance, "_PACKAGE", package)
+    assert provenance.source_commit() == (None, None)  # untracked there
+    git("add", "pkg")
+    git("commit", "-q", "-m", "the package")
+    head, modified = provenance.source_commit()
+    assert head is not None and len(head) == 40 and modified is False
+    (package / "__init__.py").write_text("changed = 1\n", encoding="utf-8")
+    assert provenance.source_commit() == (head, True)

@@ -137,6 +137,8 @@ def reproduce_cmd(
                     users=users,
                     slots=slots,
                     tiny=tiny[name],
+                    written=files,
+                    sized=EXPERIMENTS[name].sized is not None,
                 )
             )
     except InputError as exc:

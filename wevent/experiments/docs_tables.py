@@ -65,6 +65,21 @@ def sync(page: Path, results: Path, *, write: bool) -> list[str]:
         return match.group(1) + want + match.group(3)
 
     new = _CLAIMS.sub(claims_block, _BLOCK.sub(block, text))
+    # A marker the patterns do not take (misspelt, unclosed) would leave its numbers unchecked.
+    opened = len(re.findall(r"<!-- results\b", text))
+    closed = text.count("<!-- /results -->")
+    blocks = list(_BLOCK.finditer(text))
+    if (
+        opened != len(blocks)
+        or closed != len(blocks)
+        or any("<!-- results" in m["body"] for m in blocks)
+    ):
+        stale.append(
+            f"{page}: {opened} result markers opened, {closed} closed, {len(blocks)} well formed "
+            "(<!-- results: EXPERIMENT METRIC --> ... <!-- /results -->, lower case)"
+        )
+    if len(re.findall(r"<!-- /?claims\b", text)) != 2 * len(list(_CLAIMS.finditer(text))):
+        stale.append(f"{page}: a claims marker is not well formed")
     if write and new != text:
         page.write_text(new, encoding="utf-8")
     return stale

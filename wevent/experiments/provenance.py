@@ -24,12 +24,15 @@ own size), ``wevent_version``, ``commit`` (null outside a git checkout), ``sourc
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import math
 import platform
 import shlex
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -46,7 +49,9 @@ __all__ = [
     "SCHEMA_VERSION",
     "TINY_SLOTS",
     "TINY_USERS",
+    "check_directory",
     "command_line",
+    "compare_fingerprints",
     "fingerprint",
     "read_provenance",
     "source_commit",
@@ -84,9 +89,16 @@ def fingerprint(experiment: str) -> str:
 
 def source_commit() -> tuple[str | None, bool | None]:
     """The git commit the package's sources are checked out at, and whether ``wevent/`` has
-    uncommitted changes; (None, None) outside a git checkout or without git."""
+    uncommitted changes; (None, None) without git, or when the package is not a tracked part of
+    the checkout around it (an installed copy inside some other project's tree)."""
     root = _PACKAGE.parent
     try:
+        subprocess.run(  # fails unless this very file is tracked by the repository around it
+            ["git", "-C", str(_PACKAGE), "ls-files", "--error-unmatch", "__init__.py"],
+            capture_output=True,
+            timeout=30,
+            check=True,
+        )
         head = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "HEAD"],
             capture_output=True,
@@ -138,9 +150,14 @@ def write_provenance(
     users: int | None,
     slots: int | None,
     tiny: str | None,
+    written: Sequence[Path],
+    sized: bool = True,
 ) -> Path:
     """Write ``fingerprint.csv`` (``tiny``, when given) and ``provenance.json`` into
-    ``out_dir``, hashing every other file there; returns the provenance file's path."""
+    ``out_dir``, hashing the files the run ``written`` there (and the fingerprint): a file left
+    from an earlier run is not recorded, so `check_directory` reports it. ``sized``: the
+    fingerprint ran at `TINY_USERS` x `TINY_SLOTS` (else at the experiment's quick size).
+    Returns the provenance file's path."""
     if tiny is not None:
         (out_dir / FINGERPRINT).write_text(tiny, encoding="utf-8")
     else:  # an earlier run's fingerprint would not describe these results
@@ -148,11 +165,11 @@ def write_provenance(
     commit, modified = source_commit()
     from wevent import __version__
 
-    files = {
-        p.name: file_sha256(p)
-        for p in sorted(out_dir.iterdir())
-        if p.is_file() and p.name != PROVENANCE
-    }
+    names = {Path(p).name for p in written if Path(p).parent.resolve() == out_dir.resolve()}
+    if tiny is not None:
+        names.add(FINGERPRINT)
+    names.discard(PROVENANCE)
+    files = {name: file_sha256(out_dir / name) for name in sorted(names)}
     record: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "experiment": experiment,
@@ -168,14 +185,44 @@ def write_provenance(
         "python": platform.python_version(),
         "numpy": np.__version__,
         "created_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "fingerprint": None
-        if tiny is None
-        else {"users": TINY_USERS, "slots": TINY_SLOTS, "seed": 0, "repeats": 1},
+        "fingerprint": None if tiny is None else _fingerprint_size(sized),
         "files": files,
     }
     path = out_dir / PROVENANCE
     path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     return path
+
+
+def _fingerprint_size(sized: bool) -> dict[str, Any]:
+    if sized:
+        return {"users": TINY_USERS, "slots": TINY_SLOTS, "seed": 0, "repeats": 1}
+    return {"size": "quick", "seed": 0, "repeats": 1}
+
+
+def compare_fingerprints(want: str, got: str, *, rel: float = 1e-9) -> list[str]:
+    """How two fingerprints differ, one line per cell: the text columns exactly, the numbers to a
+    relative ``rel`` (numpy's vectorized float kernels differ in the last digits between CPUs
+    with and without AVX-512; a change to the data path moves results far more). Empty when
+    they agree."""
+    a = list(csv.reader(io.StringIO(want)))
+    b = list(csv.reader(io.StringIO(got)))
+    if len(a) != len(b):
+        return [f"{len(a) - 1} result rows committed, {len(b) - 1} now"]
+    problems = []
+    for line, (row_a, row_b) in enumerate(zip(a, b, strict=True), start=1):
+        if len(row_a) != len(row_b):
+            problems.append(f"line {line}: {row_a} became {row_b}")
+            continue
+        for cell_a, cell_b in zip(row_a, row_b, strict=True):
+            if cell_a == cell_b:
+                continue
+            try:
+                x, y = float(cell_a), float(cell_b)
+            except ValueError:
+                x = y = math.nan
+            if not math.isclose(x, y, rel_tol=rel, abs_tol=1e-300):
+                problems.append(f"line {line}: {cell_a} became {cell_b} ({','.join(row_a[:5])})")
+    return problems
 
 
 def read_provenance(path: Path) -> Mapping[str, Any]:

@@ -186,7 +186,10 @@ class Guard:
             codes = self._intern_by_index(table, idx)
         # idx is in range and distinct, and index -> code is one-to-one: codes need no check
         self.ledger.define_group_codes(name, codes, validated=True)
-        self._engine.group_defined(self.ledger.group_code(name), codes, idx)
+        # The engine keeps the ledger's copy of the codes (read-only): ``codes`` may be the
+        # caller's own array, which it is free to change afterwards.
+        group = self.ledger.group_code(name)
+        self._engine.group_defined(group, self.ledger.member_codes(name), idx)
         if self._sink is not None:
             self._sink.define_group(name, self.ledger.members(name))
 
