@@ -186,6 +186,7 @@ def test_csv_population_runs_perturb_the_drawn_users_own_values(
         data_rng=np.random.default_rng(1),
         noise_rng=np.random.default_rng(2),
         pool_rng=np.random.default_rng(3),
+        value_rng=np.random.default_rng(4),
         mechanism=mechanism,
     )
     for _ in range(60):

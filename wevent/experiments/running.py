@@ -361,7 +361,9 @@ def run_mechanism(
         sink = writer if recovered is None else ReplaySink(recovered.ledger, writer)
     guard = Guard(population, sink=sink)
     groups = class_groups(population, guard)
-    data_seed, noise_seed, pool_seed = np.random.SeedSequence(seed).spawn(3)
+    # The first three children are those of earlier versions (spawn is by index): the fourth
+    # draws a population allocator's reporter values apart from the stream.
+    data_seed, noise_seed, pool_seed, value_seed = np.random.SeedSequence(seed).spawn(4)
     sizes = [c.count for c in population.classes]
     runner: CentralRunner | LocalBudgetRunner | PopulationRunner
     note = ""
@@ -390,6 +392,7 @@ def run_mechanism(
             data_rng=np.random.default_rng(data_seed),
             noise_rng=np.random.default_rng(noise_seed),
             pool_rng=np.random.default_rng(pool_seed),
+            value_rng=np.random.default_rng(value_seed),
             mechanism=mechanism,
             oracle=oracle or "grr",
         )

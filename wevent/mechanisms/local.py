@@ -310,6 +310,9 @@ class PopulationRunner:
     data_rng: np.random.Generator
     noise_rng: np.random.Generator
     pool_rng: np.random.Generator
+    # The reporters' values of a synthetic stream: a generator of their own, so the stream
+    # (``data_rng``) is the same whatever the allocator draws, as for every other runner.
+    value_rng: np.random.Generator
     mechanism: str
     oracle: str = "grr"
     slot: int = 0
@@ -360,7 +363,7 @@ class PopulationRunner:
             return out
         for c, k in enumerate(self._counts(idx).tolist()):
             if k:
-                out[c] = self.data_rng.multivariate_hypergeometric(remaining[c], k)
+                out[c] = self.value_rng.multivariate_hypergeometric(remaining[c], k)
         remaining -= out
         assert out.shape[1] == d
         return out
