@@ -37,9 +37,9 @@ What it prints:
     rescale. Runs at o <= 0.7 need no counterfactual for PBA: at N >= 5,000 OBS picks 0.6 at
     every PBA step there, so every user is kept and rescaling changes nothing.
 
-Sizes. The notes behind this script ran T = 10,000 slots (001's T), seeds 0-2, on TLNS, Sin
+Sizes. The investigation behind this script ran T = 10,000 slots (001's T), seeds 0-2, on TLNS, Sin
 and Log. The default runs Sin and Log with T = 2,000 slots and seeds 0-1 (56 runs; measured
-112 s). ``--slots 10000 --seeds 3 --datasets lns,sin,log`` is the notes' size (180 runs, about
+112 s). ``--slots 10000 --seeds 3 --datasets lns,sin,log`` is that size (180 runs, about
 20 minutes estimated from the default's cost per slot; not timed here).
 
 Expected outcome (default run, measured): the dissimilarity step switches to E = 1.0 from

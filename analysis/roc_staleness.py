@@ -38,14 +38,14 @@ What it prints:
 Sizes. The default run is 002's own size, 200,000 users and 800 slots (002 Section 7.1.1), with
 3 seeds (0-2) instead of the 5 of `wevent reproduce roc --repeats 5`. One run takes 0.1-1 s, so
 the users and slots needed no reduction. ``--seeds 5`` gives the 5 repeats of the paper-size run
-in the notes. ``--users 20000`` is the size of docs/reproduction.md's roc table.
+quoted in docs/reproduction.md. ``--users 20000`` is the size of docs/reproduction.md's roc table.
 
 Expected outcome (default run, measured): the noise-free stale detector has AUC 0.979, 0.715 and
 0.421 at periods 628, 144 and 63, and wevent's LSP follows it: 0.977, 0.731 and 0.419. LBA stays
-at 0.71-0.73 and LPU / LPD / LPA at 0.94-0.97 throughout. So LSP is the best detector at 002's
-period (worst in 0 of 3 seeds), at LBA's level at period 144 (worst in 1 of 3) and the worst at
-period 63 (3 of 3). The runs at the default period are those of the notes' paper-size table
-(same seeds and code path, identical AUCs).
+at 0.71-0.73 and LPU / LPD / LPA at 0.95-0.97 throughout. So LSP is among the best detectors
+at 002's period (worst in 0 of 3 seeds), at LBA's level at period 144 (worst in 1 of 3) and the
+worst at period 63 (3 of 3). The runs at the default period are those of `wevent reproduce roc`
+at 002's size with the same seeds (same code path, identical AUCs).
 
 Commands (from the repository root; wall times measured under ``nice -n 10``):
 
