@@ -69,6 +69,11 @@ def test_fingerprints_compare_numbers_to_a_relative_tolerance() -> None:
     assert provenance.compare_fingerprints(want, want.replace("lns", "sin")) != []
     assert provenance.compare_fingerprints(want, want + "pwsm-w,log,1,0\n") != []
     assert provenance.compare_fingerprints(want, want.replace(",0.0", ",nan")) != []
+    assert provenance.compare_fingerprints(want, want.replace(",0.0", ",1e999")) != []
+    # Only the measured columns are numbers; the others are compared as written
+    keyed = "experiment,w,value,std\npwsm-w,1000,1.5,0.0\n"
+    assert provenance.compare_fingerprints(keyed, keyed.replace(",1000,", ",1e3,")) != []
+    assert provenance.compare_fingerprints(keyed, keyed.replace(",1.5,", ",1.50,")) == []
 
 
 def test_a_changed_added_or_missing_file_is_found(tmp_path: Path) -> None:
@@ -152,6 +157,13 @@ def test_a_malformed_marker_is_reported(tmp_path: Path) -> None:
         text.replace("<!-- results: roc auc -->", "<!-- results: roc auc-->", 1),
         text.replace("<!-- /results -->", "", 1),
         text.replace("<!-- /claims -->", "<!-- /claim -->", 1),
+        text.replace("<!-- results: roc auc -->", "<!-- Results: roc auc -->", 1).replace(
+            "<!-- /results -->", "<!-- /Results -->", 1
+        ),
+        text.replace("<!-- results: roc auc -->", "<!--results: roc auc -->", 1),
+        text.replace("<!-- claims -->", "<!-- Claims -->").replace(
+            "<!-- /claims -->", "<!-- /Claims -->"
+        ),
     ):
         assert bad != text
         page.write_text(bad, encoding="utf-8")

@@ -65,20 +65,23 @@ def sync(page: Path, results: Path, *, write: bool) -> list[str]:
         return match.group(1) + want + match.group(3)
 
     new = _CLAIMS.sub(claims_block, _BLOCK.sub(block, text))
-    # A marker the patterns do not take (misspelt, unclosed) would leave its numbers unchecked.
-    opened = len(re.findall(r"<!-- results\b", text))
-    closed = text.count("<!-- /results -->")
+    # A marker the patterns do not take (misspelt, capitalised, unclosed) would leave its
+    # numbers unchecked: count anything that looks like one, loosely.
+    opened = len(re.findall(r"<!--\s*results?\b", text, re.IGNORECASE))
+    closed = len(re.findall(r"<!--\s*/\s*results?\b", text, re.IGNORECASE))
     blocks = list(_BLOCK.finditer(text))
+    loose = re.compile(r"<!--\s*/?\s*results?\b", re.IGNORECASE)
     if (
         opened != len(blocks)
         or closed != len(blocks)
-        or any("<!-- results" in m["body"] for m in blocks)
+        or any(loose.search(m["body"]) for m in blocks)
     ):
         stale.append(
             f"{page}: {opened} result markers opened, {closed} closed, {len(blocks)} well formed "
             "(<!-- results: EXPERIMENT METRIC --> ... <!-- /results -->, lower case)"
         )
-    if len(re.findall(r"<!-- /?claims\b", text)) != 2 * len(list(_CLAIMS.finditer(text))):
+    claims_markers = re.findall(r"<!--\s*/?\s*claims?\b", text, re.IGNORECASE)
+    if len(claims_markers) != 2 * len(list(_CLAIMS.finditer(text))):
         stale.append(f"{page}: a claims marker is not well formed")
     if write and new != text:
         page.write_text(new, encoding="utf-8")

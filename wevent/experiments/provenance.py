@@ -24,6 +24,7 @@ own size), ``wevent_version``, ``commit`` (null outside a git checkout), ``sourc
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -199,28 +200,32 @@ def _fingerprint_size(sized: bool) -> dict[str, Any]:
     return {"size": "quick", "seed": 0, "repeats": 1}
 
 
+_MEASURED = frozenset({"value", "std"})  # the measured columns: numbers to a tolerance
+
+
 def compare_fingerprints(want: str, got: str, *, rel: float = 1e-9) -> list[str]:
-    """How two fingerprints differ, one line per cell: the text columns exactly, the numbers to a
-    relative ``rel`` (numpy's vectorized float kernels differ in the last digits between CPUs
-    with and without AVX-512; a change to the data path moves results far more). Empty when
-    they agree."""
+    """How two fingerprints differ, one line per cell: every column exactly but the measured
+    ones (``value``, ``std``), which agree to a relative ``rel`` (numpy's vectorized float
+    kernels differ in the last digits between CPUs with and without AVX-512; a change to the
+    data path moves results far more). Empty when they agree."""
     a = list(csv.reader(io.StringIO(want)))
     b = list(csv.reader(io.StringIO(got)))
-    if len(a) != len(b):
-        return [f"{len(a) - 1} result rows committed, {len(b) - 1} now"]
+    if len(a) != len(b) or not a or a[0] != b[0]:
+        return [f"{len(a) - 1} result rows committed, {len(b) - 1} now, or other columns"]
+    measured = {i for i, name in enumerate(a[0]) if name in _MEASURED}
     problems = []
     for line, (row_a, row_b) in enumerate(zip(a, b, strict=True), start=1):
         if len(row_a) != len(row_b):
             problems.append(f"line {line}: {row_a} became {row_b}")
             continue
-        for cell_a, cell_b in zip(row_a, row_b, strict=True):
+        for i, (cell_a, cell_b) in enumerate(zip(row_a, row_b, strict=True)):
             if cell_a == cell_b:
                 continue
-            try:
-                x, y = float(cell_a), float(cell_b)
-            except ValueError:
-                x = y = math.nan
-            if not math.isclose(x, y, rel_tol=rel, abs_tol=1e-300):
+            x = y = math.nan
+            if i in measured:
+                with contextlib.suppress(ValueError):  # not numbers: they differ as text
+                    x, y = float(cell_a), float(cell_b)
+            if not (math.isfinite(x) and math.isclose(x, y, rel_tol=rel, abs_tol=1e-300)):
                 problems.append(f"line {line}: {cell_a} became {cell_b} ({','.join(row_a[:5])})")
     return problems
 
