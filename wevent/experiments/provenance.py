@@ -43,6 +43,7 @@ import numpy as np
 from wevent.accounting.budget import BudgetError
 from wevent.accounting.durable import file_sha256
 from wevent.errors import InputError
+from wevent.verifier.audit import tool_version
 
 __all__ = [
     "FINGERPRINT",
@@ -164,7 +165,6 @@ def write_provenance(
     else:  # an earlier run's fingerprint would not describe these results
         (out_dir / FINGERPRINT).unlink(missing_ok=True)
     commit, modified = source_commit()
-    from wevent import __version__
 
     names = {Path(p).name for p in written if Path(p).parent.resolve() == out_dir.resolve()}
     if tiny is not None:
@@ -180,7 +180,7 @@ def write_provenance(
         "quick": quick,
         "users": users,
         "slots": slots,
-        "wevent_version": __version__,
+        "wevent_version": tool_version(),
         "commit": commit,
         "sources_modified": modified,
         "python": platform.python_version(),
