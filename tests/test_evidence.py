@@ -161,6 +161,13 @@ def test_equal_laplace_evidence_hashes_equal(sens: Fraction, scale: Fraction, k:
     for kind in (Laplace, DiscreteLaplace):
         s = Fraction(math.floor(sens)) if kind is DiscreteLaplace else sens
         a = kind(s, scale)
-        b = kind(f"{s.numerator * k}/{s.denominator * k}", f"{scale.numerator}/{scale.denominator}")
+        # The same values written as unreduced text, as a ledger's JSON may carry them
+        b = evidence_from_json(
+            {
+                "kind": "laplace" if kind is Laplace else "discrete_laplace",
+                "sensitivity": f"{s.numerator * k}/{s.denominator * k}",
+                "scale": f"{scale.numerator * k}/{scale.denominator * k}",
+            }
+        )
         assert a == b and hash(a) == hash(b) and len({a, b}) == 1
         assert kind(s, scale + F(1, 10**9)) not in {a}
