@@ -58,27 +58,46 @@ class SlotRecord:
     truth: IntArray
 
 
-@dataclass
+@dataclass(frozen=True)
 class _SM:
     """SM over the classes with a positive budget: per-class keep evidence and sampling."""
 
     mech: SamplingMechanism
-    classes: list[int]
-    budgets: list[Budget]
+    classes: tuple[int, ...]
+    budgets: tuple[Budget, ...]
     err: float
 
 
+# _sm's results by the exact budgets, class sizes and sensitivity (as integer pairs: they hash
+# fast). Allocators repeat their per-class budgets from slot to slot (a dissimilarity budget is
+# the same every slot), and OBS with the certified keep probabilities is most of a small run's
+# time; the result is a pure function of the key, so the cache changes no release.
+_SM_CACHE: dict[tuple[tuple[int, ...], tuple[int, ...], int, int], _SM | None] = {}
+
+
 def _sm(budgets: Sequence[Fraction], sizes: Sequence[int], sensitivity: Fraction) -> _SM | None:
+    key = (
+        tuple(x for b in budgets for x in (b.numerator, b.denominator)),
+        tuple(sizes),
+        sensitivity.numerator,
+        sensitivity.denominator,
+    )
+    if key in _SM_CACHE:
+        return _SM_CACHE[key]
     live = [c for c, b in enumerate(budgets) if b > 0 and sizes[c] > 0]
-    if not live:
-        return None
-    by_budget: dict[Budget, int] = {}
-    for c in live:
-        b = Budget(budgets[c])
-        by_budget[b] = by_budget.get(b, 0) + sizes[c]
-    theta, err = obs(by_budget)
-    mech = SamplingMechanism.for_budgets(by_budget, theta, sensitivity=sensitivity)
-    return _SM(mech, live, [Budget(budgets[c]) for c in live], err)
+    found: _SM | None = None
+    if live:
+        by_budget: dict[Budget, int] = {}
+        for c in live:
+            b = Budget(budgets[c])
+            by_budget[b] = by_budget.get(b, 0) + sizes[c]
+        theta, err = obs(by_budget)
+        mech = SamplingMechanism.for_budgets(by_budget, theta, sensitivity=sensitivity)
+        found = _SM(mech, tuple(live), tuple(Budget(budgets[c]) for c in live), err)
+    if len(_SM_CACHE) >= 4096:
+        _SM_CACHE.clear()
+    _SM_CACHE[key] = found
+    return found
 
 
 @dataclass
