@@ -4,12 +4,15 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from wevent.accounting.budget import Budget, BudgetError
 from wevent.accounting.evidence import Laplace, Sampled, certify_cost, cost_bounds
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Fixed
 from wevent.accounting.spending import BudgetExceeded
+from wevent.mechanisms import central
 from wevent.mechanisms.sampling import SamplingMechanism, noise_error, obs, sampling_error
 from wevent.verifier.check import check
 from wevent.verifier.guard import Guard
@@ -146,3 +149,31 @@ def test_tiny_and_huge_budgets_keep_meaningful_probabilities() -> None:
     assert obs({Budget("1e-200"): 3, Budget("2e-200"): 4})[1] == float("inf")  # unusable, no error
     assert sampling_error(3000.0, {Budget(1000): 2}) > 0
     assert obs({Budget(1000): 2, Budget(3000): 5})[0] in (Budget(1000), Budget(3000))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([Fraction(0), Fraction(1, 40), Fraction(1, 20), Fraction(1, 2)]),
+        min_size=1,
+        max_size=5,
+    ),
+    st.lists(st.integers(0, 3000), min_size=5, max_size=5),
+    st.sampled_from([Fraction(1), Fraction(1, 2)]),
+)
+def test_the_cached_sm_set_up_is_the_one_computed_afresh(
+    budgets: list[Fraction], sizes: list[int], sensitivity: Fraction
+) -> None:
+    # The central runners cache _sm by its exact inputs; a cached answer must be what a fresh
+    # computation gives for those inputs, whatever was asked before (other sizes, sensitivity).
+    sizes = sizes[: len(budgets)]
+    first = central._sm(budgets, sizes, sensitivity)
+    again = central._sm(budgets, sizes, sensitivity)
+    central._SM_CACHE.clear()
+    fresh = central._sm(budgets, sizes, sensitivity)
+    assert first == again == fresh
+    other = [s + 1 for s in sizes]
+    central._SM_CACHE.clear()
+    expected_other = central._sm(budgets, other, sensitivity)
+    central._sm(budgets, sizes, sensitivity)  # cached first, then a different key
+    assert central._sm(budgets, other, sensitivity) == expected_other
