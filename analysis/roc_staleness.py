@@ -12,15 +12,11 @@ changes slowly against w. 002's Sin stream, 0.05 sin(0.01 t) + 0.075, has a peri
 under 3w. This script runs the ROC experiment on Sin with a shorter period and shows LSP
 falling to LBA's level at period 144 and becoming the worst detector at period 63.
 
-The stream. The period of wevent's Sin stream is the module constant
-`wevent.mechanisms.streams.SIN_OMEGA`; the public API has no parameter for it. `PeriodicSin`
-below is therefore written here: p_t = 0.05 sin(2 pi t / P) + 0.075 (`SIN_A`, `SIN_H`), with the
-counts drawn exactly as `SyntheticStream.histograms` draws them (Binomial(n, p_t) ones, then a
-split among the classes by a generator seeded from one draw of the caller's generator). At the
-default period P = 2 pi / SIN_OMEGA it reproduces wevent's Sin stream draw for draw: the script
-checks both the histograms and, with ``--simulate``, the AUC of every mechanism at seed 0 against
-`wevent.experiments.harness.execute`. The runs use the code path of `wevent reproduce roc`:
-`wevent.experiments.running.run_mechanism` (the guard in the loop) on
+The stream. `wevent.mechanisms.streams.SyntheticStream("sin", ..., sin_period=P)`: p_t = 0.05
+sin(2 pi t / P) + 0.075, counts drawn as for every synthetic stream; without ``sin_period`` it is
+002's own Sin stream, and ``--simulate`` checks that the AUC of every mechanism at the default
+period and seed 0 equals `wevent.experiments.harness.execute`'s. The runs use the code path of
+`wevent reproduce roc`: `wevent.experiments.running.run_mechanism` (the guard in the loop) on
 `wevent.experiments.populations.uniform_population(users, 50, 1)`, GRR, and the AUC of
 `wevent.experiments.metrics.event_roc` on `event_statistic` of the released and true frequencies
 (events: true value > 0.75 (max - min) + min; the detector "released > theta", theta swept).
@@ -31,7 +27,6 @@ What it prints:
     the exact p at slots 1, 51, 101, ... (LSP without sampling noise), against the exact p_t:
     its mean and largest lag |p_t - p_pub(t)| as a share of the range of p, and its AUC. This is
     the best LSP can do; GRR noise at 200,000 users (sd ~0.002 in frequency) hardly changes it.
-    A check that `PeriodicSin` at the default period reproduces wevent's Sin histograms.
 (b) Simulation (default; ``--no-simulate`` skips it): AUC (mean and sd over seeds) of lba, lsp,
     lpu, lpd and lpa for each period, and in how many seeds LSP is the worst of the five.
 
@@ -72,10 +67,9 @@ from wevent.experiments import metrics
 from wevent.experiments.harness import execute
 from wevent.experiments.populations import uniform_population
 from wevent.experiments.running import run_mechanism
-from wevent.mechanisms.streams import SIN_A, SIN_H, SIN_OMEGA, SyntheticStream
+from wevent.mechanisms.streams import SIN_OMEGA, SyntheticStream
 
 FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 USERS: Final = 200_000  # 002 Section 7.1.1
 SLOTS: Final = 800
@@ -86,45 +80,10 @@ DEFAULT_PERIOD: Final = 2 * math.pi / SIN_OMEGA  # 628.3 slots
 PERIODS: Final = "default,144,63"
 
 
-class PeriodicSin:
-    """002's Sin stream with period ``period`` slots: p_t = SIN_A sin(2 pi t / period) + SIN_H,
-    binary values, counts drawn as `wevent.mechanisms.streams.SyntheticStream` draws them."""
-
-    def __init__(self, period: float, slots: int, class_sizes: Sequence[int]) -> None:
-        omega = SIN_OMEGA if period == DEFAULT_PERIOD else 2 * math.pi / period
-        t = np.arange(1, slots + 1, dtype=np.float64)
-        self._p: FloatArray = np.asarray(SIN_A * np.sin(omega * t) + SIN_H, dtype=np.float64)
-        self._sizes: IntArray = np.array(class_sizes, dtype=np.int64)
-
-    @property
-    def domain(self) -> int:
-        return 2
-
-    @property
-    def slots(self) -> int:
-        return len(self._p)
-
-    @property
-    def probabilities(self) -> FloatArray:
-        return self._p
-
-    def histograms(self, slot: int, rng: np.random.Generator) -> IntArray:
-        """Row c: the value counts of class c's users (SyntheticStream.histograms with d = 2)."""
-        n = int(self._sizes.sum())
-        ones = int(rng.binomial(n, float(self._p[slot - 1])))
-        remaining = np.array([n - ones, ones], np.int64)
-        split = np.random.default_rng(int(rng.integers(2**63)))
-        out = np.zeros((len(self._sizes), 2), np.int64)
-        left = n
-        for c, size in enumerate(self._sizes.tolist()):
-            if size == left:
-                out[c] = remaining
-                break
-            if size:
-                out[c] = split.multivariate_hypergeometric(remaining, size)
-                remaining -= out[c]
-                left -= size
-        return out
+def periodic_sin(period: float, slots: int, class_sizes: Sequence[int]) -> SyntheticStream:
+    """002's Sin stream with a period of ``period`` slots (wevent's own at the default period)."""
+    sin_period = None if period == DEFAULT_PERIOD else period
+    return SyntheticStream("sin", slots, list(class_sizes), 0, sin_period=sin_period)
 
 
 def parse_periods(text: str) -> list[float]:
@@ -146,7 +105,7 @@ def analytic(periods: Sequence[float], slots: int, w: int) -> None:
     print("| period | period / w | mean lag / range | max lag / range | AUC |")
     print("|---:|---:|---:|---:|---:|")
     for period in periods:
-        p = PeriodicSin(period, slots, [1]).probabilities
+        p = periodic_sin(period, slots, [1]).probabilities
         r = stale_release(p, w)
         span = float(p.max() - p.min())
         lag = np.abs(r - p) / span
@@ -155,22 +114,11 @@ def analytic(periods: Sequence[float], slots: int, w: int) -> None:
             f"| {label(period)} | {period / w:.2f} | {lag.mean():.3f} | {lag.max():.3f} "
             f"| {auc:.3f} |"
         )
-    ours = PeriodicSin(DEFAULT_PERIOD, slots, [USERS])
-    theirs = SyntheticStream("sin", slots, [USERS], 0)
-    a, b = np.random.default_rng(7), np.random.default_rng(7)
-    same = all(
-        np.array_equal(ours.histograms(t, a), theirs.histograms(t, b)) for t in range(1, slots + 1)
-    )
-    same_p = np.array_equal(ours.probabilities, theirs.probabilities)
-    print(
-        f"\nPeriodicSin at the default period equals wevent's SyntheticStream('sin'): "
-        f"p_t {same_p}, histograms over {slots} slots {same}"
-    )
 
 
 def auc_of(mech: str, pop: Population, period: float, slots: int, seed: int) -> float:
-    """One run as `wevent.experiments.harness.execute` makes it, on `PeriodicSin`."""
-    stream = PeriodicSin(period, slots, [c.count for c in pop.classes])
+    """One run as `wevent.experiments.harness.execute` makes it, on `periodic_sin`."""
+    stream = periodic_sin(period, slots, [c.count for c in pop.classes])
     summary = run_mechanism(mech, pop, stream, slots=slots, seed=seed, oracle="grr")
     if not summary.ok:
         raise SystemExit(f"{mech} (seed {seed}) stopped by the guard: {summary.refusal}")

@@ -378,3 +378,18 @@ def test_a_class_share_has_its_users_distribution() -> None:
     assert abs(frac.mean() - p) < 5 * se
     # Binomial(300, p) variance: the split adds no variance of its own
     assert frac.var() * n == pytest.approx(p * (1 - p), rel=0.1)
+
+
+def test_a_sin_stream_takes_another_period() -> None:
+    own = SyntheticStream("sin", 400, [10], seed=0)
+    assert np.array_equal(
+        SyntheticStream("sin", 400, [10], seed=0, sin_period=None).probabilities, own.probabilities
+    )
+    fast = SyntheticStream("sin", 400, [10], seed=0, sin_period=144).probabilities
+    assert fast[143] == pytest.approx(0.075, abs=1e-12)  # slot 144: sin(2 pi) = 0
+    assert fast[35] == pytest.approx(0.125)  # a quarter period: the top, 0.05 + 0.075
+    for bad in (0, -3, float("inf"), float("nan")):
+        with pytest.raises(BudgetError, match="sin_period"):
+            SyntheticStream("sin", 10, [1], seed=0, sin_period=bad)
+    with pytest.raises(BudgetError, match="sin stream only"):
+        SyntheticStream("log", 10, [1], seed=0, sin_period=100)

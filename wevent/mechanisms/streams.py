@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+import math
 import operator
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -117,19 +118,22 @@ def _check_slots(slots: int) -> int:
     return slots
 
 
-def probability_sequence(kind: str, slots: int, rng: np.random.Generator) -> FloatArray:
+def probability_sequence(
+    kind: str, slots: int, rng: np.random.Generator, *, sin_omega: float = SIN_OMEGA
+) -> FloatArray:
     """p_1..p_T of 001 Section 6.1: the probability that a user's binary value is 1 at slot t.
 
     ``lns`` (the paper's TLNS) is the random walk p_t = p_{t-1} + N(0, Q), sqrt(Q) = 0.0025,
     p_0 = 0.05, clipped to [0, 1] (the clipped value is where the next step starts); its noise
     comes from ``rng`` (the paper used Java's Random(1), so its exact sequence is not reproduced).
-    ``sin`` is 0.05 sin(0.01 t) + 0.075 and ``log`` is 0.25 / (1 + e^(-0.01 t)); they ignore ``rng``.
+    ``sin`` is 0.05 sin(0.01 t) + 0.075 (``sin_omega`` replaces the 0.01) and ``log`` is
+    0.25 / (1 + e^(-0.01 t)); they ignore ``rng``.
     """
     _check_kind(kind)
     _check_slots(slots)
     t = np.arange(1, slots + 1, dtype=np.float64)
     if kind == "sin":
-        return np.asarray(SIN_A * np.sin(SIN_OMEGA * t) + SIN_H, dtype=np.float64)
+        return np.asarray(SIN_A * np.sin(sin_omega * t) + SIN_H, dtype=np.float64)
     if kind == "log":
         return np.asarray(LOG_A / (1.0 + np.exp(-LOG_B * t)), dtype=np.float64)
     steps = rng.normal(0.0, LNS_SQRT_Q, size=slots).tolist()
@@ -150,15 +154,36 @@ class SyntheticStream:
 
     With ``d > 2`` values (a categorical stream for the frequency oracles) a user holds 0 with
     probability 1 - p_t and each of 1..d-1 with p_t / (d - 1); d = 2 is the binary stream.
+
+    ``sin_period`` (``sin`` only) replaces the Sin stream's period of 2 pi / 0.01 = 628.3 slots,
+    for streams that change faster or slower than 001's.
     """
 
     __slots__ = ("_d", "_kind", "_p", "_sizes")
 
     def __init__(
-        self, kind: str, slots: int, class_sizes: Sequence[int], seed: int, d: int = 2
+        self,
+        kind: str,
+        slots: int,
+        class_sizes: Sequence[int],
+        seed: int,
+        d: int = 2,
+        *,
+        sin_period: float | None = None,
     ) -> None:
         _check_kind(kind)
         _check_slots(slots)
+        omega = SIN_OMEGA
+        if sin_period is not None:
+            if kind != "sin":
+                raise BudgetError(f"sin_period applies to the sin stream only, not {kind!r}")
+            if not (isinstance(sin_period, int | float) and math.isfinite(sin_period)) or (
+                sin_period <= 0
+            ):
+                raise BudgetError(
+                    f"sin_period must be a positive number of slots, got {sin_period!r}"
+                )
+            omega = 2 * math.pi / sin_period
         if isinstance(d, bool) or not isinstance(d, int) or d < 2:
             raise BudgetError(f"a synthetic stream needs d >= 2 values, got {d!r}")
         _check_domain(d, "--domain")
@@ -170,7 +195,7 @@ class SyntheticStream:
             sizes.append(int(n))
         self._kind = kind
         self._sizes: IntArray = np.array(sizes, dtype=np.int64)
-        self._p = probability_sequence(kind, slots, np.random.default_rng(seed))
+        self._p = probability_sequence(kind, slots, np.random.default_rng(seed), sin_omega=omega)
         self._p.setflags(write=False)
 
     @property
