@@ -14,6 +14,7 @@ from wevent.accounting.durable import audit_integrity
 from wevent.accounting.formats import read_ledger, read_ledgers
 from wevent.cli import cli
 from wevent.demo import example_path
+from wevent.experiments.stats import interval
 from wevent.mechanisms.exsub_stream import ExSubClient
 
 WHOLE = str(example_path("requirements.wholestream.csv"))
@@ -157,7 +158,11 @@ def test_reproduce_exsub_quick_writes_results(tmp_path: Path) -> None:
         "metric",
         "value",
         "std",
+        "runs",
+        "ci_low",
+        "ci_high",
     ]
+    assert {r["runs"] for r in rows} == {"1"} and {r["ci_low"] for r in rows} == {"nan"}
     assert {r["mechanism"] for r in rows} >= {"exsub", "sample-grr", "sample-oue", "split-rr"}
     assert {r["w"] for r in rows} == {"inf"}
     assert "reduction of exsub vs sample-oue" in (out_dir / "table.md").read_text()
@@ -227,3 +232,23 @@ def test_run_exsub_writes_ahead_every_charge_before_any_subgroup_is_drawn(
         assert "written ahead" in out and len(head) == 64
         code, out, _ = run("audit", str(path), "-r", WHOLE, "--expect-head", head)
         assert code == 0 and "integrity: INTACT" in out, out
+
+
+def test_exsub_reductions_are_paired_per_repeat_with_an_interval() -> None:
+    """A reduction is the mean over repeats of 1 - ExSub/baseline on the repeat's shared data
+    (not 1 - mean/mean), with its 95% interval; the table prints both."""
+    from wevent.experiments import exsub_experiment as ex
+
+    def row(mech: str, vals: tuple[float, ...]) -> ex.Row:
+        iv = interval(vals)
+        return ex.Row(
+            "exsub", "d", mech, "1", "inf", "mean_tve", iv.mean, iv.std, iv.n, iv.low, iv.high, vals
+        )
+
+    mine, base = row("exsub", (1.0, 4.0, 2.0)), row("sample-oue", (2.0, 5.0, 4.0))
+    iv = ex.paired_reduction(mine, base)
+    assert iv.mean == pytest.approx((0.5 + 0.2 + 0.5) / 3)
+    assert iv.mean != pytest.approx(ex.reduction(mine.value, base.value))  # not the ratio of means
+    assert iv.low < iv.mean < iv.high and iv.n == 3
+    assert "40.0% [" in ex._pct(iv)
+    assert ex._pct(interval([0.25])) == "25.0%"  # one repeat: no interval

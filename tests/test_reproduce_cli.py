@@ -17,13 +17,18 @@ from wevent.experiments.harness import (
     RESULT_COLUMNS,
     GuardRefused,
     Point,
+    Row,
     Size,
     Sweep,
     execute,
+    fmt,
     run_sweep,
+    sweep_groups,
+    write_plots,
 )
 from wevent.experiments.papers import LDP_IDS, SWEEPS
 from wevent.experiments.populations import pwsm_population, uniform_population
+from wevent.experiments.stats import interval
 
 TINY = ("--quick", "--users", "400", "--slots", "12", "--no-fingerprint")
 
@@ -73,6 +78,81 @@ def test_sweep_writes_long_form_results_tables_and_plots(tmp_path: Path) -> None
     table = (tmp_path / "table.md").read_text()
     assert "| sin | bd |" in table and "ε=0.5" in table and "### AMRE" in table
     assert (tmp_path / "amre.png").read_bytes()[:4] == b"\x89PNG"
+    # every mean and interval is the one of the runs' own values in runs.csv
+    for r in results:
+        values = [
+            float(run[r["metric"]])
+            for run in runs
+            if (run["mechanism"], run["epsilon"]) == (r["mechanism"], r["epsilon"])
+        ]
+        iv = interval(values)
+        assert int(r["runs"]) == len(values) == 2
+        assert float(r["value"]) == pytest.approx(iv.mean, rel=1e-12)
+        assert float(r["ci_low"]) == pytest.approx(iv.low, rel=1e-12)
+        assert float(r["ci_high"]) == pytest.approx(iv.high, rel=1e-12)
+        assert float(r["ci_low"]) <= float(r["value"]) <= float(r["ci_high"])
+    half = (float(results[0]["ci_high"]) - float(results[0]["ci_low"])) / 2
+    assert f"{fmt(float(results[0]['value']))} ± {fmt(half)}" in table
+
+
+def test_one_repeat_reports_no_interval_and_no_zero_spread(tmp_path: Path) -> None:
+    """A single run has no standard deviation and no interval (NaN, never 0)."""
+    run_sweep(SMALL, tmp_path, repeats=1, quick=True, seed=7)
+    results = read(tmp_path / "results.csv")
+    assert {(r["runs"], r["std"], r["ci_low"], r["ci_high"]) for r in results} == {
+        ("1", "nan", "nan", "nan")
+    }
+    assert "±" not in (tmp_path / "table.md").read_text()
+
+
+def test_setting_axes_plot_one_line_per_sweep() -> None:
+    """001 Section 6.5's two ratio sweeps and 000's two ablation sweeps are separate panels
+    (a line never joins the last eps setting to the first w setting); one named list of
+    settings stays one sweep with its full labels."""
+    ratio = ["eps:o=0.1", "eps:o=0.5", "w:o=0.1", "w:o=0.5"]
+    assert sweep_groups("setting", ratio) == [
+        ("eps:o", [(0, "0.1"), (1, "0.5")]),
+        ("w:o", [(2, "0.1"), (3, "0.5")]),
+    ]
+    assert [g for g, _ in sweep_groups("setting", ["eps=0.5", "eps=1.5", "w=40"])] == ["eps", "w"]
+    cats = ["eps=1,w=20", "eps=2,w=20"]
+    assert sweep_groups("setting", cats) == [("setting", [(0, cats[0]), (1, cats[1])])]
+    assert sweep_groups("w", ["10", "20"]) == [("w", [(0, "10"), (1, "20")])]
+
+
+def test_plots_draw_error_bars_and_keep_the_legend_off_the_panels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import matplotlib.figure
+    from matplotlib.container import ErrorbarContainer
+
+    rows = [
+        Row("x", "sin", m, Fraction(1), 20, "amse", v, 0.1, s, 3, v - 0.05, v + 0.05)
+        for m, v in (("a", 0.2), ("b", 0.3))
+        for s in ("eps=0.5", "eps=1", "w=10", "w=20")
+    ]
+    saved: list[matplotlib.figure.Figure] = []
+    real_savefig = matplotlib.figure.Figure.savefig
+
+    def spy(fig: matplotlib.figure.Figure, *args: object, **kwargs: object) -> None:
+        saved.append(fig)
+        real_savefig(fig, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", spy)
+    xs = ["eps=0.5", "eps=1", "w=10", "w=20"]
+    (path,) = write_plots(rows, tmp_path, "setting", xs)
+    assert path.read_bytes()[:4] == b"\x89PNG"
+    (fig,) = saved
+    axes = fig.get_axes()
+    assert len(axes) == 2  # one panel per sweep
+    assert all(ax.get_legend() is None for ax in axes) and len(fig.legends) == 1
+    for ax in axes:
+        assert len(ax.containers) == 2  # one error-bar line per mechanism
+        bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+        assert len(bars) == 2 and all(np.asarray(c.lines[0].get_xdata()).size == 2 for c in bars)
+        bottom = ax.get_position().y0
+        legend_top = fig.legends[0].get_window_extent().transformed(fig.transFigure.inverted()).y1
+        assert legend_top <= bottom
 
 
 def test_same_seed_same_results(tmp_path: Path) -> None:
@@ -153,7 +233,7 @@ def test_a_plugged_in_experiment_runs_through_the_command(
         "--no-fingerprint",
     )
     assert code == 0, out
-    assert seen == [(tmp_path / "f", 1, True, 5)]
+    assert seen == [(tmp_path / "f", 3, True, 5)]  # --quick: three repeats, an interval
     assert "results.csv" in out
     code, _, err = run("reproduce", "fake", "--users", "10", "--out", str(tmp_path / "g"))
     assert code == 2 and "does not take --users" in err
@@ -206,9 +286,9 @@ def test_cli_writes_provenance_and_a_fingerprint(tmp_path: Path) -> None:
     assert code == 0, err
     record = provenance.read_provenance(out / "provenance.json")
     assert record["command"] == (
-        f"wevent reproduce roc --quick --users 300 --repeats 1 --seed 0 --out {out.as_posix()}"
+        f"wevent reproduce roc --quick --users 300 --repeats 3 --seed 0 --out {out.as_posix()}"
     )
-    assert record["seeds"] == [0] and record["users"] == 300 and record["slots"] is None
+    assert record["seeds"] == [0, 1, 2] and record["users"] == 300 and record["slots"] is None
     assert record["fingerprint"] == {"users": 500, "slots": 30, "seed": 0, "repeats": 1}
     assert set(record["files"]) == {p.name for p in out.iterdir()} - {"provenance.json", "old.csv"}
     assert (out / "fingerprint.csv").read_text(encoding="utf-8") == provenance.fingerprint("roc")

@@ -160,26 +160,84 @@ def test_roc_is_a_monotone_curve_from_origin_to_one(points: list[tuple[float, fl
 # the papers' "on average X% lower" claims (wevent.experiments.claims)
 
 
+_RUN_HEAD = (
+    "experiment,dataset,mechanism,epsilon,w,setting,repeat,seed,users,slots,published,skipped,"
+    "nullified,ledger_rows,per_user_reports,guard,amre"
+)
+
+
+def _runs_csv(path: Path, seeds: dict[int, dict[str, list[float]]]) -> None:
+    """A pwsm-epsilon runs.csv on TLNS: seed -> mechanism -> AMRE per eps 0.2..1."""
+    lines = [_RUN_HEAD]
+    for seed, mechs in seeds.items():
+        for mech, values in mechs.items():
+            for eps, v in zip(("0.2", "0.4", "0.6", "0.8", "1"), values, strict=True):
+                lines.append(
+                    f"pwsm-epsilon,lns,{mech},{eps},120,,{seed},{seed},100,10,1,9,0,1,1,"
+                    f"accepted,{v}"
+                )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
+_BA = [72_479.55, 13_456.32, 5_228.94, 2_583.01, 1_447.21]
+_PBA = [15_734.77, 7_593.93, 4_031.24, 2_415.89, 1_449.54]
+_DPBA = [3_249.53, 2_096.95, 1_309.70, 1_097.65, 860.35]
+
+
 def test_average_reduction_reproduces_001_table5_tlns_pba_vs_ba(tmp_path: Path) -> None:
     """001 Table 5, TLNS: with the printed AMREs, the mean of 1 - PBA/BA is the printed 30.2%
-    and the mean of 1 - DPBA/BA the printed 70.6%."""
-    ba = [72_479.55, 13_456.32, 5_228.94, 2_583.01, 1_447.21]
-    pba = [15_734.77, 7_593.93, 4_031.24, 2_415.89, 1_449.54]
-    dpba = [3_249.53, 2_096.95, 1_309.70, 1_097.65, 860.35]
-    exp = tmp_path / "pwsm-epsilon"
-    exp.mkdir()
-    rows = ["experiment,dataset,mechanism,epsilon,w,metric,value,std,setting"]
-    for mech, values in (("ba", ba), ("pba", pba), ("dpba", dpba)):
-        for eps, v in zip(("0.2", "0.4", "0.6", "0.8", "1"), values, strict=True):
-            rows.append(f"pwsm-epsilon,lns,{mech},{eps},120,amre,{v},0,")
-    (exp / "results.csv").write_text("\n".join(rows) + "\n")
-    results = claims.load(exp / "results.csv")
-    assert claims.reduction(results, "lns", "pba", "ba", "amre") == pytest.approx(0.302, abs=5e-4)
-    assert claims.reduction(results, "lns", "dpba", "ba", "amre") == pytest.approx(0.706, abs=5e-4)
-    assert math.isnan(claims.reduction(results, "sin", "pba", "ba", "amre"))
+    and the mean of 1 - DPBA/BA the printed 70.6%; one seed decides nothing."""
+    _runs_csv(tmp_path / "pwsm-epsilon" / "runs.csv", {0: {"ba": _BA, "pba": _PBA, "dpba": _DPBA}})
+    runs = claims.load(tmp_path / "pwsm-epsilon" / "runs.csv")
+    assert claims.reduction(runs["0"], "lns", "pba", "ba", "amre") == pytest.approx(0.302, abs=5e-4)
+    assert claims.reduction(runs["0"], "lns", "dpba", "ba", "amre") == pytest.approx(
+        0.706, abs=5e-4
+    )
+    assert math.isnan(claims.reduction(runs["0"], "sin", "pba", "ba", "amre"))
     lines = claims.evaluate(tmp_path)
     assert any(
-        "| 001 Table 5 | TLNS | pba < ba (AMRE) | 30.2% lower | 30.2% | yes |" in line
+        "| 001 Table 5 | TLNS | pba < ba (AMRE) | 30.2% lower | 30.2% | 1 | inconclusive |" in line
         for line in lines
     )
     assert not any("pldp" in line for line in lines)  # experiments that did not run are left out
+
+
+def test_claims_are_decided_by_the_paired_interval_over_seeds(tmp_path: Path) -> None:
+    """Three seeds: PBA below BA in each (holds), BA above PBA in each (does not hold), and
+    DPBA below BA in two seeds but far above in one (inconclusive, although its mean over the
+    seeds' reductions is positive)."""
+
+    def scaled(values: list[float], k: float) -> list[float]:
+        return [v * k for v in values]
+
+    seeds = {
+        s: {
+            "ba": scaled(_BA, 1 + s / 10),
+            "pba": scaled(_PBA, 1 + s / 10),
+            "dpba": scaled(_BA, (0.5, 0.5, 1.9)[s] * (1 + s / 10)),
+        }
+        for s in range(3)
+    }
+    _runs_csv(tmp_path / "pwsm-epsilon" / "runs.csv", seeds)
+    runs = claims.load(tmp_path / "pwsm-epsilon" / "runs.csv")
+    iv = claims.paired_reduction(runs, "lns", "pba", "ba", "amre")
+    assert iv.n == 3 and iv.mean == pytest.approx(0.302, abs=5e-4) and iv.low > 0
+    swapped = claims.paired_reduction(runs, "lns", "ba", "pba", "amre")
+    assert swapped.high < 0
+    mixed = claims.paired_reduction(runs, "lns", "dpba", "ba", "amre")
+    assert mixed.mean == pytest.approx((0.5 + 0.5 - 0.9) / 3) and mixed.low < 0 < mixed.high
+    table = "\n".join(
+        claims.evaluate(
+            tmp_path,
+            (
+                claims.Claim("x", "pwsm-epsilon", "lns", "pba", "ba", "amre", 30.2),
+                claims.Claim("x", "pwsm-epsilon", "lns", "ba", "pba", "amre", None),
+                claims.Claim("x", "pwsm-epsilon", "lns", "dpba", "ba", "amre", None),
+            ),
+        )
+    )
+    assert "| pba < ba (AMRE) | 30.2% lower | 30.2% [" in table
+    assert "| 3 | holds |" in table
+    assert "| 3 | does not hold |" in table
+    assert "| 3 | inconclusive |" in table

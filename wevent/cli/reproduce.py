@@ -39,7 +39,9 @@ def _experiment_list() -> str:
     "--repeats",
     type=click.IntRange(min=1, max=1000),
     default=None,
-    help="Runs per setting, averaged [default: 10 as the papers, 1 with --quick].",
+    help="Runs per setting (seeds SEED..SEED+N-1): tables give their mean and 95% interval, "
+    "and a claim is decided only when the interval of its paired reduction is clear of zero "
+    "[default: 10 as the papers, 3 with --quick; 1 decides nothing].",
 )
 @click.option(
     "--quick",
@@ -86,8 +88,9 @@ def reproduce_cmd(
 
     Every run goes through the runtime guard (a refused charge stops the command, exit 1).
     Writes results.csv (long form: experiment,dataset,mechanism,epsilon,w,metric,value,std,
-    setting), runs.csv (one line per run), table.md (the papers' layout) and one PNG per
-    metric. The same seed gives the same files. Full sizes are the papers' (e.g. 200,000 users
+    setting,runs,ci_low,ci_high: mean, standard deviation and 95% interval over the repeats),
+    runs.csv (one line per run, with its value of every metric), table.md (the papers' layout,
+    mean +- half the interval) and one PNG per metric (error bars: the intervals). The same seed gives the same files. Full sizes are the papers' (e.g. 200,000 users
     x 800 slots for 002); --quick, --users and --slots make them smaller.
 
     Beside the results, provenance.json records the command, the seeds, the commit and the
@@ -114,7 +117,7 @@ def reproduce_cmd(
     from wevent.experiments.registry import run_experiment
 
     out = out_dir if out_dir is not None else Path("reproduction") / experiment
-    runs = repeats if repeats is not None else (1 if quick else 10)
+    runs = repeats if repeats is not None else (3 if quick else 10)
     try:
         if out.exists() and not out.is_dir():
             raise InputError(f"--out: {out} exists and is not a directory")

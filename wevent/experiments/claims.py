@@ -1,9 +1,13 @@
-"""The papers' stated comparisons, checked against our ``results.csv`` files.
+"""The papers' stated comparisons, decided on our per-run values (``runs.csv``).
 
 A claim "A's error is on average X% lower than B's" is read as the papers compute it: the mean
 over the swept values of 1 - A/B (001 Table 5's TLNS PBA vs BA gives exactly the printed 30.2%
-this way). ``python -m wevent.experiments.claims DIR`` prints a Markdown table of every claim whose
-experiment has ``DIR/EXPERIMENT/results.csv``.
+this way). We compute that reduction once per seed, on the runs of A and B that shared the seed's
+stream, population and noise seeds (a paired comparison), and report the mean over seeds with its
+95% interval; the verdict is "holds" when the whole interval is above zero, "does not hold" when
+it is below, and "inconclusive" otherwise, or with one seed (`wevent.experiments.stats`).
+``python -m wevent.experiments.claims DIR`` prints a Markdown table of every claim whose
+experiment has ``DIR/EXPERIMENT/runs.csv``.
 """
 
 from __future__ import annotations
@@ -15,9 +19,33 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CLAIMS", "Claim", "evaluate", "load", "reduction"]
+from wevent.experiments.stats import Interval, interval, verdict
 
-Results = dict[tuple[str, str, str, str], float]  # (dataset, mechanism, metric, x) -> mean
+__all__ = ["CLAIMS", "Claim", "evaluate", "load", "paired_reduction", "reduction"]
+
+Results = dict[tuple[str, str, str, str], float]  # (dataset, mechanism, metric, x) -> value
+# seed -> that seed's runs (dataset, mechanism, metric, x) -> value
+Runs = dict[str, Results]
+_RUN_KEYS = frozenset(
+    {
+        "experiment",
+        "dataset",
+        "mechanism",
+        "epsilon",
+        "w",
+        "setting",
+        "repeat",
+        "seed",
+        "users",
+        "slots",
+        "published",
+        "skipped",
+        "nullified",
+        "ledger_rows",
+        "per_user_reports",
+        "guard",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -34,15 +62,27 @@ class Claim:
     paper: float | None
 
 
-def load(path: Path) -> Results:
-    """Read a results.csv into (dataset, mechanism, metric, x) -> value, x being the swept
-    value (setting, else epsilon and w)."""
-    out: Results = {}
+def load(path: Path) -> Runs:
+    """Read a runs.csv into seed -> (dataset, mechanism, metric, x) -> that run's value, x being
+    the swept value (setting, else epsilon and w); every column after the run's description is
+    a metric."""
+    out: Runs = {}
     with path.open(newline="", encoding="utf-8") as fh:
-        for row in csv.DictReader(fh):
+        reader = csv.DictReader(fh)
+        metric_names = [k for k in reader.fieldnames or () if k not in _RUN_KEYS]
+        for row in reader:
             x = row.get("setting") or f"{row['epsilon']}/{row['w']}"
-            out[(row["dataset"], row["mechanism"], row["metric"], x)] = float(row["value"])
+            seed = out.setdefault(row["seed"], {})
+            for name in metric_names:
+                seed[(row["dataset"], row["mechanism"], name, x)] = float(row[name])
     return out
+
+
+def paired_reduction(runs: Runs, dataset: str, better: str, baseline: str, metric: str) -> Interval:
+    """Per seed, the mean over the swept values of 1 - better/baseline; their mean over the seeds
+    and its 95% interval (seeds sharing no swept value are left out)."""
+    per_seed = [reduction(results, dataset, better, baseline, metric) for results in runs.values()]
+    return interval([r for r in per_seed if not math.isnan(r)])
 
 
 def reduction(results: Results, dataset: str, better: str, baseline: str, metric: str) -> float:
@@ -113,21 +153,28 @@ CLAIMS: tuple[Claim, ...] = (
 def evaluate(root: Path, claims: Sequence[Claim] = CLAIMS) -> list[str]:
     """Markdown lines: one per claim whose experiment ran under ``root``."""
     lines = [
-        "| source | data | claim | paper | ours (mean of 1 - A/B) | holds |",
-        "|---|---|---|---:|---:|---|",
+        "| source | data | claim | paper | ours: 1 - A/B, mean over seeds [95% interval] "
+        "| seeds | verdict |",
+        "|---|---|---|---:|---:|---:|---|",
     ]
-    cache: dict[str, Results] = {}
+    cache: dict[str, Runs] = {}
     for c in claims:
-        path = root / c.experiment / "results.csv"
+        path = root / c.experiment / "runs.csv"
         if not path.exists():
             continue
-        results = cache.setdefault(c.experiment, load(path))
-        ours = reduction(results, c.dataset, c.better, c.baseline, c.metric)
+        runs = cache.setdefault(c.experiment, load(path))
+        iv = paired_reduction(runs, c.dataset, c.better, c.baseline, c.metric)
         paper = "lower" if c.paper is None else f"{c.paper:.1f}% lower"
-        holds = "n/a" if math.isnan(ours) else ("yes" if ours > 0 else "no")
+        if iv.n == 0:
+            ours, decided = "n/a", "n/a"
+        else:
+            ours = f"{iv.mean * 100:.1f}%"
+            if iv.n > 1:
+                ours += f" [{iv.low * 100:.1f}, {iv.high * 100:.1f}]"
+            decided = verdict(iv)
         lines.append(
             f"| {c.source} | {DS.get(c.dataset, c.dataset)} | {c.better} < {c.baseline} "
-            f"({c.metric.upper()}) | {paper} | {ours * 100:.1f}% | {holds} |"
+            f"({c.metric.upper()}) | {paper} | {ours} | {iv.n} | {decided} |"
         )
     return lines
 

@@ -16,7 +16,9 @@ minimizing the exact variance of the mean / range answers,
 Metrics, per dimension: ``mean_mse`` = mean over (t, j) of (x_hat_t - x_bar_t)^2; ``range_mse`` =
 mean over every range [t1, t2] and j of the squared error of the range sum; ``mean_tve`` = 004's
 TVE, sum over t of the L1 error; ``range_tve`` = the same summed over every range query. Every
-repeat draws one data set that all mechanisms share (paired comparison).
+repeat draws one data set that all mechanisms share (paired comparison): a reduction of ExSub
+against a baseline is the mean over repeats of ``1 - exsub / baseline`` with its 95% interval
+(`wevent.experiments.stats`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from wevent.experiments.stats import Interval, interval
 from wevent.mechanisms.exsub_baselines import TERNARY
 from wevent.mechanisms.exsub_stream import sparse_streams, variance_optimal_weights
 from wevent.mechanisms.residues import level_count, level_weights, levels, reconstruct
@@ -40,7 +43,20 @@ __all__ = ["COLUMNS", "Row", "run_exsub_experiment", "simulate_protocol"]
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-COLUMNS = ("experiment", "dataset", "mechanism", "epsilon", "w", "metric", "value", "std")
+# the long form, then the number of repeats and the 95% interval of the mean (NaN with one repeat)
+COLUMNS = (
+    "experiment",
+    "dataset",
+    "mechanism",
+    "epsilon",
+    "w",
+    "metric",
+    "value",
+    "std",
+    "runs",
+    "ci_low",
+    "ci_high",
+)
 METRICS = ("mean_mse", "range_mse", "mean_tve", "range_tve")
 MECHANISMS = {  # name -> (ternary mechanism, level weights)
     "exsub": ("exsub", "uniform"),
@@ -66,6 +82,10 @@ class Row:
     metric: str
     value: float
     std: float
+    runs: int = 1
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+    per_run: tuple[float, ...] = ()  # every repeat's value, in repeat order (not written)
 
     def as_list(self) -> list[str]:
         return [
@@ -77,6 +97,9 @@ class Row:
             self.metric,
             repr(self.value),
             repr(self.std),
+            str(self.runs),
+            repr(self.ci_low),
+            repr(self.ci_high),
         ]
 
 
@@ -191,11 +214,22 @@ def run_exsub_experiment(out_dir: Path, repeats: int, quick: bool, seed: int) ->
                     runs[name].append(errors(est, truth))
             for name, results in runs.items():
                 for metric in METRICS:
-                    vals = np.array([r[metric] for r in results])
-                    std = float(vals.std(ddof=1)) if len(vals) > 1 else 0.0
+                    vals = tuple(r[metric] for r in results)
+                    iv = interval(vals)
                     rows.append(
                         Row(
-                            "exsub", ds.name, name, str(eps), "inf", metric, float(vals.mean()), std
+                            "exsub",
+                            ds.name,
+                            name,
+                            str(eps),
+                            "inf",
+                            metric,
+                            iv.mean,
+                            iv.std,
+                            iv.n,
+                            iv.low,
+                            iv.high,
+                            vals,
                         )
                     )
     _write_csv(rows, out_dir / "results.csv")
@@ -212,11 +246,10 @@ def _write_csv(rows: list[Row], path: Path) -> None:
             out.writerow(row.as_list())
 
 
-def _value(rows: list[Row], ds: str, mech: str, eps: str, metric: str) -> float:
-    for r in rows:
-        if (r.dataset, r.mechanism, r.epsilon, r.metric) == (ds, mech, eps, metric):
-            return r.value
-    return math.nan
+def _row(rows: list[Row], ds: str, mech: str, eps: str, metric: str) -> Row:
+    return next(
+        r for r in rows if (r.dataset, r.mechanism, r.epsilon, r.metric) == (ds, mech, eps, metric)
+    )
 
 
 def reduction(exsub: float, baseline: float) -> float:
@@ -224,10 +257,28 @@ def reduction(exsub: float, baseline: float) -> float:
     return 1 - exsub / baseline
 
 
+def paired_reduction(mine: Row, base: Row) -> Interval:
+    """The mean over repeats of ``1 - mine / base`` (both of one repeat's data set) and its 95%
+    interval."""
+    return interval([reduction(a, b) for a, b in zip(mine.per_run, base.per_run, strict=True)])
+
+
+def _pct(iv: Interval) -> str:
+    if iv.n < 2:
+        return f"{100 * iv.mean:.1f}%"
+    return f"{100 * iv.mean:.1f}% [{100 * iv.low:.1f}, {100 * iv.high:.1f}]"
+
+
 def markdown_table(rows: list[Row], repeats: int) -> str:
-    """Per dataset and metric: each mechanism's mean error (+- std over repeats), then ExSub's
-    reduction against each baseline."""
-    lines = [f"# ExSub (004): online mean and range queries ({repeats} repeat(s) per cell)", ""]
+    """Per dataset and metric: each mechanism's mean error (+- half its 95% interval), then
+    ExSub's paired reduction against each baseline (mean over repeats, [95% interval])."""
+    lines = [
+        f"# ExSub (004): online mean and range queries ({repeats} repeat(s) per cell)",
+        "",
+        "Errors: mean +- half the 95% interval over the repeats (Student's t). Reductions: the "
+        "mean over repeats of 1 - ExSub / baseline on the repeat's shared data set, [95% interval].",
+        "",
+    ]
     datasets = list(dict.fromkeys(r.dataset for r in rows))
     epsilons = list(dict.fromkeys(r.epsilon for r in rows))
     for ds in datasets:
@@ -238,17 +289,20 @@ def markdown_table(rows: list[Row], repeats: int) -> str:
             for mech in MECHANISMS:
                 cells = []
                 for e in epsilons:
-                    row = next(
-                        r
-                        for r in rows
-                        if (r.dataset, r.mechanism, r.epsilon, r.metric) == (ds, mech, e, metric)
+                    row = _row(rows, ds, mech, e, metric)
+                    half = (row.ci_high - row.ci_low) / 2
+                    cells.append(
+                        f"{row.value:.4g}" if math.isnan(half) else f"{row.value:.4g} ± {half:.2g}"
                     )
-                    cells.append(f"{row.value:.4g} ± {row.std:.2g}")
                 lines.append(f"| {mech} | " + " | ".join(cells) + " |")
             ours = ["exsub", "exsub-calibrated"] if metric.startswith("range") else ["exsub"]
             for mine, base in itertools.product(ours, BASELINES):
                 cells = [
-                    f"{100 * reduction(_value(rows, ds, mine, e, metric), _value(rows, ds, base, e, metric)):.1f}%"
+                    _pct(
+                        paired_reduction(
+                            _row(rows, ds, mine, e, metric), _row(rows, ds, base, e, metric)
+                        )
+                    )
                     for e in epsilons
                 ]
                 lines.append(f"| reduction of {mine} vs {base} | " + " | ".join(cells) + " |")
@@ -257,32 +311,41 @@ def markdown_table(rows: list[Row], repeats: int) -> str:
 
 
 def _plot(rows: list[Row], path: Path) -> None:
+    """004's metric, TVE, of the mean and range answers: a panel per data set and query kind, a
+    line per mechanism over eps with the 95% intervals as error bars, the legend below."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     datasets = list(dict.fromkeys(r.dataset for r in rows))
-    metrics = ("mean_mse", "range_mse")
+    metrics = ("mean_tve", "range_tve")
     fig, axes = plt.subplots(
-        len(datasets), len(metrics), figsize=(10, 4 * len(datasets)), squeeze=False
+        len(datasets), len(metrics), figsize=(10, 3.8 * len(datasets) + 0.6), squeeze=False
     )
     for i, ds in enumerate(datasets):
         for k, metric in enumerate(metrics):
             ax = axes[i][k]
-            for mech in MECHANISMS:
-                pts = [
-                    (float(Fraction(r.epsilon)), r.value)
-                    for r in rows
-                    if (r.dataset, r.mechanism, r.metric) == (ds, mech, metric)
-                ]
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=mech)
+            for mi, mech in enumerate(MECHANISMS):
+                pts = [r for r in rows if (r.dataset, r.mechanism, r.metric) == (ds, mech, metric)]
+                half = [0.0 if math.isnan(r.ci_high) else (r.ci_high - r.ci_low) / 2 for r in pts]
+                ax.errorbar(
+                    [float(Fraction(r.epsilon)) for r in pts],
+                    [r.value for r in pts],
+                    yerr=half,
+                    marker="o",
+                    markersize=3.5,
+                    capsize=2.5,
+                    color=f"C{mi % 10}",
+                    label=mech,
+                )
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
             ax.set_xlabel("epsilon (whole stream)")
-            ax.set_ylabel(metric)
+            ax.set_ylabel(f"TVE of {metric.split('_')[0]} answers")
             ax.set_title(ds, fontsize=9)
-            ax.legend(fontsize=7)
-    fig.tight_layout()
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=5, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.6 / (3.8 * len(datasets) + 0.6), 1, 1))
     fig.savefig(path, dpi=100)
     plt.close(fig)

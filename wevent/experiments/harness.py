@@ -1,7 +1,9 @@
 """Running the papers' sweeps: every run through `wevent.experiments.running.run_mechanism` (the guard in the
-loop), metrics per run, mean and standard deviation over repeats, and the outputs: ``results.csv``
-(long form), ``runs.csv`` (one line per run: its seed, statuses and ledger size), a Markdown table
-per metric in the papers' layout (datasets x mechanisms by the swept parameter) and PNG plots.
+loop), metrics per run, mean, standard deviation and 95% interval over repeats
+(`wevent.experiments.stats`), and the outputs: ``results.csv`` (long form), ``runs.csv`` (one line
+per run: its seed, statuses, ledger size and every metric of the run), a Markdown table per metric
+in the papers' layout (datasets x mechanisms by the swept parameter, mean +- half the interval) and
+PNG plots with the intervals as error bars.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy.typing as npt
 from wevent.accounting.budget import BudgetError, format_exact
 from wevent.accounting.population import Population
 from wevent.experiments import metrics
+from wevent.experiments.stats import Interval, interval
 from wevent.mechanisms.allocators import ORACLE_CHOICE
 from wevent.mechanisms.allocators.registry import takes_dynamic
 from wevent.mechanisms.streams import Stream, SyntheticStream
@@ -42,9 +45,10 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 RESULT_COLUMNS = ("experiment", "dataset", "mechanism", "epsilon", "w", "metric", "value", "std")
-# One more column after the eight of the long form: the swept parameter that has no column of its own
-# (001 Section 6.5's user ratio), empty otherwise.
-EXTRA_COLUMNS = ("setting",)
+# After the eight of the long form: the swept parameter that has no column of its own (001 Section
+# 6.5's user ratio; empty otherwise), the number of runs behind the mean, and the 95% interval of
+# the mean (NaN with one run; ``std`` too).
+EXTRA_COLUMNS = ("setting", "runs", "ci_low", "ci_high")
 
 
 class GuardRefused(Exception):
@@ -172,6 +176,14 @@ class Row:
     value: float
     std: float
     setting: str = ""
+    runs: int = 1
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+
+    @property
+    def half_width(self) -> float:
+        """Half the 95% interval (NaN with one run)."""
+        return (self.ci_high - self.ci_low) / 2
 
     def cells(self) -> list[str]:
         return [
@@ -184,6 +196,9 @@ class Row:
             repr(self.value),
             repr(self.std),
             self.setting,
+            str(self.runs),
+            repr(self.ci_low),
+            repr(self.ci_high),
         ]
 
 
@@ -224,15 +239,6 @@ class _Acc:
 
     def add(self, name: str, value: float) -> None:
         self.values.setdefault(name, []).append(value)
-
-
-def _mean_std(values: Sequence[float]) -> tuple[float, float]:
-    arr = np.asarray(values, dtype=np.float64)
-    if len(arr) == 0 or np.isnan(arr).all():
-        return math.nan, math.nan
-    mean = float(np.nanmean(arr))
-    std = float(np.nanstd(arr, ddof=1)) if np.count_nonzero(~np.isnan(arr)) > 1 else 0.0
-    return mean, std
 
 
 def _progress(total: int, desc: str) -> tuple[Callable[[], None], Callable[[], None]]:
@@ -297,8 +303,9 @@ def run_sweep(
                             oracle=sweep.oracle if mech in ORACLE_CHOICE else None,
                         )
                         cell = acc.setdefault((dataset, mech, pi), _Acc())
-                        for name in sweep.metrics:
-                            cell.add(name, METRICS[name](res))
+                        measured = [METRICS[name](res) for name in sweep.metrics]
+                        for name, value in zip(sweep.metrics, measured, strict=True):
+                            cell.add(name, value)
                         if keep is not None:
                             keep(dataset, mech, point, r, res)
                         runs.append(
@@ -319,6 +326,7 @@ def run_sweep(
                                 str(res.charges),
                                 str(res.reports),
                                 "accepted",
+                                *(repr(v) for v in measured),
                             ]
                         )
                         tick()
@@ -329,7 +337,7 @@ def run_sweep(
         for dataset in datasets:
             for mech in sweep.mechanisms:
                 for pi, point in enumerate(points):
-                    mean, std = _mean_std(acc[(dataset, mech, pi)].values[name])
+                    iv: Interval = interval(acc[(dataset, mech, pi)].values[name])
                     rows.append(
                         Row(
                             sweep.experiment,
@@ -338,17 +346,25 @@ def run_sweep(
                             point.epsilon,
                             point.w,
                             name,
-                            mean,
-                            std,
+                            iv.mean,
+                            iv.std,
                             point.setting,
+                            iv.n,
+                            iv.low,
+                            iv.high,
                         )
                     )
     files = [write_results(rows, out_dir / "results.csv")]
-    files.append(_write_runs(runs, out_dir / "runs.csv"))
+    files.append(_write_runs(runs, out_dir / "runs.csv", sweep.metrics))
     header = (
         f"{sweep.title}\n\n{chosen.users} users, {chosen.slots} slots, {repeats} repeat(s), "
         f"seeds {seed}..{seed + repeats - 1}, d = {sweep.domain}; every run's ledger was "
-        "accepted charge by charge by the guard."
+        "accepted charge by charge by the guard. "
+        + (
+            "Cells: mean +- half the 95% interval over the repeats (Student's t)."
+            if repeats > 1
+            else "Cells: one run each (no interval)."
+        )
     )
     if sweep.note:
         header += f"\n\n{sweep.note}"
@@ -368,7 +384,9 @@ def write_results(rows: Iterable[Row], path: Path) -> Path:
     return path
 
 
-def _write_runs(runs: Sequence[Sequence[str]], path: Path) -> Path:
+def _write_runs(runs: Sequence[Sequence[str]], path: Path, metric_names: Sequence[str]) -> Path:
+    """``runs.csv``: one line per run, its statuses and ledger size, then the run's value of
+    every metric of the sweep (the paired per-seed evidence the claims are decided on)."""
     with path.open("w", newline="", encoding="utf-8") as fh:
         out = csv.writer(fh)
         out.writerow(
@@ -389,6 +407,7 @@ def _write_runs(runs: Sequence[Sequence[str]], path: Path) -> Path:
                 "ledger_rows",
                 "per_user_reports",
                 "guard",
+                *metric_names,
             ]
         )
         out.writerows(runs)
@@ -414,11 +433,17 @@ def _x_of(row: Row, axis: str) -> str:
     return row.setting
 
 
+def _cell(row: Row) -> str:
+    if math.isnan(row.half_width):
+        return fmt(row.value)
+    return f"{fmt(row.value)} ± {fmt(row.half_width)}"
+
+
 def write_markdown(
     rows: Sequence[Row], path: Path, axis: str, xs: Sequence[str], header: str
 ) -> Path:
     """One table per metric: a line per dataset and mechanism, a column per swept value (the
-    layout of 001 Tables 5-6)."""
+    layout of 001 Tables 5-6); a cell is the mean, +- half its 95% interval when there is one."""
     label = {"epsilon": "ε", "w": "w", "setting": ""}[axis]
     lines = [header, ""]
     for name in dict.fromkeys(r.metric for r in rows):
@@ -430,54 +455,110 @@ def write_markdown(
             + " |"
         )
         lines.append("|---|---|" + "---:|" * len(xs))
-        table: dict[tuple[str, str], dict[str, float]] = {}
+        table: dict[tuple[str, str], dict[str, Row]] = {}
         for r in rows:
             if r.metric == name:
-                table.setdefault((r.dataset, r.mechanism), {})[_x_of(r, axis)] = r.value
+                table.setdefault((r.dataset, r.mechanism), {})[_x_of(r, axis)] = r
         last = ""
         for (dataset, mech), vals in table.items():
             shown = dataset if dataset != last else ""
             last = dataset
-            cells = " | ".join(fmt(vals[x]) if x in vals else "" for x in xs)
+            cells = " | ".join(_cell(vals[x]) if x in vals else "" for x in xs)
             lines.append(f"| {shown} | {mech} | {cells} |")
         lines.append("")
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
 
 
+def sweep_groups(axis: str, xs: Sequence[str]) -> list[tuple[str, list[tuple[int, str]]]]:
+    """The separate sweeps of one axis, each with its (index into ``xs``, tick label) points.
+
+    An ``epsilon`` or ``w`` axis is one sweep. A ``setting`` axis whose values name their sweep
+    before the first ``=`` ("eps:o=0.1" and "w:o=0.1" of 001 Section 6.5, "eps=0.5" and "w=40" of
+    000's ablation) holds one sweep per name, each plotted on its own (a line never joins two);
+    settings that all share one name stay one sweep with their full labels."""
+    if axis != "setting":
+        return [(axis, list(enumerate(xs)))]
+    groups: dict[str, list[tuple[int, str]]] = {}
+    for i, x in enumerate(xs):
+        name, sep, rest = x.partition("=")
+        groups.setdefault(name if sep else "", []).append((i, rest if sep else x))
+    if len(groups) == 1:
+        return [("setting", list(enumerate(xs)))]
+    return list(groups.items())
+
+
+_AXIS_LABEL = {"epsilon": "ε", "w": "w", "setting": "setting", "eps": "ε"}
+
+
 def write_plots(
     rows: Sequence[Row], out_dir: Path, axis: str, xs: Sequence[str], *, log: bool = True
 ) -> list[Path]:
-    """One PNG per metric: a panel per dataset, a line per mechanism over the swept values."""
+    """One PNG per metric: a panel per dataset (and per sweep of a ``setting`` axis, one row
+    each), a line per mechanism over the swept values with the 95% intervals as error bars, and
+    the legend below the panels, off the data."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    groups = sweep_groups(axis, xs)
     files = []
     for name in dict.fromkeys(r.metric for r in rows):
         sel = [r for r in rows if r.metric == name]
         datasets = list(dict.fromkeys(r.dataset for r in sel))
+        mechs = list(dict.fromkeys(r.mechanism for r in sel))
         fig, axes = plt.subplots(
-            1, len(datasets), figsize=(4.2 * len(datasets), 3.6), squeeze=False
+            len(groups),
+            len(datasets),
+            figsize=(4.2 * len(datasets), 3.2 * len(groups) + 0.5),
+            squeeze=False,
         )
-        for ax, dataset in zip(axes[0], datasets, strict=True):
-            for mech in dict.fromkeys(r.mechanism for r in sel if r.dataset == dataset):
-                vals = {
-                    _x_of(r, axis): r.value
-                    for r in sel
-                    if r.dataset == dataset and r.mechanism == mech
-                }
-                ys = [vals.get(x, math.nan) for x in xs]
-                ax.plot(range(len(xs)), ys, marker="o", label=mech)
-            ax.set_xticks(range(len(xs)), list(xs), rotation=30 if axis == "setting" else 0)
-            ax.set_xlabel({"epsilon": "ε", "w": "w", "setting": "setting"}[axis])
-            ax.set_title(dataset)
-            if log and all(r.value > 0 for r in sel if not math.isnan(r.value)):
-                ax.set_yscale("log")
-        axes[0][0].set_ylabel(name.upper())
-        axes[0][-1].legend(fontsize=7)
-        fig.tight_layout()
+        # a log axis clips an error bar that reaches zero or below at the bottom of the panel
+        positive = all(r.value > 0 for r in sel if not math.isnan(r.value))
+        for gi, (group, points) in enumerate(groups):
+            for di, dataset in enumerate(datasets):
+                ax = axes[gi][di]
+                for mi, mech in enumerate(mechs):
+                    got = {
+                        _x_of(r, axis): r
+                        for r in sel
+                        if r.dataset == dataset and r.mechanism == mech
+                    }
+                    picked = [got.get(xs[i]) for i, _ in points]
+                    ys = [math.nan if r is None else r.value for r in picked]
+                    err = [
+                        0.0 if r is None or math.isnan(r.half_width) else r.half_width
+                        for r in picked
+                    ]
+                    dodge = (mi - (len(mechs) - 1) / 2) * 0.025  # bars side by side, not on top
+                    ax.errorbar(
+                        [i + dodge for i in range(len(points))],
+                        ys,
+                        yerr=err,
+                        marker="o",
+                        markersize=3.5,
+                        capsize=2.5,
+                        linewidth=1.2,
+                        color=f"C{mi % 10}",
+                        label=mech,
+                    )
+                ax.set_xticks(range(len(points)), [label for _, label in points])
+                ax.set_xlabel(_AXIS_LABEL.get(group, group))
+                ax.set_title(dataset if len(groups) == 1 else f"{dataset}, {group}")
+                if log and positive:
+                    ax.set_yscale("log")
+            axes[gi][0].set_ylabel(name.upper())
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(
+            handles,
+            labels,
+            loc="lower center",
+            ncol=min(len(labels), 8),
+            fontsize=8,
+            frameon=False,
+        )
+        fig.tight_layout(rect=(0, 0.5 / (3.2 * len(groups) + 0.5), 1, 1))
         path = out_dir / f"{name}.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)

@@ -200,14 +200,15 @@ def _fingerprint_size(sized: bool) -> dict[str, Any]:
     return {"size": "quick", "seed": 0, "repeats": 1}
 
 
-_MEASURED = frozenset({"value", "std"})  # the measured columns: numbers to a tolerance
+# the measured columns: numbers to a tolerance
+_MEASURED = frozenset({"value", "std", "ci_low", "ci_high"})
 
 
 def compare_fingerprints(want: str, got: str, *, rel: float = 1e-9) -> list[str]:
     """How two fingerprints differ, one line per cell: every column exactly but the measured
-    ones (``value``, ``std``), which agree to a relative ``rel`` (numpy's vectorized float
-    kernels differ in the last digits between CPUs with and without AVX-512; a change to the
-    data path moves results far more). Empty when they agree."""
+    ones (``value``, ``std``, ``ci_low``, ``ci_high``), which agree to a relative ``rel``
+    (numpy's vectorized float kernels differ in the last digits between CPUs with and without
+    AVX-512; a change to the data path moves results far more). Empty when they agree."""
     a = list(csv.reader(io.StringIO(want)))
     b = list(csv.reader(io.StringIO(got)))
     if len(a) != len(b) or not a or a[0] != b[0]:
