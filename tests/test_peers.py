@@ -27,11 +27,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from wevent.accounting.budget import Budget, BudgetError
-from wevent.accounting.formats import write_requirements
+from wevent.accounting.formats import read_ledger, read_requirements, write_requirements
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Fixed
 from wevent.cli import cli
 from wevent.cli._common import VARIANT_CHOICES
+from wevent.demo import example_path
 from wevent.gate import GateOptions, GateReport, run_gate
 from wevent.mechanisms.allocators import make_kernel, run_trace
 from wevent.mechanisms.allocators.algebra import ExactAlgebra
@@ -43,6 +44,7 @@ from wevent.mechanisms.allocators.kernel import (
     FixedClass,
     Kernel,
     Plan,
+    classes_of,
     published_now,
 )
 from wevent.mechanisms.allocators.registry import BUILTIN, kernel_for
@@ -161,6 +163,24 @@ def test_gate_refutes_du_code_absorption_and_trace_replays_it(name: str, tmp_pat
     replay = CliRunner().invoke(cli, command.split()[1:])
     assert replay.exit_code == 1, replay.output
     assert "REFUSED by the guard" in replay.output and "excess 0.25" in replay.output
+
+
+def test_the_bundled_peer_log_is_what_du_code_pba_spends() -> None:
+    """wevent/examples/peer-spends.csv (docs/peers.md, "Audit your own implementation") holds
+    exactly the spends of du-code PBA on its two users for slots published, skipped, published."""
+    population = read_requirements(example_path("peer-requirements.csv"))
+    decisions = [True, False, True]
+    trace = run_trace(make_kernel("pba", ALG, classes_of(population, "pba"), DU_CODE), decisions)
+    expected = set()
+    for s in trace:
+        for c in population.classes:
+            for user in c.members:
+                expected.add((s.slot, user, "dissimilarity", s.dissimilarity[c.index]))
+                if s.status == "published":
+                    expected.add((s.slot, user, "publication", s.publication[c.index]))
+    logged = read_ledger(example_path("peer-spends.csv"))
+    rows = [(ch.slot, ch.user, ch.part, Fraction(ch.amount)) for ch in logged]
+    assert len(rows) == len(set(rows)) and set(rows) == expected
 
 
 # ---------------------------------------------------------------------------- distribution: sound
