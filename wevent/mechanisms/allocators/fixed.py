@@ -33,7 +33,9 @@ authors' implementation of 001) computes, kept as an audited fixture (docs/peers
   [1, 2]);
 * distribution (BD, PBD): the remaining publication budget subtracts the last w publications,
   ``[t-w, t-1]``, instead of the last w-1 (002 Algorithm 1 line 7; 001 Algorithm 4 line 4):
-  it never spends more than the sound rule (CONSERVATIVE, still sound).
+  from the same state it never plans more than the printed rule, and over a run it never spends
+  more in total than the sound kernel, though it can at one slot (tests/test_peers.py):
+  CONSERVATIVE, still sound.
 """
 
 from __future__ import annotations
