@@ -68,7 +68,8 @@ def test_builtins_resolve_to_their_specs() -> None:
     assert isinstance(pba, Allocator)
     assert (pba.name, pba.requirement, pba.scaling) == ("pba", "fixed", "per-class")
     assert resolve("dpba").divides and not resolve("dpbd").divides
-    assert set(resolve("bd").variants) == {"sound", "published"}
+    assert set(resolve("bd").variants) == {"sound", "published", "du-code"}
+    assert set(resolve("uniform").variants) == {"sound", "published"}
 
 
 @pytest.mark.parametrize(

@@ -27,6 +27,7 @@ __all__ = [
     "EXIT_VERIFIER",
     "EXIT_VIOLATION",
     "STATUS_EXIT",
+    "VARIANT_CHOICES",
     "Choice",
     "StageBar",
     "check_writable",
@@ -203,6 +204,12 @@ def requirements_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
+# The budget kernels' variants (`wevent.mechanisms.allocators.kernel`: VARIANTS, then DU_CODE,
+# which only bd, ba, pbd and pba accept); written out so the command line starts without
+# importing the kernels (tests/test_peers.py holds the two equal).
+VARIANT_CHOICES = ("sound", "published", "du-code")
+
+
 def variant_options(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option(
         "--arithmetic",
@@ -214,11 +221,12 @@ def variant_options(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
     return click.option(
         "--variant",
-        type=Choice(["sound", "published"]),
+        type=Choice(VARIANT_CHOICES),
         default="sound",
         show_default=True,
         help="'published' runs the papers' pseudo-code as printed (unsound for dpbd/dpba after "
-        "a requirement change); see docs/deviations.md.",
+        "a requirement change); see docs/deviations.md. 'du-code' (bd, ba, pbd, pba) runs the "
+        "rules of Du et al.'s public code; see docs/peers.md.",
     )(f)
 
 

@@ -12,6 +12,7 @@ from wevent.cli._common import (
     DEFAULT_W_MAX,
     EXIT_VERIFIER,
     STATUS_EXIT,
+    VARIANT_CHOICES,
     Choice,
     check_writable,
     did_you_mean,
@@ -139,10 +140,11 @@ def primitive_cmd(name: str, domain: int, json_out: str | None) -> None:
 @click.argument("allocator", metavar="ALLOCATOR")
 @click.option(
     "--variant",
-    type=Choice(["sound", "published"]),
+    type=Choice(VARIANT_CHOICES),
     default="sound",
     show_default=True,
-    help="'published' is the papers' pseudo-code as printed (docs/deviations.md).",
+    help="'published' is the papers' pseudo-code as printed (docs/deviations.md); 'du-code' "
+    "(bd, ba, pbd, pba) the rules of Du et al.'s public code (docs/peers.md).",
 )
 @click.option(
     "--arithmetic",

@@ -20,6 +20,22 @@ is nullified (even a forced one: there is nothing to publish with). In exact ari
 positive budgets the clip never binds for these kernels (the property tests check that the two
 variants then spend identically); it binds when the absorption counts are computed in floating
 point (``--arithmetic float``), where the published variant overspends.
+
+``du-code`` (bd, ba, pbd, pba only) is what Du et al.'s public Java code (DynamicWEventCode, the
+authors' implementation of 001) computes, kept as an audited fixture (docs/peers.md); like
+``published`` it has no clip. Two rules depart from the pseudo-code:
+
+* absorption (BA, PBA): the last publication is set once, before slot 1 (slot 0, one share per
+  class, so t_N = 0), and never updated when a slot publishes (002 Algorithm 2 line 14 sets
+  l = t; 001 Algorithm 5 line 6 takes l as the last non-null publication, which line 19 makes
+  t). Nothing is ever nullified and slot t publishes ``share * min(t, w)``, the whole ``eps/2``
+  from slot w on: UNSOUND (w = 2, eps = 1, publishing at slots 1 and 2 spends 5/4 in window
+  [1, 2]);
+* distribution (BD, PBD): the remaining publication budget subtracts the last w publications,
+  ``[t-w, t-1]``, instead of the last w-1 (002 Algorithm 1 line 7; 001 Algorithm 4 line 4):
+  from the same state it never plans more than the printed rule, and over a run it never spends
+  more in total than the sound kernel, though it can at one slot (tests/test_peers.py):
+  CONSERVATIVE, still sound.
 """
 
 from __future__ import annotations
@@ -32,6 +48,7 @@ from typing import Any, Final, Generic, TypeVar
 from wevent.mechanisms.allocators.algebra import Algebra, vmax, vmin
 from wevent.mechanisms.allocators.api import AllocatorError, AllocatorSpec, KernelFactory
 from wevent.mechanisms.allocators.kernel import (
+    DU_CODE,
     VARIANTS,
     ClassReq,
     FixedClass,
@@ -43,7 +60,7 @@ from wevent.mechanisms.allocators.kernel import (
     uniform_class,
 )
 
-__all__ = ["SPECS", "FixedKernel", "FixedState", "fixed_factory"]
+__all__ = ["SPECS", "FixedKernel", "FixedState", "fixed_factory", "fixed_variants"]
 
 V = TypeVar("V")
 B = TypeVar("B")
@@ -65,6 +82,16 @@ _RULES: dict[str, tuple[str, bool]] = {
     "lba": ("absorption", False),  # 002 Algorithm 2
     "plbu": ("uniform", True),  # 001 Section 6.2: eps_i / w_i at every slot
 }
+
+# The allocators DynamicWEventCode implements, with the rule of its own they accept as the variant
+# ``du-code`` (module docstring); every other name has the sound and published variants only.
+_DU_CODE_NAMES = frozenset({"bd", "ba", "pbd", "pba"})
+
+
+def fixed_variants(name: str) -> tuple[str, ...]:
+    """The variants the fixed-window kernel accepts for ``name``."""
+    return (*VARIANTS, DU_CODE) if name in _DU_CODE_NAMES else VARIANTS
+
 
 # Absorption kernels that follow 001 Algorithm 5 (t_N starts at 0, t_A clipped at 0); the others
 # follow 002 Algorithm 2 (eps_{l,2} starts at 0, so t_N = -1, and t_A = t - (l + t_N)).
@@ -96,7 +123,7 @@ class FixedKernel(Generic[V, B]):
             raise AllocatorError(
                 f"unknown fixed-window allocator {name!r} (the kernel serves: {', '.join(_RULES)})"
             )
-        check_variant(name, variant)
+        check_variant(name, variant, fixed_variants(name))
         self.name = name
         self.variant = variant
         self.alg = alg
@@ -108,6 +135,8 @@ class FixedKernel(Generic[V, B]):
             one = uniform_class(classes, alg, name)
             self.served = tuple(one for _ in self.classes)
         self._keep = max(c.w for c in self.served)
+        # du-code: the absorption state is frozen at its start (the code never updates it).
+        self._frozen_last = variant == DU_CODE and self.rule == "absorption"
 
     # ------------------------------------------------------------------ helpers
 
@@ -120,8 +149,10 @@ class FixedKernel(Generic[V, B]):
         zero = alg.const(0)
         # 001 Algorithm 5 line 5 starts every t_N at 0 (as if slot 0 published one share);
         # 002 Algorithm 2 line 1 starts with eps_{l,2} = 0, so t_N = -1 and slot 1 may absorb two
-        # shares (a phantom slot 0; still sound, see docs/deviations.md).
-        initial = [self._share(c) if self.name in _ALGORITHM_5 else zero for c in self.served]
+        # shares (a phantom slot 0; still sound, see docs/deviations.md). du-code starts every
+        # class, BA's too, at one share published at slot 0 (the code's slot -1, counting from 0).
+        one_share = self.name in _ALGORITHM_5 or self._frozen_last
+        initial = [self._share(c) if one_share else zero for c in self.served]
         return FixedState(
             dis=tuple(Prefix(alg, self._keep) for _ in self.served),
             pub=tuple(Prefix(alg, self._keep) for _ in self.served),
@@ -151,12 +182,16 @@ class FixedKernel(Generic[V, B]):
         return plan
 
     def _distribution(self, state: FixedState[V], t: int) -> Plan[V, B]:
-        """001 Algorithm 4 lines 1-5 (PBD); 002 Algorithm 1 lines 3, 7-8 (BD)."""
+        """001 Algorithm 4 lines 1-5 (PBD); 002 Algorithm 1 lines 3, 7-8 (BD).
+
+        du-code subtracts the publications of ``[t-w, t-1]`` (w slots) where 001 Algorithm 4
+        line 4 and 002 Algorithm 1 line 7 subtract those of ``[t-w+1, t-1]`` (w-1 slots)."""
         alg = self.alg
         dis, pub = [], []
+        back = 0 if self.variant == DU_CODE else 1  # the first slot subtracted is t - w + back
         for c, hist in zip(self.served, state.pub, strict=True):
             dis.append(self._share(c))
-            remaining = alg.sub(alg.scale(c.eps, Fraction(1, 2)), hist.total(t - c.w + 1, t - 1))
+            remaining = alg.sub(alg.scale(c.eps, Fraction(1, 2)), hist.total(t - c.w + back, t - 1))
             pub.append(alg.scale(remaining, Fraction(1, 2)))
         return Plan(alg.truth(False), alg.truth(False), tuple(dis), tuple(pub))
 
@@ -216,9 +251,16 @@ class FixedKernel(Generic[V, B]):
         alg = self.alg
         zero = alg.const(0)
         spent = [alg.select(published, p, zero) for p in plan.publication]
+        dis = tuple(h.push(d) for h, d in zip(state.dis, plan.dissimilarity, strict=True))
+        pub = tuple(h.push(p) for h, p in zip(state.pub, spent, strict=True))
+        if self._frozen_last:
+            # du-code: l and eps_l keep their start values whatever is published (002
+            # Algorithm 2 line 14 sets l = t, and 001 Algorithm 5 lines 6, 19 make t the last
+            # non-null publication; the code never updates either).
+            return FixedState(dis=dis, pub=pub, last=state.last, last_pub=state.last_pub)
         return FixedState(
-            dis=tuple(h.push(d) for h, d in zip(state.dis, plan.dissimilarity, strict=True)),
-            pub=tuple(h.push(p) for h, p in zip(state.pub, spent, strict=True)),
+            dis=dis,
+            pub=pub,
             last=alg.select(published, alg.const(t), state.last),
             last_pub=tuple(
                 alg.select(published, p, old)
@@ -239,7 +281,9 @@ def fixed_factory(name: str) -> KernelFactory:
 
 
 def _spec(name: str, scaling: str, summary: str) -> AllocatorSpec:
-    return AllocatorSpec(name, "fixed", scaling, summary, fixed_factory(name), variants=VARIANTS)
+    return AllocatorSpec(
+        name, "fixed", scaling, summary, fixed_factory(name), variants=fixed_variants(name)
+    )
 
 
 # The family's specs, in the order the command line lists them. ``scaling``: the non-personalized

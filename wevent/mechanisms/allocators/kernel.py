@@ -25,6 +25,7 @@ from wevent.accounting.requirements import Dynamic, Fixed, WholeStream
 from wevent.mechanisms.allocators.algebra import Algebra, vmin
 
 __all__ = [
+    "DU_CODE",
     "VARIANTS",
     "ClassReq",
     "Decl",
@@ -43,6 +44,11 @@ B = TypeVar("B")
 S = TypeVar("S")
 
 VARIANTS: Final = ("sound", "published")
+
+# A peer implementation's rules, kept as an audited fixture: Du et al.'s public Java code
+# (DynamicWEventCode) for BD, BA, PBD and PBA (`wevent.mechanisms.allocators.fixed`, docs/peers.md).
+# Only the allocators that have such a rule accept it; `sound` stays every allocator's default.
+DU_CODE: Final = "du-code"
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,9 +219,15 @@ def uniform_class(
     return FixedClass(max(c.w for c in fixed), vmin(alg, *(c.eps for c in fixed)))
 
 
-def check_variant(name: str, variant: str) -> None:
-    if variant not in VARIANTS:
-        raise BudgetError(f"{name}: unknown variant {variant!r} (expected sound or published)")
+def check_variant(name: str, variant: str, variants: Sequence[str] = VARIANTS) -> None:
+    """Refuse a variant ``name`` does not have: one another allocator has ("no variant"), or one
+    no allocator has ("unknown variant", listing the ones ``name`` has)."""
+    if variant in variants:
+        return
+    if variant in (*VARIANTS, DU_CODE):
+        raise BudgetError(f"{name}: no variant {variant!r} (it has: {', '.join(variants)})")
+    expected = f"{', '.join(variants[:-1])} or {variants[-1]}" if len(variants) > 1 else variants[0]
+    raise BudgetError(f"{name}: unknown variant {variant!r} (expected {expected})")
 
 
 def first_negative(
