@@ -197,7 +197,8 @@ def test_average_reduction_reproduces_001_table5_tlns_pba_vs_ba(tmp_path: Path) 
     assert math.isnan(claims.reduction(runs["0"], "sin", "pba", "ba", "amre"))
     lines = claims.evaluate(tmp_path)
     assert any(
-        "| 001 Table 5 | TLNS | pba < ba (AMRE) | 30.2% lower | 30.2% | 1 | inconclusive |" in line
+        "| 001 Table 5 | TLNS | pba < ba (AMRE) | 30.2% lower | 30.2% | 1 | inconclusive | - |"
+        in line
         for line in lines
     )
     assert not any("pldp" in line for line in lines)  # experiments that did not run are left out
@@ -234,10 +235,15 @@ def test_claims_are_decided_by_the_paired_interval_over_seeds(tmp_path: Path) ->
                 claims.Claim("x", "pwsm-epsilon", "lns", "pba", "ba", "amre", 30.2),
                 claims.Claim("x", "pwsm-epsilon", "lns", "ba", "pba", "amre", None),
                 claims.Claim("x", "pwsm-epsilon", "lns", "dpba", "ba", "amre", None),
+                claims.Claim("x", "pwsm-epsilon", "lns", "dpba", "ba", "amre", 10.0),
             ),
         )
     )
     assert "| pba < ba (AMRE) | 30.2% lower | 30.2% [" in table
-    assert "| 3 | holds |" in table
-    assert "| 3 | does not hold |" in table
-    assert "| 3 | inconclusive |" in table
+    # every seed reduces by the same 30.19...%: a zero-width interval that misses 30.2
+    assert "| 3 | holds | no |" in table
+    assert (
+        "| dpba < ba (AMRE) | 10.0% lower | 3.3% [" in table and "| inconclusive | yes |" in table
+    )
+    assert "| 3 | does not hold | - |" in table
+    assert "| 3 | inconclusive | - |" in table

@@ -154,8 +154,8 @@ def evaluate(root: Path, claims: Sequence[Claim] = CLAIMS) -> list[str]:
     """Markdown lines: one per claim whose experiment ran under ``root``."""
     lines = [
         "| source | data | claim | paper | ours: 1 - A/B, mean over seeds [95% interval] "
-        "| seeds | verdict |",
-        "|---|---|---|---:|---:|---:|---|",
+        "| seeds | verdict | paper's % in our interval |",
+        "|---|---|---|---:|---:|---:|---|---|",
     ]
     cache: dict[str, Runs] = {}
     for c in claims:
@@ -172,9 +172,12 @@ def evaluate(root: Path, claims: Sequence[Claim] = CLAIMS) -> list[str]:
             if iv.n > 1:
                 ours += f" [{iv.low * 100:.1f}, {iv.high * 100:.1f}]"
             decided = verdict(iv)
+        inside = "-"  # the paper states no percentage, or we have no interval
+        if c.paper is not None and iv.n > 1:
+            inside = "yes" if iv.contains(c.paper / 100) else "no"
         lines.append(
             f"| {c.source} | {DS.get(c.dataset, c.dataset)} | {c.better} < {c.baseline} "
-            f"({c.metric.upper()}) | {paper} | {ours} | {iv.n} | {decided} |"
+            f"({c.metric.upper()}) | {paper} | {ours} | {iv.n} | {decided} | {inside} |"
         )
     return lines
 
