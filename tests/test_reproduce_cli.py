@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import math
 from fractions import Fraction
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from wevent.experiments.harness import (
     fmt,
     run_sweep,
     sweep_groups,
+    write_markdown,
     write_plots,
 )
 from wevent.experiments.papers import LDP_IDS, SWEEPS
@@ -105,6 +107,20 @@ def test_one_repeat_reports_no_interval_and_no_zero_spread(tmp_path: Path) -> No
     assert "±" not in (tmp_path / "table.md").read_text()
 
 
+def test_a_cell_made_of_fewer_runs_says_so(tmp_path: Path) -> None:
+    """A metric undefined in some runs (NaN: an AUC without events) gives a cell of fewer runs
+    than the table's repeats; the table names how many."""
+    rows = [
+        Row("x", "sin", "a", Fraction(1), 20, "auc", 0.6, 0.1, "", 3, 0.5, 0.7),
+        Row("x", "sin", "b", Fraction(1), 20, "auc", 0.65, 0.07, "", 2, 0.0, 1.3),
+        Row("x", "sin", "c", Fraction(1), 20, "auc", 0.9, math.nan, "", 1),
+    ]
+    table = write_markdown(rows, tmp_path / "t.md", "epsilon", ["1"], "h").read_text()
+    assert "| a | 0.6 ± 0.1 |" in table
+    assert "| b | 0.65 ± 0.65 (2 of 3 runs) |" in table
+    assert "| c | 0.9 (1 of 3 runs) |" in table
+
+
 def test_setting_axes_plot_one_line_per_sweep() -> None:
     """001 Section 6.5's two ratio sweeps and 000's two ablation sweeps are separate panels
     (a line never joins the last eps setting to the first w setting); one named list of
@@ -120,15 +136,20 @@ def test_setting_axes_plot_one_line_per_sweep() -> None:
     assert sweep_groups("w", ["10", "20"]) == [("w", [(0, "10"), (1, "20")])]
 
 
+@pytest.mark.parametrize(
+    ("datasets", "mechanisms"), [(("sin",), 2), (("sin",), 8), (("lns", "sin", "log"), 8)]
+)
 def test_plots_draw_error_bars_and_keep_the_legend_off_the_panels(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, datasets: tuple[str, ...], mechanisms: int
 ) -> None:
     import matplotlib.figure
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.container import ErrorbarContainer
 
     rows = [
-        Row("x", "sin", m, Fraction(1), 20, "amse", v, 0.1, s, 3, v - 0.05, v + 0.05)
-        for m, v in (("a", 0.2), ("b", 0.3))
+        Row("x", d, f"mechanism-{m}", Fraction(1), 20, "amse", v, 0.1, s, 3, v - 0.05, v + 0.05)
+        for d in datasets
+        for m, v in ((m, 0.2 + m / 10) for m in range(mechanisms))
         for s in ("eps=0.5", "eps=1", "w=10", "w=20")
     ]
     saved: list[matplotlib.figure.Figure] = []
@@ -144,15 +165,19 @@ def test_plots_draw_error_bars_and_keep_the_legend_off_the_panels(
     assert path.read_bytes()[:4] == b"\x89PNG"
     (fig,) = saved
     axes = fig.get_axes()
-    assert len(axes) == 2  # one panel per sweep
+    assert len(axes) == 2 * len(datasets)  # a row of panels per sweep
     assert all(ax.get_legend() is None for ax in axes) and len(fig.legends) == 1
-    for ax in axes:
-        assert len(ax.containers) == 2  # one error-bar line per mechanism
+    renderer = FigureCanvasAgg(fig).get_renderer()  # type: ignore[no-untyped-call]
+    to_fig = fig.transFigure.inverted()
+    legend_box = fig.legends[0].get_window_extent(renderer).transformed(to_fig)
+    assert legend_box.x0 >= 0 and legend_box.x1 <= 1 and legend_box.y0 >= 0  # inside the figure
+    for ax in axes:  # below every panel with its tick and axis labels
+        panel = ax.get_tightbbox(renderer)
+        assert panel is not None and legend_box.y1 <= panel.transformed(to_fig).y0
+    for ax in axes:  # one error-bar line per mechanism, two points each (its sweep's)
         bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
-        assert len(bars) == 2 and all(np.asarray(c.lines[0].get_xdata()).size == 2 for c in bars)
-        bottom = ax.get_position().y0
-        legend_top = fig.legends[0].get_window_extent().transformed(fig.transFigure.inverted()).y1
-        assert legend_top <= bottom
+        assert len(bars) == mechanisms
+        assert all(np.asarray(c.lines[0].get_xdata()).size == 2 for c in bars)
 
 
 def test_same_seed_same_results(tmp_path: Path) -> None:

@@ -247,3 +247,19 @@ def test_claims_are_decided_by_the_paired_interval_over_seeds(tmp_path: Path) ->
     )
     assert "| 3 | does not hold | - |" in table
     assert "| 3 | inconclusive | - |" in table
+
+
+def test_every_seed_is_averaged_over_the_same_swept_values(tmp_path: Path) -> None:
+    """A value missing (or not finite) in one seed leaves that swept value out of every seed's
+    reduction, so no seed is dropped and no seed averages over other values than the rest."""
+    seeds = {s: {"ba": list(_BA), "pba": list(_PBA)} for s in range(4)}
+    seeds[2]["pba"][4] = math.nan  # pba undefined at eps = 1 in seed 2
+    seeds[3]["ba"][0] = math.nan  # ba undefined at eps = 0.2 in seed 3
+    seeds[3]["pba"][0] = 1e9  # (a huge value that would dominate if it were counted)
+    _runs_csv(tmp_path / "pwsm-epsilon" / "runs.csv", seeds)
+    runs = claims.load(tmp_path / "pwsm-epsilon" / "runs.csv")
+    iv = claims.paired_reduction(runs, "lns", "pba", "ba", "amre")
+    middle = [1 - p / b for p, b in zip(_PBA[1:4], _BA[1:4], strict=True)]
+    assert iv.n == 4  # every seed counts
+    assert iv.mean == pytest.approx(sum(middle) / 3)  # over eps = 0.4, 0.6, 0.8 only
+    assert iv.std == pytest.approx(0.0, abs=1e-12)

@@ -21,6 +21,20 @@ def test_t_quantile_matches_the_closed_forms_and_the_normal_limit() -> None:
     assert stats.t_quantile(0.9, 2) == pytest.approx(0.8 / math.sqrt(2 * 0.9 * 0.1), rel=1e-9)
     assert stats.t_quantile(0.975, 100_000) == pytest.approx(1.959964, abs=1e-4)
     assert stats.t_quantile(0.5, 7) == pytest.approx(0.0, abs=1e-12)
+    # far in the tails too (a numerical integral of the density misses them by factors)
+    for p in (0.9995, 0.9999, 0.99999, 0.999999):
+        assert stats.t_quantile(p, 1) == pytest.approx(math.tan(math.pi * (p - 0.5)), rel=1e-9)
+        two = (2 * p - 1) / math.sqrt(2 * p * (1 - p))
+        assert stats.t_quantile(p, 2) == pytest.approx(two, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("df", "want"),
+    # R's qt(0.975, df) to 15 digits
+    [(3, 3.18244630528371), (4, 2.77644510519779), (9, 2.26215716279820), (30, 2.04227245630124)],
+)
+def test_t_quantile_matches_published_quantiles(df: int, want: float) -> None:
+    assert stats.t_quantile(0.975, df) == pytest.approx(want, rel=1e-12)
 
 
 @given(st.integers(1, 60), st.floats(0.55, 0.995))

@@ -78,11 +78,37 @@ def load(path: Path) -> Runs:
     return out
 
 
+def _usable(results: Results, dataset: str, better: str, baseline: str, metric: str) -> set[str]:
+    """The swept values where both runs have a finite value and the baseline's is positive."""
+    xs = set()
+    for (d, m, k, x), base in results.items():
+        if d == dataset and m == baseline and k == metric and math.isfinite(base) and base > 0:
+            other = results.get((dataset, better, metric, x))
+            if other is not None and math.isfinite(other):
+                xs.add(x)
+    return xs
+
+
 def paired_reduction(runs: Runs, dataset: str, better: str, baseline: str, metric: str) -> Interval:
     """Per seed, the mean over the swept values of 1 - better/baseline; their mean over the seeds
-    and its 95% interval (seeds sharing no swept value are left out)."""
-    per_seed = [reduction(results, dataset, better, baseline, metric) for results in runs.values()]
-    return interval([r for r in per_seed if not math.isnan(r)])
+    and its 95% interval. Every seed is averaged over the same swept values: those usable in
+    every seed (a value missing or not finite in one seed leaves that swept value out for all)."""
+    seeds = list(runs.values())
+    if not seeds:
+        return interval([])
+    common = set.intersection(*(_usable(r, dataset, better, baseline, metric) for r in seeds))
+    if not common:
+        return interval([])
+    return interval(
+        [
+            sum(
+                1 - r[(dataset, better, metric, x)] / r[(dataset, baseline, metric, x)]
+                for x in common
+            )
+            / len(common)
+            for r in seeds
+        ]
+    )
 
 
 def reduction(results: Results, dataset: str, better: str, baseline: str, metric: str) -> float:
@@ -162,7 +188,9 @@ def evaluate(root: Path, claims: Sequence[Claim] = CLAIMS) -> list[str]:
         path = root / c.experiment / "runs.csv"
         if not path.exists():
             continue
-        runs = cache.setdefault(c.experiment, load(path))
+        if c.experiment not in cache:
+            cache[c.experiment] = load(path)
+        runs = cache[c.experiment]
         iv = paired_reduction(runs, c.dataset, c.better, c.baseline, c.metric)
         paper = "lower" if c.paper is None else f"{c.paper:.1f}% lower"
         if iv.n == 0:

@@ -375,7 +375,7 @@ def run_sweep(
 
 
 def write_results(rows: Iterable[Row], path: Path) -> Path:
-    """``results.csv``: the long form (eight columns) plus the ``setting`` column."""
+    """``results.csv``: the long form (`RESULT_COLUMNS`) plus `EXTRA_COLUMNS`."""
     with path.open("w", newline="", encoding="utf-8") as fh:
         out = csv.writer(fh)
         out.writerow([*RESULT_COLUMNS, *EXTRA_COLUMNS])
@@ -433,10 +433,17 @@ def _x_of(row: Row, axis: str) -> str:
     return row.setting
 
 
-def _cell(row: Row) -> str:
-    if math.isnan(row.half_width):
-        return fmt(row.value)
-    return f"{fmt(row.value)} ± {fmt(row.half_width)}"
+def _cell(row: Row, repeats: int) -> str:
+    """Mean +- half the interval; a cell made of fewer runs than the table's repeats (a metric
+    undefined in some runs) says how many."""
+    text = (
+        fmt(row.value)
+        if math.isnan(row.half_width)
+        else f"{fmt(row.value)} ± {fmt(row.half_width)}"
+    )
+    if row.runs < repeats:
+        text += f" ({row.runs} of {repeats} runs)"
+    return text
 
 
 def write_markdown(
@@ -445,6 +452,7 @@ def write_markdown(
     """One table per metric: a line per dataset and mechanism, a column per swept value (the
     layout of 001 Tables 5-6); a cell is the mean, +- half its 95% interval when there is one."""
     label = {"epsilon": "ε", "w": "w", "setting": ""}[axis]
+    repeats = max((r.runs for r in rows), default=1)
     lines = [header, ""]
     for name in dict.fromkeys(r.metric for r in rows):
         lines.append(f"### {name.upper()}")
@@ -463,7 +471,7 @@ def write_markdown(
         for (dataset, mech), vals in table.items():
             shown = dataset if dataset != last else ""
             last = dataset
-            cells = " | ".join(_cell(vals[x]) if x in vals else "" for x in xs)
+            cells = " | ".join(_cell(vals[x], repeats) if x in vals else "" for x in xs)
             lines.append(f"| {shown} | {mech} | {cells} |")
         lines.append("")
     path.write_text("\n".join(lines), encoding="utf-8")
@@ -508,12 +516,11 @@ def write_plots(
         sel = [r for r in rows if r.metric == name]
         datasets = list(dict.fromkeys(r.dataset for r in sel))
         mechs = list(dict.fromkeys(r.mechanism for r in sel))
-        fig, axes = plt.subplots(
-            len(groups),
-            len(datasets),
-            figsize=(4.2 * len(datasets), 3.2 * len(groups) + 0.5),
-            squeeze=False,
-        )
+        width = 4.2 * len(datasets)
+        ncol = max(1, min(len(mechs), int(width / 1.3)))  # about 1.3 inches per legend entry
+        legend_height = 0.28 + 0.22 * math.ceil(len(mechs) / ncol)
+        height = 3.2 * len(groups) + legend_height
+        fig, axes = plt.subplots(len(groups), len(datasets), figsize=(width, height), squeeze=False)
         # a log axis clips an error bar that reaches zero or below at the bottom of the panel
         positive = all(r.value > 0 for r in sel if not math.isnan(r.value))
         for gi, (group, points) in enumerate(groups):
@@ -550,15 +557,8 @@ def write_plots(
                     ax.set_yscale("log")
             axes[gi][0].set_ylabel(name.upper())
         handles, labels = axes[0][0].get_legend_handles_labels()
-        fig.legend(
-            handles,
-            labels,
-            loc="lower center",
-            ncol=min(len(labels), 8),
-            fontsize=8,
-            frameon=False,
-        )
-        fig.tight_layout(rect=(0, 0.5 / (3.2 * len(groups) + 0.5), 1, 1))
+        fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+        fig.tight_layout(rect=(0, legend_height / height, 1, 1))
         path = out_dir / f"{name}.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)
