@@ -166,6 +166,17 @@ def test_reproduce_exsub_quick_writes_results(tmp_path: Path) -> None:
     assert {r["mechanism"] for r in rows} >= {"exsub", "sample-grr", "sample-oue", "split-rr"}
     assert {r["w"] for r in rows} == {"inf"}
     assert "reduction of exsub vs sample-oue" in (out_dir / "table.md").read_text()
+    with (out_dir / "runs.csv").open() as fh:
+        runs = list(csv.DictReader(fh))
+    assert len(runs) == len(rows) // 4  # four metrics per result row, one repeat
+    first = next(r for r in rows if r["metric"] == "range_tve")
+    line = next(
+        r
+        for r in runs
+        if (r["dataset"], r["epsilon"], r["mechanism"])
+        == (first["dataset"], first["epsilon"], first["mechanism"])
+    )
+    assert line["repeat"] == "0" and float(line["range_tve"]) == float(first["value"])
     assert (out_dir / "exsub.png").read_bytes()[:4] == b"\x89PNG"
     code, _, err = run("reproduce", "nope")
     assert code == 2

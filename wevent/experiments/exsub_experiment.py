@@ -194,7 +194,8 @@ def _epsilons(quick: bool) -> list[Fraction]:
 
 def run_exsub_experiment(out_dir: Path, repeats: int, quick: bool, seed: int) -> list[Row]:
     """Run every (dataset, eps, mechanism) ``repeats`` times; write results.csv (long form,
-    columns `COLUMNS`), table.md and exsub.png into ``out_dir``; return the rows."""
+    columns `COLUMNS`), runs.csv (every repeat's metrics), table.md and exsub.png into
+    ``out_dir``; return the rows."""
     out_dir.mkdir(parents=True, exist_ok=True)
     rows: list[Row] = []
     for ds in _datasets(quick):
@@ -233,9 +234,26 @@ def run_exsub_experiment(out_dir: Path, repeats: int, quick: bool, seed: int) ->
                         )
                     )
     _write_csv(rows, out_dir / "results.csv")
+    _write_runs(rows, out_dir / "runs.csv")
     (out_dir / "table.md").write_text(markdown_table(rows, repeats), encoding="utf-8")
     _plot(rows, out_dir / "exsub.png")
     return rows
+
+
+def _write_runs(rows: list[Row], path: Path) -> None:
+    """``runs.csv``: one line per (data set, eps, mechanism, repeat) with every metric of that
+    run; the repeats of one data set and eps share their data (the paired evidence)."""
+    cells: dict[tuple[str, str, str], dict[str, tuple[float, ...]]] = {}
+    for r in rows:
+        cells.setdefault((r.dataset, r.epsilon, r.mechanism), {})[r.metric] = r.per_run
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        out = csv.writer(fh)
+        out.writerow(["experiment", "dataset", "epsilon", "mechanism", "repeat", *METRICS])
+        for (ds, eps, mech), values in cells.items():
+            for rep in range(len(values[METRICS[0]])):
+                out.writerow(
+                    ["exsub", ds, eps, mech, rep, *(repr(values[m][rep]) for m in METRICS)]
+                )
 
 
 def _write_csv(rows: list[Row], path: Path) -> None:

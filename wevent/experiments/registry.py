@@ -77,7 +77,7 @@ def _exsub(out_dir: Path, repeats: int, quick: bool, seed: int) -> list[Path]:
     from wevent.experiments.exsub_experiment import run_exsub_experiment
 
     run_exsub_experiment(out_dir, repeats, quick, seed)
-    return [out_dir / name for name in ("results.csv", "table.md", "exsub.png")]
+    return [out_dir / name for name in ("results.csv", "runs.csv", "table.md", "exsub.png")]
 
 
 _register_papers()
