@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from wevent.experiments.harness import RUN_COLUMNS
 from wevent.experiments.stats import Interval, interval, verdict
 
 __all__ = ["CLAIMS", "Claim", "evaluate", "load", "paired_reduction", "reduction"]
@@ -26,26 +27,7 @@ __all__ = ["CLAIMS", "Claim", "evaluate", "load", "paired_reduction", "reduction
 Results = dict[tuple[str, str, str, str], float]  # (dataset, mechanism, metric, x) -> value
 # seed -> that seed's runs (dataset, mechanism, metric, x) -> value
 Runs = dict[str, Results]
-_RUN_KEYS = frozenset(
-    {
-        "experiment",
-        "dataset",
-        "mechanism",
-        "epsilon",
-        "w",
-        "setting",
-        "repeat",
-        "seed",
-        "users",
-        "slots",
-        "published",
-        "skipped",
-        "nullified",
-        "ledger_rows",
-        "per_user_reports",
-        "guard",
-    }
-)
+_RUN_KEYS = frozenset(RUN_COLUMNS)  # the columns before a run's metrics
 
 
 @dataclass(frozen=True)

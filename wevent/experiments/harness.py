@@ -28,6 +28,7 @@ from wevent.mechanisms.streams import Stream, SyntheticStream
 
 __all__ = [
     "RESULT_COLUMNS",
+    "RUN_COLUMNS",
     "GuardRefused",
     "Point",
     "Row",
@@ -49,6 +50,25 @@ RESULT_COLUMNS = ("experiment", "dataset", "mechanism", "epsilon", "w", "metric"
 # 6.5's user ratio; empty otherwise), the number of runs behind the mean, and the 95% interval of
 # the mean (NaN with one run; ``std`` too).
 EXTRA_COLUMNS = ("setting", "runs", "ci_low", "ci_high")
+# ``runs.csv``: what describes a run, then one column per metric of the sweep (its value in the run)
+RUN_COLUMNS = (
+    "experiment",
+    "dataset",
+    "mechanism",
+    "epsilon",
+    "w",
+    "setting",
+    "repeat",
+    "seed",
+    "users",
+    "slots",
+    "published",
+    "skipped",
+    "nullified",
+    "ledger_rows",
+    "per_user_reports",
+    "guard",
+)
 
 
 class GuardRefused(Exception):
@@ -389,27 +409,7 @@ def _write_runs(runs: Sequence[Sequence[str]], path: Path, metric_names: Sequenc
     every metric of the sweep (the paired per-seed evidence the claims are decided on)."""
     with path.open("w", newline="", encoding="utf-8") as fh:
         out = csv.writer(fh)
-        out.writerow(
-            [
-                "experiment",
-                "dataset",
-                "mechanism",
-                "epsilon",
-                "w",
-                "setting",
-                "repeat",
-                "seed",
-                "users",
-                "slots",
-                "published",
-                "skipped",
-                "nullified",
-                "ledger_rows",
-                "per_user_reports",
-                "guard",
-                *metric_names,
-            ]
-        )
+        out.writerow([*RUN_COLUMNS, *metric_names])
         out.writerows(runs)
     return path
 
