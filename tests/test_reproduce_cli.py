@@ -120,6 +120,8 @@ def test_setting_axes_plot_one_line_per_sweep() -> None:
     assert [g for g, _ in sweep_groups("setting", ["eps=0.5", "eps=1.5", "w=40"])] == ["eps", "w"]
     cats = ["eps=1,w=20", "eps=2,w=20"]
     assert sweep_groups("setting", cats) == [("setting", [(0, cats[0]), (1, cats[1])])]
+    # one named list of single values (002 Figure 6's N) is labelled by its name
+    assert sweep_groups("setting", ["N=100", "N=200"]) == [("N", [(0, "100"), (1, "200")])]
     assert sweep_groups("w", ["10", "20"]) == [("w", [(0, "10"), (1, "20")])]
 
 

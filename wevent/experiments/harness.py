@@ -515,7 +515,8 @@ def sweep_groups(axis: str, xs: Sequence[str]) -> list[tuple[str, list[tuple[int
     An ``epsilon`` or ``w`` axis is one sweep. A ``setting`` axis whose values name their sweep
     before the first ``=`` ("eps:o=0.1" and "w:o=0.1" of 001 Section 6.5, "eps=0.5" and "w=40" of
     000's ablation) holds one sweep per name, each plotted on its own (a line never joins two);
-    settings that all share one name stay one sweep with their full labels."""
+    settings that all share one name stay one sweep with their full labels, unless each is a
+    single ``name=value`` ("N=25000" of 002 Figure 6): then the name labels the axis."""
     if axis != "setting":
         return [(axis, list(enumerate(xs)))]
     groups: dict[str, list[tuple[int, str]]] = {}
@@ -523,6 +524,9 @@ def sweep_groups(axis: str, xs: Sequence[str]) -> list[tuple[str, list[tuple[int
         name, sep, rest = x.partition("=")
         groups.setdefault(name if sep else "", []).append((i, rest if sep else x))
     if len(groups) == 1:
+        ((name, points),) = groups.items()
+        if name and not any("=" in label or "," in label for _, label in points):
+            return [(name, points)]
         return [("setting", list(enumerate(xs)))]
     return list(groups.items())
 
