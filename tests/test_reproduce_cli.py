@@ -8,17 +8,19 @@ from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from click.testing import CliRunner
 
 from wevent.accounting.population import Population
 from wevent.cli import cli
-from wevent.experiments import provenance, registry
+from wevent.experiments import harness, provenance, registry
 from wevent.experiments.harness import (
     RESULT_COLUMNS,
     GuardRefused,
     Point,
     Row,
+    RunResult,
     Size,
     Sweep,
     execute,
@@ -28,9 +30,10 @@ from wevent.experiments.harness import (
     write_markdown,
     write_plots,
 )
-from wevent.experiments.papers import LDP_IDS, SWEEPS
+from wevent.experiments.papers import LDP_IDS, LDP_USERS, LDP_VOLATILITY, SWEEPS
 from wevent.experiments.populations import pwsm_population, uniform_population
 from wevent.experiments.stats import interval
+from wevent.mechanisms.streams import SyntheticStream
 
 TINY = ("--quick", "--users", "400", "--slots", "12", "--no-fingerprint")
 
@@ -133,6 +136,8 @@ def test_setting_axes_plot_one_line_per_sweep() -> None:
     assert [g for g, _ in sweep_groups("setting", ["eps=0.5", "eps=1.5", "w=40"])] == ["eps", "w"]
     cats = ["eps=1,w=20", "eps=2,w=20"]
     assert sweep_groups("setting", cats) == [("setting", [(0, cats[0]), (1, cats[1])])]
+    # one named list of single values (002 Figure 6's N) is labelled by its name
+    assert sweep_groups("setting", ["N=100", "N=200"]) == [("N", [(0, "100"), (1, "200")])]
     assert sweep_groups("w", ["10", "20"]) == [("w", [(0, "10"), (1, "20")])]
 
 
@@ -223,6 +228,8 @@ def test_registry_has_every_experiment_of_the_issue() -> None:
         "pldp-epsilon",
         "pldp-w",
         "pldp-ablation",
+        "ldp-ids-users",
+        "ldp-ids-volatility",
         "cfpu",
         "roc",
         "exsub",
@@ -371,3 +378,188 @@ def test_every_mechanism_of_a_setting_sees_the_same_stream() -> None:
     first = truths["lbu"]
     for mechanism, truth in truths.items():
         assert np.array_equal(truth, first), mechanism
+
+
+def _uniform(point: Point, mechanism: str, users: int, seed: int) -> Population:
+    return uniform_population(users, point.w, point.epsilon)
+
+
+def _spy_streams(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int, dict[str, float]]]:
+    """Record every synthetic stream a sweep builds: its kind, users, seed and options."""
+    made: list[tuple[str, int, int, dict[str, float]]] = []
+    real = SyntheticStream
+
+    def spy(
+        kind: str, slots: int, sizes: list[int], seed: int, d: int = 2, **options: float
+    ) -> SyntheticStream:
+        made.append((kind, sum(sizes), seed, options))
+        return real(kind, slots, sizes, seed, d, **options)
+
+    monkeypatch.setattr(harness, "SyntheticStream", spy)
+    return made
+
+
+def test_a_population_sweep_runs_each_point_with_its_own_users(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 002 Figure 6(a)(b): the users of a point are its share of the size's users, and the
+    # stream keeps the same probability sequence at every N for a seed.
+    made = _spy_streams(monkeypatch)
+    truths: dict[tuple[str, str, int], npt.NDArray[np.float64]] = {}
+
+    def keep(dataset: str, mech: str, point: Point, r: int, res: RunResult) -> None:
+        assert res.truth.sum(axis=1).tolist() == [res.users] * res.slots
+        truths[(dataset, point.setting, r)] = res.truth[:, 1] / res.users
+
+    sweep = Sweep(
+        "users-test",
+        "N",
+        ("lbu", "lpu"),
+        ("lns", "sin"),
+        "setting",
+        LDP_USERS,
+        _uniform,
+        ("mre",),
+        Size(800, 40),
+        Size(800, 40),
+        oracle="grr",
+    )
+    rows, _ = run_sweep(sweep, tmp_path, repeats=2, quick=True, seed=5, keep=keep)
+    wanted = {"N=100": 100, "N=200": 200, "N=400": 400, "N=600": 600, "N=800": 800}
+    assert [sweep.x(p.at(800)) for p in LDP_USERS] == list(wanted)
+    runs = read(tmp_path / "runs.csv")
+    assert len(runs) == 5 * 2 * 2 * 2
+    for line in runs:
+        assert int(line["users"]) == wanted[line["setting"]], line
+    assert {r.setting for r in rows} == set(wanted)
+    # every run's stream had the point's users; per seed, one probability sequence at every N
+    assert sorted({n for _, n, _, _ in made}) == sorted(wanted.values())
+    assert all(options == {} for *_, options in made)
+    table = (tmp_path / "table.md").read_text()
+    assert "N users per column (up to 800)" in table and "| N=100 |" in table
+    # the true frequencies at different N are draws around the same p_t: closer at larger N
+    for dataset in ("lns", "sin"):
+        p = SyntheticStream(dataset, 40, [1], seed=5).probabilities
+        gaps = [np.abs(truths[(dataset, x, 0)] - p).mean() for x in ("N=100", "N=800")]
+        assert gaps[1] < gaps[0]
+        assert np.abs(truths[(dataset, "N=800", 0)] - p).max() < 0.1
+
+
+def test_a_volatility_sweep_runs_each_setting_on_its_own_stream_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 002 Figure 6(c)(d): sqrt(Q) varies LNS only and b varies Sin only; no cell of the other
+    # stream is run or shown.
+    made = _spy_streams(monkeypatch)
+    sweep = Sweep(
+        "volatility-test",
+        "Q, b",
+        ("lbu", "lsp"),
+        ("lns", "sin"),
+        "setting",
+        LDP_VOLATILITY,
+        _uniform,
+        ("mre",),
+        Size(300, 30),
+        Size(300, 30),
+        oracle="grr",
+    )
+    rows, _ = run_sweep(sweep, tmp_path, repeats=1, quick=True, seed=0)
+    runs = read(tmp_path / "runs.csv")
+    assert len(runs) == 10 * 2  # 5 sqrt(Q) on LNS + 5 b on Sin, two mechanisms
+    assert {(r["dataset"], r["setting"].split("=")[0]) for r in runs} == {
+        ("lns", "sqrtQ"),
+        ("sin", "b"),
+    }
+    assert {(r.dataset, r.setting.split("=")[0]) for r in rows} == {("lns", "sqrtQ"), ("sin", "b")}
+    assert all(int(r["users"]) == 300 for r in runs)
+    # the streams that ran had the setting's parameter
+    for kind, users, _, options in made:
+        assert users == 300
+        if kind == "lns":
+            assert set(options) == {"lns_sqrt_q"}
+        else:
+            assert kind == "sin" and set(options) == {"sin_period"}
+    q = sorted({o["lns_sqrt_q"] for k, _, _, o in made if k == "lns"})
+    assert q == [0.001, 0.002, 0.0025, 0.004, 0.006]
+    b = sorted({2 * np.pi / o["sin_period"] for k, _, _, o in made if k == "sin"})
+    assert b == [0.005, 0.01, 0.02, 0.04, 0.08]  # exactly: 2 pi / (2 pi / b) == b here
+    # b = 0.01 is exactly the default Sin stream (2 pi / (2 pi / b) == b in floating point)
+    default = next(o for k, _, _, o in made if k == "sin" and 2 * np.pi / o["sin_period"] == 0.01)
+    np.testing.assert_array_equal(
+        SyntheticStream("sin", 30, [1], 0, **default).probabilities,  # type: ignore[arg-type]
+        SyntheticStream("sin", 30, [1], 0).probabilities,
+    )
+    # the table leaves the other stream's columns empty
+    table = (tmp_path / "table.md").read_text()
+    lines = table.splitlines()
+    assert lines[lines.index("### MRE") + 2].startswith(
+        "| dataset | mechanism | sqrtQ=0.001 | sqrtQ=0.002 | sqrtQ=0.0025 | sqrtQ=0.004 |"
+    )
+    body = [line for line in lines if line.startswith("| ") and "---" not in line][1:]
+    assert len(body) == 4  # lns x (lbu, lsp), sin x (lbu, lsp)
+    for number, line in enumerate(body):
+        cells = [c.strip() for c in line.strip("|").split("|")][2:]
+        assert len(cells) == 10
+        lns = number < 2
+        assert all(cells[:5]) == lns and any(cells[5:]) != lns
+        assert all(cells[5:]) != lns and any(cells[:5]) == lns
+    # and the plot leaves the panels of a sweep on the other stream blank
+    import matplotlib.figure
+
+    saved: list[matplotlib.figure.Figure] = []
+    real_savefig = matplotlib.figure.Figure.savefig
+
+    def spy(fig: matplotlib.figure.Figure, *args: object, **kwargs: object) -> None:
+        saved.append(fig)
+        real_savefig(fig, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", spy)
+    write_plots(rows, tmp_path, "setting", [sweep.x(p) for p in LDP_VOLATILITY])
+    (fig,) = saved
+    # panels row by row: (lns, sqrtQ), (sin, sqrtQ), (lns, b), (sin, b)
+    drawn = [(ax.get_title(), ax.axison) for ax in fig.get_axes()]
+    assert drawn == [("lns, sqrtQ", True), ("", False), ("", False), ("sin, b", True)]
+
+
+def test_the_registered_data_sweeps_pair_each_setting_with_its_stream() -> None:
+    users, volatility = SWEEPS["ldp-ids-users"], SWEEPS["ldp-ids-volatility"]
+    for sweep in (users, volatility):
+        assert sweep.mechanisms == LDP_IDS and sweep.datasets == ("lns", "sin")
+        assert sweep.full == Size(200_000, 800)  # 002 Section 7.1.1
+        assert {(p.epsilon, p.w) for p in sweep.points} == {(Fraction(1), 30)}  # Figure 6
+    assert [p.at(200_000).setting for p in users.points] == [
+        f"N={n}" for n in (25_000, 50_000, 100_000, 150_000, 200_000)
+    ]
+    for p in volatility.points:
+        name, _, value = p.setting.partition("=")
+        ((option, got),) = p.stream
+        if name == "sqrtQ":
+            assert p.datasets == ("lns",) and option == "lns_sqrt_q" and got == float(value)
+        else:
+            assert name == "b" and p.datasets == ("sin",) and option == "sin_period"
+            assert 2 * np.pi / got == float(value)
+
+
+def test_cli_population_sweep_smoke(tmp_path: Path) -> None:
+    code, _, err = run(
+        "reproduce",
+        "ldp-ids-users",
+        "--quick",
+        "--users",
+        "600",
+        "--slots",
+        "12",
+        "--repeats",
+        "1",
+        "--no-fingerprint",
+        "--out",
+        str(tmp_path),
+    )
+    assert code == 0, err
+    runs = read(tmp_path / "runs.csv")
+    assert {(r["setting"], r["users"]) for r in runs} == {
+        ("N=75", "75"),
+        ("N=300", "300"),
+        ("N=600", "600"),
+    }

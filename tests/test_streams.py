@@ -393,3 +393,48 @@ def test_a_sin_stream_takes_another_period() -> None:
             SyntheticStream("sin", 10, [1], seed=0, sin_period=bad)
     with pytest.raises(BudgetError, match="sin stream only"):
         SyntheticStream("log", 10, [1], seed=0, sin_period=100)
+
+
+def test_an_lns_stream_takes_another_step_deviation() -> None:
+    # 002 Section 7.3 varies Q of LNS; the default stays 0.0025 (002 Section 7.1.1).
+    own = SyntheticStream("lns", 400, [10], seed=3).probabilities
+    np.testing.assert_array_equal(own, probability_sequence("lns", 400, np.random.default_rng(3)))
+    for same in (None, 0.0025):
+        np.testing.assert_array_equal(
+            SyntheticStream("lns", 400, [10], seed=3, lns_sqrt_q=same).probabilities, own
+        )
+    # The same standard normal steps, scaled: without a clip, p_t - p_0 scales with sqrt(Q)
+    calm = SyntheticStream("lns", 50, [10], seed=3, lns_sqrt_q=0.001).probabilities
+    rough = SyntheticStream("lns", 50, [10], seed=3, lns_sqrt_q=0.002).probabilities
+    assert ((calm > 0) & (rough > 0)).all()  # no clip in 50 slots at these deviations
+    np.testing.assert_allclose(rough - 0.05, 2 * (calm - 0.05), rtol=1e-9, atol=1e-15)
+    steps = np.diff(np.concatenate([[0.05], calm]))
+    np.testing.assert_allclose(
+        steps, np.random.default_rng(3).normal(0.0, 1.0, size=50) * 0.001, rtol=1e-6, atol=1e-15
+    )
+    for bad in (0, -0.001, float("inf"), float("nan"), "0.001"):
+        with pytest.raises(BudgetError, match="lns_sqrt_q must be a positive"):
+            SyntheticStream("lns", 10, [1], seed=0, lns_sqrt_q=bad)  # type: ignore[arg-type]
+    for kind in ("sin", "log"):
+        with pytest.raises(BudgetError, match="lns stream only"):
+            SyntheticStream(kind, 10, [1], seed=0, lns_sqrt_q=0.001)
+
+
+@pytest.mark.parametrize(
+    ("kind", "options"),
+    [("lns", {}), ("lns", {"lns_sqrt_q": 0.004}), ("sin", {}), ("sin", {"sin_period": 157.0})],
+)
+def test_the_probability_sequence_does_not_depend_on_the_population(
+    kind: str, options: dict[str, float]
+) -> None:
+    # 002 Section 7.3 keeps the frequency fixed while N varies: for one seed, every N (and every
+    # split into classes) sees the same p_1..p_T, and only the draws of the users' values differ.
+    seqs = [
+        SyntheticStream(kind, 300, sizes, seed=11, **options).probabilities  # type: ignore[arg-type]
+        for sizes in ([62], [5_000], [200_000], [10_000, 30_000])
+    ]
+    for other in seqs[1:]:
+        np.testing.assert_array_equal(other, seqs[0])
+    if kind == "lns":  # the walk comes from the seed (Sin is deterministic)
+        other_seed = SyntheticStream(kind, 300, [62], seed=12, **options)  # type: ignore[arg-type]
+        assert not np.array_equal(other_seed.probabilities, seqs[0])

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -89,12 +89,35 @@ class Size:
 @dataclass(frozen=True)
 class Point:
     """One setting of a sweep: the non-personalized (epsilon, w) and an optional extra setting
-    (e.g. 'o=0.3'); ``x`` is what the tables and plots put on their axis."""
+    (e.g. 'o=0.3'); ``x`` is what the tables and plots put on their axis.
+
+    Optional, for sweeps of the data itself (002 Section 7.3): ``users_share`` runs the point
+    with that share of the size's users (rounded down; its setting then reads ``N=<users>``),
+    ``stream`` holds keyword options of `SyntheticStream` (e.g. ``(("lns_sqrt_q", 0.001),)``)
+    and ``datasets`` names the only datasets the point runs on (the others get no cell)."""
 
     epsilon: Fraction
     w: int
     setting: str = ""
     ratio: Fraction | None = None
+    users_share: Fraction | None = None
+    stream: tuple[tuple[str, float], ...] = ()
+    datasets: tuple[str, ...] | None = None
+
+    def users(self, size_users: int) -> int:
+        """The number of users of this point's runs in a sweep of ``size_users`` users."""
+        if self.users_share is None:
+            return size_users
+        return math.floor(self.users_share * size_users)
+
+    def at(self, size_users: int) -> Point:
+        """This point with its setting naming its number of users (unchanged without a share)."""
+        if self.users_share is None:
+            return self
+        return replace(self, setting=f"N={self.users(size_users)}")
+
+    def runs_on(self, dataset: str) -> bool:
+        return self.datasets is None or dataset in self.datasets
 
 
 @dataclass(frozen=True)
@@ -231,13 +254,16 @@ def execute(
     *,
     domain: int = 2,
     oracle: str | None = None,
+    stream_options: Mapping[str, float] | None = None,
 ) -> RunResult:
     """One run of ``mechanism`` on the synthetic ``dataset`` (001 Section 6.1 / 002 Section
-    7.1.1 / 000 Section VI-A) with the guard in the loop; a refusal raises `GuardRefused`."""
+    7.1.1 / 000 Section VI-A) with the guard in the loop; a refusal raises `GuardRefused`.
+    ``stream_options``: keyword options of `SyntheticStream` (``sin_period``, ``lns_sqrt_q``)."""
     from wevent.experiments.running import run_mechanism
 
     sizes = [c.count for c in population.classes]
-    stream: Stream = SyntheticStream(dataset, slots, sizes, seed, domain)
+    options = dict(stream_options or {})
+    stream: Stream = SyntheticStream(dataset, slots, sizes, seed, domain, **options)
     summary = run_mechanism(mechanism, population, stream, slots=slots, seed=seed, oracle=oracle)
     if not summary.ok:
         raise GuardRefused(f"{mechanism} on {dataset} (seed {seed}) stopped: {summary.refusal}")
@@ -292,27 +318,34 @@ def run_sweep(
     if repeats < 1:
         raise BudgetError(f"--repeats must be at least 1, got {repeats}")
     chosen = size or (sweep.quick if quick else sweep.full)
-    points = (
-        sweep.points
-        if chosen.points is None
-        else tuple(sweep.points[i] for i in chosen.points if i < len(sweep.points))
+    points = tuple(
+        p.at(chosen.users)
+        for p in (
+            sweep.points
+            if chosen.points is None
+            else tuple(sweep.points[i] for i in chosen.points if i < len(sweep.points))
+        )
     )
     datasets = sweep.datasets if chosen.datasets is None else chosen.datasets
     out_dir.mkdir(parents=True, exist_ok=True)
-    total = len(points) * len(datasets) * len(sweep.mechanisms) * repeats
+    cells = sum(1 for p in points for d in datasets if p.runs_on(d))
+    total = cells * len(sweep.mechanisms) * repeats
     tick, close = _progress(total, sweep.experiment)
     acc: dict[tuple[str, str, int], _Acc] = {}
     runs: list[list[str]] = []
     try:
         for pi, point in enumerate(points):
+            users = point.users(chosen.users)
             for r in range(repeats):
                 run_seed = seed + r
                 pops: dict[str, Population] = {}
                 for dataset in datasets:
+                    if not point.runs_on(dataset):
+                        continue
                     for mech in sweep.mechanisms:
                         kind = "dynamic" if takes_dynamic(mech) else "static"
                         if kind not in pops:
-                            pops[kind] = sweep.population(point, mech, chosen.users, run_seed)
+                            pops[kind] = sweep.population(point, mech, users, run_seed)
                         res = execute(
                             mech,
                             pops[kind],
@@ -321,6 +354,7 @@ def run_sweep(
                             run_seed,
                             domain=sweep.domain,
                             oracle=sweep.oracle if mech in ORACLE_CHOICE else None,
+                            stream_options=dict(point.stream),
                         )
                         cell = acc.setdefault((dataset, mech, pi), _Acc())
                         measured = [METRICS[name](res) for name in sweep.metrics]
@@ -338,7 +372,7 @@ def run_sweep(
                                 point.setting,
                                 str(r),
                                 str(run_seed),
-                                str(chosen.users),
+                                str(users),
                                 str(res.slots),
                                 str(res.statuses.count("published")),
                                 str(res.statuses.count("skipped")),
@@ -357,6 +391,8 @@ def run_sweep(
         for dataset in datasets:
             for mech in sweep.mechanisms:
                 for pi, point in enumerate(points):
+                    if (dataset, mech, pi) not in acc:  # the point does not run on the dataset
+                        continue
                     iv: Interval = interval(acc[(dataset, mech, pi)].values[name])
                     rows.append(
                         Row(
@@ -376,8 +412,11 @@ def run_sweep(
                     )
     files = [write_results(rows, out_dir / "results.csv")]
     files.append(_write_runs(runs, out_dir / "runs.csv", sweep.metrics))
+    shared = any(p.users_share is not None for p in points)
     header = (
-        f"{sweep.title}\n\n{chosen.users} users, {chosen.slots} slots, {repeats} repeat(s), "
+        f"{sweep.title}\n\n"
+        + (f"N users per column (up to {chosen.users})" if shared else f"{chosen.users} users")
+        + f", {chosen.slots} slots, {repeats} repeat(s), "
         f"seeds {seed}..{seed + repeats - 1}, d = {sweep.domain}; every run's ledger was "
         "accepted charge by charge by the guard. "
         + (
@@ -484,7 +523,8 @@ def sweep_groups(axis: str, xs: Sequence[str]) -> list[tuple[str, list[tuple[int
     An ``epsilon`` or ``w`` axis is one sweep. A ``setting`` axis whose values name their sweep
     before the first ``=`` ("eps:o=0.1" and "w:o=0.1" of 001 Section 6.5, "eps=0.5" and "w=40" of
     000's ablation) holds one sweep per name, each plotted on its own (a line never joins two);
-    settings that all share one name stay one sweep with their full labels."""
+    settings that all share one name stay one sweep with their full labels, unless each is a
+    single ``name=value`` ("N=25000" of 002 Figure 6): then the name labels the axis."""
     if axis != "setting":
         return [(axis, list(enumerate(xs)))]
     groups: dict[str, list[tuple[int, str]]] = {}
@@ -492,6 +532,9 @@ def sweep_groups(axis: str, xs: Sequence[str]) -> list[tuple[str, list[tuple[int
         name, sep, rest = x.partition("=")
         groups.setdefault(name if sep else "", []).append((i, rest if sep else x))
     if len(groups) == 1:
+        ((name, points),) = groups.items()
+        if name and not any("=" in label or "," in label for _, label in points):
+            return [(name, points)]
         return [("setting", list(enumerate(xs)))]
     return list(groups.items())
 
@@ -504,7 +547,8 @@ def write_plots(
 ) -> list[Path]:
     """One PNG per metric: a panel per dataset (and per sweep of a ``setting`` axis, one row
     each), a line per mechanism over the swept values with the 95% intervals as error bars, and
-    the legend below the panels, off the data."""
+    the legend below the panels, off the data. A panel whose sweep did not run on its dataset
+    (a `Point` with ``datasets``) is left blank."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -523,9 +567,19 @@ def write_plots(
         fig, axes = plt.subplots(len(groups), len(datasets), figsize=(width, height), squeeze=False)
         # a log axis clips an error bar that reaches zero or below at the bottom of the panel
         positive = all(r.value > 0 for r in sel if not math.isnan(r.value))
+        legend_ax = None
         for gi, (group, points) in enumerate(groups):
+            labelled = False
             for di, dataset in enumerate(datasets):
                 ax = axes[gi][di]
+                shown = {xs[i] for i, _ in points}
+                if not any(r.dataset == dataset and _x_of(r, axis) in shown for r in sel):
+                    ax.set_axis_off()
+                    continue
+                legend_ax = legend_ax or ax
+                if not labelled:  # the row's first panel drawn
+                    ax.set_ylabel(name.upper())
+                    labelled = True
                 for mi, mech in enumerate(mechs):
                     got = {
                         _x_of(r, axis): r
@@ -555,8 +609,7 @@ def write_plots(
                 ax.set_title(dataset if len(groups) == 1 else f"{dataset}, {group}")
                 if log and positive:
                     ax.set_yscale("log")
-            axes[gi][0].set_ylabel(name.upper())
-        handles, labels = axes[0][0].get_legend_handles_labels()
+        handles, labels = (legend_ax or axes[0][0]).get_legend_handles_labels()
         fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
         fig.tight_layout(rect=(0, legend_height / height, 1, 1))
         path = out_dir / f"{name}.png"

@@ -2,7 +2,10 @@
 streams, and how big a full (the paper's size) and a quick run are.
 
 * 002 Section 7 (LDP-IDS): ``ldp-ids-epsilon``, ``ldp-ids-w`` (Figures 4-5, MRE), ``cfpu``
-  (Table 2), ``roc`` (Figure 7). Synthetic streams of 800 slots and 200,000 users (7.1.1).
+  (Table 2), ``roc`` (Figure 7), and Section 7.3's data sweeps (Figure 6, eps = 1, w = 30):
+  ``ldp-ids-users`` (the population N, the probability sequence fixed) and
+  ``ldp-ids-volatility`` (sqrt(Q) of LNS, b of Sin). Synthetic streams of 800 slots and
+  200,000 users (7.1.1).
 * 001 Section 6 (PWSM): ``pwsm-epsilon``, ``pwsm-w`` (Tables 5-6, AMRE; AJSD of its Appendix
   8.2), ``pwsm-ratio`` (Section 6.5, Figures 11-12). T = 10,000 slots (6.1); 001 does not state
   its synthetic N, we use 10,000 as 000 does.
@@ -12,6 +15,7 @@ streams, and how big a full (the paper's size) and a quick run are.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from pathlib import Path
 
@@ -46,6 +50,27 @@ LDP_QUICK = Size(5_000, 200, points=(0, 2, 4))
 
 def _uniform(point: Point, mechanism: str, users: int, seed: int) -> Population:
     return uniform_population(users, point.w, point.epsilon)
+
+
+# 002 Section 7.3, Figure 6 (eps = 1, w = 30): the paper prints no axis values.
+# (a)(b) N: the shares 1/8, 1/4, 1/2, 3/4 and 1 of the size's users (at the paper's 200,000
+# users: 25,000 .. 200,000). The probability sequence depends on the seed only, not on N ("we
+# kept the frequency fixed"); 1/8 is the smallest share whose N at the fingerprint's 500 users
+# (62) still gives LPD/LPA their 2w = 60 users per window.
+USERS_SHARES = (F(1, 8), F(1, 4), F(1, 2), F(3, 4), F(1))
+LDP_USERS = tuple(Point(F(1), 30, users_share=share) for share in USERS_SHARES)
+# (c) sqrt(Q) of LNS: 002 names 0.001 and 0.002 (where LSP is best) and the default 0.0025; two
+# larger values show where LSP is said to grow past LPD/LPA. (d) b of Sin: the default 0.01
+# (a period of 628 slots), halved once and doubled three times (periods 1257 .. 79 slots: larger
+# b is a faster stream). Each runs on its own stream only.
+SQRT_QS = (0.001, 0.002, 0.0025, 0.004, 0.006)
+SIN_BS = (0.005, 0.01, 0.02, 0.04, 0.08)
+LDP_VOLATILITY = tuple(
+    Point(F(1), 30, f"sqrtQ={q}", stream=(("lns_sqrt_q", q),), datasets=("lns",)) for q in SQRT_QS
+) + tuple(
+    Point(F(1), 30, f"b={b}", stream=(("sin_period", 2 * math.pi / b),), datasets=("sin",))
+    for b in SIN_BS
+)
 
 
 # -- 001 (PWSM) --------------------------------------------------------------------------------
@@ -119,6 +144,43 @@ SWEEPS: dict[str, Sweep] = {
             LDP_FULL,
             LDP_QUICK,
             oracle="grr",
+        ),
+        Sweep(
+            "ldp-ids-users",
+            "002 Figure 6(a)(b): MRE of the w-event LDP methods as the population N varies "
+            "(eps = 1, w = 30)",
+            LDP_IDS,
+            ("lns", "sin"),
+            "setting",
+            LDP_USERS,
+            _uniform,
+            ("mre",),
+            LDP_FULL,
+            LDP_QUICK,
+            oracle="grr",
+            note="N is a share (1/8, 1/4, 1/2, 3/4, 1) of the size's users. A seed fixes the "
+            "probability sequence p_1..p_T at every N (002 Section 7.3: the frequency kept "
+            "fixed); only the number of users drawn from it changes.",
+        ),
+        Sweep(
+            "ldp-ids-volatility",
+            "002 Figure 6(c)(d): MRE of the w-event LDP methods as the LNS step deviation "
+            "sqrt(Q) and the Sin frequency b vary (eps = 1, w = 30)",
+            LDP_IDS,
+            ("lns", "sin"),
+            "setting",
+            LDP_VOLATILITY,
+            _uniform,
+            ("mre",),
+            LDP_FULL,
+            Size(5_000, 200, points=(0, 2, 4, 5, 7, 9)),
+            oracle="grr",
+            note="sqrtQ runs on LNS only and b on Sin only (the other stream's cells are "
+            "empty). 002 prints no axis values: sqrt(Q) takes the values 002 names (0.001, "
+            "0.002), its default 0.0025 and two larger ones; b its default 0.01, halved and "
+            "doubled up to 0.08 (periods 1257 to 79 slots). A seed gives the same standard "
+            "normal steps at every sqrt(Q), so the LNS walks differ by their scale only "
+            "(and the clip at 0).",
         ),
         Sweep(
             "pwsm-epsilon",

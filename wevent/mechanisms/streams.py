@@ -119,15 +119,20 @@ def _check_slots(slots: int) -> int:
 
 
 def probability_sequence(
-    kind: str, slots: int, rng: np.random.Generator, *, sin_omega: float = SIN_OMEGA
+    kind: str,
+    slots: int,
+    rng: np.random.Generator,
+    *,
+    sin_omega: float = SIN_OMEGA,
+    lns_sqrt_q: float = LNS_SQRT_Q,
 ) -> FloatArray:
     """p_1..p_T of 001 Section 6.1: the probability that a user's binary value is 1 at slot t.
 
-    ``lns`` (the paper's TLNS) is the random walk p_t = p_{t-1} + N(0, Q), sqrt(Q) = 0.0025,
-    p_0 = 0.05, clipped to [0, 1] (the clipped value is where the next step starts); its noise
-    comes from ``rng`` (the paper used Java's Random(1), so its exact sequence is not reproduced).
-    ``sin`` is 0.05 sin(0.01 t) + 0.075 (``sin_omega`` replaces the 0.01) and ``log`` is
-    0.25 / (1 + e^(-0.01 t)); they ignore ``rng``.
+    ``lns`` (the paper's TLNS) is the random walk p_t = p_{t-1} + N(0, Q), sqrt(Q) = 0.0025
+    (``lns_sqrt_q`` replaces it), p_0 = 0.05, clipped to [0, 1] (the clipped value is where the
+    next step starts); its noise comes from ``rng`` (the paper used Java's Random(1), so its exact
+    sequence is not reproduced). ``sin`` is 0.05 sin(0.01 t) + 0.075 (``sin_omega`` replaces the
+    0.01) and ``log`` is 0.25 / (1 + e^(-0.01 t)); they ignore ``rng``.
     """
     _check_kind(kind)
     _check_slots(slots)
@@ -136,7 +141,7 @@ def probability_sequence(
         return np.asarray(SIN_A * np.sin(sin_omega * t) + SIN_H, dtype=np.float64)
     if kind == "log":
         return np.asarray(LOG_A / (1.0 + np.exp(-LOG_B * t)), dtype=np.float64)
-    steps = rng.normal(0.0, LNS_SQRT_Q, size=slots).tolist()
+    steps = rng.normal(0.0, lns_sqrt_q, size=slots).tolist()
     walk = itertools.accumulate(steps, lambda p, step: min(1.0, max(0.0, p + step)), initial=LNS_P0)
     return np.fromiter(itertools.islice(walk, 1, None), dtype=np.float64, count=slots)
 
@@ -156,7 +161,10 @@ class SyntheticStream:
     probability 1 - p_t and each of 1..d-1 with p_t / (d - 1); d = 2 is the binary stream.
 
     ``sin_period`` (``sin`` only) replaces the Sin stream's period of 2 pi / 0.01 = 628.3 slots,
-    for streams that change faster or slower than 001's.
+    for streams that change faster or slower than 001's (002 Section 7.3 varies b = 2 pi /
+    period); ``lns_sqrt_q`` (``lns`` only) replaces the TLNS walk's step deviation sqrt(Q) =
+    0.0025 (002 Section 7.3 varies Q). The walk's steps are the same standard normal draws
+    scaled by sqrt(Q), so one seed gives the same shape of walk at every sqrt(Q), up to the clip.
     """
 
     __slots__ = ("_d", "_kind", "_p", "_sizes")
@@ -170,10 +178,22 @@ class SyntheticStream:
         d: int = 2,
         *,
         sin_period: float | None = None,
+        lns_sqrt_q: float | None = None,
     ) -> None:
         _check_kind(kind)
         _check_slots(slots)
         omega = SIN_OMEGA
+        sqrt_q = LNS_SQRT_Q
+        if lns_sqrt_q is not None:
+            if kind != "lns":
+                raise BudgetError(f"lns_sqrt_q applies to the lns stream only, not {kind!r}")
+            if not (isinstance(lns_sqrt_q, int | float) and math.isfinite(lns_sqrt_q)) or (
+                lns_sqrt_q <= 0
+            ):
+                raise BudgetError(
+                    f"lns_sqrt_q must be a positive standard deviation, got {lns_sqrt_q!r}"
+                )
+            sqrt_q = float(lns_sqrt_q)
         if sin_period is not None:
             if kind != "sin":
                 raise BudgetError(f"sin_period applies to the sin stream only, not {kind!r}")
@@ -195,7 +215,9 @@ class SyntheticStream:
             sizes.append(int(n))
         self._kind = kind
         self._sizes: IntArray = np.array(sizes, dtype=np.int64)
-        self._p = probability_sequence(kind, slots, np.random.default_rng(seed), sin_omega=omega)
+        self._p = probability_sequence(
+            kind, slots, np.random.default_rng(seed), sin_omega=omega, lns_sqrt_q=sqrt_q
+        )
         self._p.setflags(write=False)
 
     @property
