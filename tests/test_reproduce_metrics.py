@@ -263,3 +263,31 @@ def test_every_seed_is_averaged_over_the_same_swept_values(tmp_path: Path) -> No
     assert iv.n == 4  # every seed counts
     assert iv.mean == pytest.approx(sum(middle) / 3)  # over eps = 0.4, 0.6, 0.8 only
     assert iv.std == pytest.approx(0.0, abs=1e-12)
+
+
+def test_claims_do_not_depend_on_the_hash_seed() -> None:
+    """The committed claims evaluate to the same digits under any PYTHONHASHSEED (sums over the
+    swept values run in a fixed order)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from pathlib import Path; from wevent.experiments import claims; "
+        "runs = claims.load(Path('docs/reproduction/pwsm-epsilon/runs.csv')); "
+        "print(repr([claims.paired_reduction(runs, d, 'pba', 'ba', 'amre').mean "
+        "for d in ('lns', 'sin', 'log')]))"
+    )
+    root = Path(__file__).resolve().parent.parent
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=root,
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(4)
+    }
+    assert len(outs) == 1

@@ -46,7 +46,8 @@ def _experiment_list() -> str:
 @click.option(
     "--quick",
     is_flag=True,
-    help="Small smoke-test size (5,000 users, 200-300 slots, 3 sweep points): minutes, not hours.",
+    help="Small smoke-test size (5,000 users, 200-300 slots, 3 points of each sweep): minutes, not "
+    "hours.",
 )
 @click.option(
     "--seed",

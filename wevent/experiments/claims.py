@@ -78,6 +78,7 @@ def paired_reduction(runs: Runs, dataset: str, better: str, baseline: str, metri
     seeds = list(runs.values())
     if not seeds:
         return interval([])
+    # summed in sorted order: a set's order depends on the hash seed, and float sums on order
     common = set.intersection(*(_usable(r, dataset, better, baseline, metric) for r in seeds))
     if not common:
         return interval([])
@@ -85,7 +86,7 @@ def paired_reduction(runs: Runs, dataset: str, better: str, baseline: str, metri
         [
             sum(
                 1 - r[(dataset, better, metric, x)] / r[(dataset, baseline, metric, x)]
-                for x in common
+                for x in sorted(common)
             )
             / len(common)
             for r in seeds
