@@ -6,6 +6,7 @@ import csv
 import math
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +42,21 @@ TINY = ("--quick", "--users", "400", "--slots", "12", "--no-fingerprint")
 def run(*args: str) -> tuple[int, str, str]:
     result = CliRunner().invoke(cli, list(args))
     return result.exit_code, result.stdout, result.stderr
+
+
+def saved_figures(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every matplotlib figure saved from now on, kept for inspection after it is written."""
+    import matplotlib.figure
+
+    saved: list[Any] = []
+    real_savefig = matplotlib.figure.Figure.savefig
+
+    def spy(fig: matplotlib.figure.Figure, *args: object, **kwargs: object) -> None:
+        saved.append(fig)
+        real_savefig(fig, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", spy)
+    return saved
 
 
 def read(path: Path) -> list[dict[str, str]]:
@@ -147,7 +163,6 @@ def test_setting_axes_plot_one_line_per_sweep() -> None:
 def test_plots_draw_error_bars_and_keep_the_legend_off_the_panels(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, datasets: tuple[str, ...], mechanisms: int
 ) -> None:
-    import matplotlib.figure
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.container import ErrorbarContainer
 
@@ -157,14 +172,7 @@ def test_plots_draw_error_bars_and_keep_the_legend_off_the_panels(
         for m, v in ((m, 0.2 + m / 10) for m in range(mechanisms))
         for s in ("eps=0.5", "eps=1", "w=10", "w=20")
     ]
-    saved: list[matplotlib.figure.Figure] = []
-    real_savefig = matplotlib.figure.Figure.savefig
-
-    def spy(fig: matplotlib.figure.Figure, *args: object, **kwargs: object) -> None:
-        saved.append(fig)
-        real_savefig(fig, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", spy)
+    saved = saved_figures(monkeypatch)
     xs = ["eps=0.5", "eps=1", "w=10", "w=20"]
     (path,) = write_plots(rows, tmp_path, "setting", xs)
     assert path.read_bytes()[:4] == b"\x89PNG"
@@ -505,16 +513,8 @@ def test_a_volatility_sweep_runs_each_setting_on_its_own_stream_only(
         assert all(cells[:5]) == lns and any(cells[5:]) != lns
         assert all(cells[5:]) != lns and any(cells[:5]) == lns
     # and the plot leaves the panels of a sweep on the other stream blank
-    import matplotlib.figure
 
-    saved: list[matplotlib.figure.Figure] = []
-    real_savefig = matplotlib.figure.Figure.savefig
-
-    def spy(fig: matplotlib.figure.Figure, *args: object, **kwargs: object) -> None:
-        saved.append(fig)
-        real_savefig(fig, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", spy)
+    saved = saved_figures(monkeypatch)
     write_plots(rows, tmp_path, "setting", [sweep.x(p) for p in LDP_VOLATILITY])
     (fig,) = saved
     # panels row by row: (lns, sqrtQ), (sin, sqrtQ), (lns, b), (sin, b)
