@@ -115,13 +115,14 @@ def reproduce_cmd(
         fail(missing)
     from wevent.experiments import provenance
     from wevent.experiments.harness import GuardRefused
-    from wevent.experiments.registry import run_experiment
+    from wevent.experiments.registry import check_size_overrides, run_experiment
 
     out = out_dir if out_dir is not None else Path("reproduction") / experiment
     runs = repeats if repeats is not None else (3 if quick else 10)
     try:
         if out.exists() and not out.is_dir():
             raise InputError(f"--out: {out} exists and is not a directory")
+        check_size_overrides(experiment, users, slots)  # before the fingerprints run
         written = [(experiment, out)]
         if experiment == ALL:
             written = [(each, out / each) for each in EXPERIMENTS]

@@ -19,7 +19,15 @@ from wevent.accounting.budget import BudgetError
 from wevent.experiments.harness import Size
 from wevent.experiments.papers import SWEEPS, cfpu_experiment, roc_experiment, sweep_experiment
 
-__all__ = ["ALL", "EXPERIMENTS", "Experiment", "ExperimentFn", "register", "run_experiment"]
+__all__ = [
+    "ALL",
+    "EXPERIMENTS",
+    "Experiment",
+    "ExperimentFn",
+    "check_size_overrides",
+    "register",
+    "run_experiment",
+]
 
 ALL = "all"
 
@@ -90,6 +98,21 @@ register(
 )
 
 
+def check_size_overrides(name: str, users: int | None, slots: int | None) -> None:
+    """Refuse ``--users``/``--slots`` for an experiment (or, for ``all``, any experiment) that
+    cannot take them: before anything runs, fingerprints included."""
+    if users is None and slots is None:
+        return
+    if name == ALL:
+        unsized = [e.name for e in EXPERIMENTS.values() if e.sized is None]
+        if unsized:
+            raise BudgetError(
+                f"--users/--slots do not apply to {', '.join(unsized)}; run the others one by one"
+            )
+    elif name in EXPERIMENTS and EXPERIMENTS[name].sized is None:
+        raise BudgetError(f"{name} does not take --users/--slots")
+
+
 def run_experiment(
     name: str,
     out_dir: Path,
@@ -103,12 +126,8 @@ def run_experiment(
     """Run ``name`` (or every experiment for ``all``, each into ``out_dir/NAME``).
 
     ``users``/``slots`` override the size (full or quick) of the experiments that support it."""
+    check_size_overrides(name, users, slots)
     if name == ALL:
-        unsized = [e.name for e in EXPERIMENTS.values() if e.sized is None]
-        if (users is not None or slots is not None) and unsized:
-            raise BudgetError(
-                f"--users/--slots do not apply to {', '.join(unsized)}; run the others one by one"
-            )
         out: list[Path] = []
         for each in list(EXPERIMENTS):
             out.extend(
@@ -121,10 +140,8 @@ def run_experiment(
         )
     exp = EXPERIMENTS[name]
     out_dir.mkdir(parents=True, exist_ok=True)
-    if users is None and slots is None:
+    if (users is None and slots is None) or exp.sized is None:  # (checked above)
         return list(exp.run(out_dir, repeats, quick, seed))
-    if exp.sized is None:
-        raise BudgetError(f"{name} does not take --users/--slots")
     base = _base_size(name, quick)
     size = Size(users or base.users, slots or base.slots, base.points, base.datasets)
     return list(exp.sized(out_dir, repeats, quick, seed, size=size))
