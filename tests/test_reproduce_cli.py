@@ -315,12 +315,23 @@ def test_cli_quick_pwsm_smoke(tmp_path: Path) -> None:
     assert all(float(r["value"]) >= 0 for r in results)
 
 
-def test_cli_roc_writes_curves(tmp_path: Path) -> None:
+def test_cli_roc_writes_curves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    saved = saved_figures(monkeypatch)
     code, _, err = run("reproduce", "roc", *TINY, "--out", str(tmp_path))
     assert code == 0, err
     points = read(tmp_path / "roc_points.csv")
     assert {p["mechanism"] for p in points} == {"lba", "lsp", "lpu", "lpd", "lpa"}
     assert (tmp_path / "roc.png").read_bytes()[:4] == b"\x89PNG"
+    # each panel's legend (with its AUCs) sits below the panel, off the curves, in the figure
+    (fig,) = [f for f in saved if f.axes[0].get_xlabel() == "false positive rate"]
+    renderer = FigureCanvasAgg(fig).get_renderer()  # type: ignore[no-untyped-call]
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        assert legend is not None
+        box = legend.get_window_extent(renderer)
+        assert box.y1 <= ax.get_window_extent(renderer).y0 and box.y0 >= 0
     for r in read(tmp_path / "results.csv"):
         assert r["metric"] == "auc"
         assert r["value"] == "nan" or 0 <= float(r["value"]) <= 1

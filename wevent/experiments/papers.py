@@ -346,13 +346,19 @@ def roc_experiment(
 
 
 def _roc_plot(curves: dict[tuple[str, str], metrics.Roc], path: Path) -> Path:
+    """A panel per dataset with each mechanism's ROC curve (the first repeat) and, below the
+    panel and off the curves, a legend with that curve's AUC."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     datasets = list(dict.fromkeys(d for d, _ in curves))
-    fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets), 3.8), squeeze=False)
+    mechs = len({m for _, m in curves})
+    rows = math.ceil(mechs / 2)
+    legend_height = 0.45 + 0.2 * rows  # the x label, then two legend entries per line
+    height = 3.6 + legend_height
+    fig, axes = plt.subplots(1, len(datasets), figsize=(4.2 * len(datasets), height), squeeze=False)
     for ax, dataset in zip(axes[0], datasets, strict=True):
         for (d, mech), roc in curves.items():
             if d == dataset:
@@ -360,9 +366,11 @@ def _roc_plot(curves: dict[tuple[str, str], metrics.Roc], path: Path) -> Path:
         ax.plot([0, 1], [0, 1], color="grey", linewidth=0.5, linestyle="--")
         ax.set_xlabel("false positive rate")
         ax.set_title(dataset)
-        ax.legend(fontsize=7)
+        ax.legend(
+            fontsize=7, ncol=2, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.16)
+        )
     axes[0][0].set_ylabel("true positive rate")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
