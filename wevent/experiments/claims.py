@@ -78,31 +78,30 @@ def paired_reduction(runs: Runs, dataset: str, better: str, baseline: str, metri
     seeds = list(runs.values())
     if not seeds:
         return interval([])
-    # summed in sorted order: a set's order depends on the hash seed, and float sums on order
     common = set.intersection(*(_usable(r, dataset, better, baseline, metric) for r in seeds))
     if not common:
         return interval([])
-    return interval(
-        [
-            sum(
-                1 - r[(dataset, better, metric, x)] / r[(dataset, baseline, metric, x)]
-                for x in sorted(common)
-            )
-            / len(common)
-            for r in seeds
-        ]
-    )
+    return interval([reduction(r, dataset, better, baseline, metric, common) for r in seeds])
 
 
-def reduction(results: Results, dataset: str, better: str, baseline: str, metric: str) -> float:
-    """Mean over the swept values of 1 - better/baseline (NaN if none is shared)."""
-    ratios = []
-    for (d, m, k, x), base in results.items():
-        if d == dataset and m == baseline and k == metric:
-            other = results.get((dataset, better, metric, x))
-            if other is not None and base > 0:
-                ratios.append(1 - other / base)
-    return sum(ratios) / len(ratios) if ratios else math.nan
+def reduction(
+    results: Results,
+    dataset: str,
+    better: str,
+    baseline: str,
+    metric: str,
+    xs: set[str] | None = None,
+) -> float:
+    """Mean of 1 - better/baseline over the swept values ``xs`` (default: every usable one;
+    NaN if there is none), summed in sorted order: a set's order follows the hash seed, and a
+    float sum its order."""
+    chosen = sorted(_usable(results, dataset, better, baseline, metric) if xs is None else xs)
+    if not chosen:
+        return math.nan
+    return sum(
+        1 - results[(dataset, better, metric, x)] / results[(dataset, baseline, metric, x)]
+        for x in chosen
+    ) / len(chosen)
 
 
 def _c(src: str, exp: str, ds: str, a: str, b: str, metric: str, pct: float | None) -> Claim:

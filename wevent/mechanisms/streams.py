@@ -146,6 +146,17 @@ def probability_sequence(
     return np.fromiter(itertools.islice(walk, 1, None), dtype=np.float64, count=slots)
 
 
+def _stream_option(kind: str, only: str, name: str, value: object, what: str) -> float:
+    """A positive finite option of the ``only`` stream (an error for any other kind)."""
+    if kind != only:
+        raise BudgetError(f"{name} applies to the {only} stream only, not {kind!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BudgetError(f"{name} must be a positive {what}, got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise BudgetError(f"{name} must be a positive {what}, got {value!r}")
+    return float(value)
+
+
 class SyntheticStream:
     """A binary (d = 2) stream of 001 Section 6.1: at slot t each user holds 1 with probability p_t.
 
@@ -185,25 +196,13 @@ class SyntheticStream:
         omega = SIN_OMEGA
         sqrt_q = LNS_SQRT_Q
         if lns_sqrt_q is not None:
-            if kind != "lns":
-                raise BudgetError(f"lns_sqrt_q applies to the lns stream only, not {kind!r}")
-            if not (isinstance(lns_sqrt_q, int | float) and math.isfinite(lns_sqrt_q)) or (
-                lns_sqrt_q <= 0
-            ):
-                raise BudgetError(
-                    f"lns_sqrt_q must be a positive standard deviation, got {lns_sqrt_q!r}"
-                )
-            sqrt_q = float(lns_sqrt_q)
+            sqrt_q = _stream_option(kind, "lns", "lns_sqrt_q", lns_sqrt_q, "standard deviation")
         if sin_period is not None:
-            if kind != "sin":
-                raise BudgetError(f"sin_period applies to the sin stream only, not {kind!r}")
-            if not (isinstance(sin_period, int | float) and math.isfinite(sin_period)) or (
-                sin_period <= 0
-            ):
-                raise BudgetError(
-                    f"sin_period must be a positive number of slots, got {sin_period!r}"
-                )
-            omega = 2 * math.pi / sin_period
+            omega = (
+                2
+                * math.pi
+                / _stream_option(kind, "sin", "sin_period", sin_period, "number of slots")
+            )
         if isinstance(d, bool) or not isinstance(d, int) or d < 2:
             raise BudgetError(f"a synthetic stream needs d >= 2 values, got {d!r}")
         _check_domain(d, "--domain")
