@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -83,6 +84,37 @@ def test_roc_ties_enter_together_and_constant_truth_has_no_area() -> None:
     np.testing.assert_allclose(roc.fpr, [0, 1])
     assert roc.auc == pytest.approx(0.5)
     assert math.isnan(metrics.event_roc([0.1, 0.2], [1.0, 1.0]).auc)
+
+
+def _mae_by_hand_check(mae: Callable[..., float]) -> None:
+    release = [[0.5, -0.25, 1.0], [0.0, 2.0, -1.0]]
+    truth = [[0.0, 0.0, 1.0], [0.5, 0.0, 2.5]]
+    # errors 0.5, -0.25, 0 / -0.5, 2, -3.5: the largest absolute one is |-3.5| (a negative error)
+    assert mae(release, truth) == 3.5
+    assert mae([4.0, -1.0], [1.0, 1.0]) == 3.0  # one offline vector (a single row)
+
+
+def test_tve_and_mae_by_hand() -> None:
+    release = [[0.5, -0.25, 1.0], [0.0, 2.0, -1.0]]
+    truth = [[0.0, 0.0, 1.0], [0.5, 0.0, 2.5]]
+    assert metrics.tve(release, truth) == 0.5 + 0.25 + 0 + 0.5 + 2 + 3.5
+    _mae_by_hand_check(metrics.mae)
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        lambda r, c: float(np.max(np.asarray(r) - np.asarray(c))),  # signed, not absolute
+        lambda r, c: float(np.mean(np.abs(np.asarray(r) - np.asarray(c)))),  # mean, not max
+        lambda r, c: float(np.max(np.abs(np.asarray(r) - np.asarray(c))[0])),  # first slot only
+    ],
+)
+def test_the_mae_check_rejects_broken_definitions(
+    broken: Callable[..., float],
+) -> None:
+    # negative controls: the by-hand check above fails on each wrong reading of 004's MAE
+    with pytest.raises(AssertionError):
+        _mae_by_hand_check(broken)
 
 
 def test_shapes_are_checked() -> None:
@@ -291,3 +323,16 @@ def test_claims_do_not_depend_on_the_hash_seed() -> None:
         for seed in range(4)
     }
     assert len(outs) == 1
+
+
+@given(pairs())
+def test_tve_and_mae_bound_each_other_and_vanish_on_equality(
+    p: tuple[np.ndarray, np.ndarray],
+) -> None:
+    a, b = p
+    t, m = metrics.tve(a, b), metrics.mae(a, b)
+    assert metrics.tve(a, a) == 0 and metrics.mae(a, a) == 0
+    assert t == pytest.approx(metrics.tve(b, a)) and m == metrics.mae(b, a)
+    assert 0 <= m <= t + 1e-12 and t <= a.size * m + 1e-9
+    # MAE is the largest per-slot infinity norm of 004 Section VI-A
+    assert m == max(float(np.max(np.abs(row))) for row in a - b)

@@ -15,6 +15,8 @@ floats.
   ln 2) between the released and the true distribution of each slot. A release may have negative
   cells (noise); it is clipped at 0 and renormalized first (an all-zero release is uniform).
 * CFPU (002 Sections 5.4.3, 6.3.3): per-user reports per user per slot.
+* TVE and MAE (004 Section VI-A): the sum and the largest of the absolute errors of every
+  released entry (mean values of every slot, or the entries of an offline mean vector).
 * Event-monitoring ROC (002 Section 7.4): a slot is an event when its true statistic exceeds
   delta = 0.75 (max - min) + min; a detector flags slots whose released statistic exceeds a
   threshold, and the ROC curve sweeps that threshold.
@@ -40,7 +42,9 @@ __all__ = [
     "event_statistic",
     "event_threshold",
     "jsd",
+    "mae",
     "mre",
+    "tve",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -85,6 +89,23 @@ def mre(release: npt.ArrayLike, truth: npt.ArrayLike, sanity: float = MRE_SANITY
         raise ValueError(f"the sanity bound must be positive, got {sanity!r}")
     r, c = _pair(release, truth)
     return float(np.mean(np.abs(r - c) / np.maximum(c, sanity)))
+
+
+def tve(release: npt.ArrayLike, truth: npt.ArrayLike) -> float:
+    """004 Section VI-A: total variation error, ``sum_t ||x_hat_t - x_bar_t||_1``, the sum over
+    slots and entries of the absolute error (004 applies it as well to range answers and to
+    the mean residue vector of its offline tables, a single row)."""
+    r, c = _pair(release, truth)
+    return float(np.abs(r - c).sum())
+
+
+def mae(release: npt.ArrayLike, truth: npt.ArrayLike) -> float:
+    """004 Section VI-A: maximum absolute error, ``max_t ||x_hat_t - x_bar_t||_inf``, the
+    largest absolute error over slots and entries of one run. 004 reports the average over its
+    runs ("the average of 100 independent simulations"), so its tables estimate the expected
+    maximum; our tables average it over the repeats the same way."""
+    r, c = _pair(release, truth)
+    return float(np.abs(r - c).max())
 
 
 def as_distributions(freq: npt.ArrayLike) -> FloatArray:

@@ -1,0 +1,391 @@
+"""`wevent reproduce exsub-tables`: 004 Tables II, III and IV with our ExSub.
+
+* 004 Table II (offline, d' = 128, s = 8, eps in {0.001, 0.01, 1, 3, 5}): each user holds a
+  ternary vector of d' entries with exactly s of them +-1 (uniform positions and signs, 004
+  Section VI-A's synthetic data), sends it once through ExSub with budget eps, and the server
+  averages the value estimates of 004 Proposition 1 (no post-processing, as the table states).
+  Metrics: TVE and MAE of the mean vector (`wevent.experiments.metrics.tve`, `.mae`). The caption
+  says n = 10,000 users; `analysis/exsub_table2.py` finds the printed numbers fit n = 50,000, so
+  both are run (``setting`` ``n=10000`` and ``n=50000``).
+* 004 Table IV (Appendix D): the same at n = 50,000, d' = 1024, s = 100.
+* 004 Table III (Section VI-B, "effects of fan out parameter r"): online mean queries, d = 1,
+  T = 128, s = 8, fan-out r in {2, 4, 8, 16} (``setting`` ``r=...``), eps in {0.1, 1}, the
+  caption's n = 1,000,000 users; 004 Section IV's protocol (uniform level portions, the
+  level-h residues padded with s stubs, Algorithm 2's reconstruction, as
+  `wevent.experiments.exsub_experiment.simulate_protocol`), MAE (and TVE) of the T mean answers.
+
+Mechanisms: ``exsub`` is ExSub with Theorem 2's output size m (`wevent.mechanisms.exsub.choose_m`,
+what wevent uses); the offline tables also run ``exsub-authors-k``, ExSub with the output size the
+authors' published code picks by default (`authors_output_size`), since the analysis finds that
+size behind the printed Table II. The competitors of the tables (FutureRand, Collision,
+SUCCINCT, DDRM) are not implemented in wevent and not run.
+
+Every repeat r (seed ``SEED + r``) draws one data set per table and number of users, shared by
+every budget, mechanism and fan-out of that table (paired). Users are processed in chunks of
+`CHUNK_USERS` (the mean is a sum over users), which bounds the memory of the n = 1,000,000 runs;
+each chunk's data and each cell's noise come from their own seeded generators, so the results
+depend on the chunk size. These are simulations of the mechanisms' output distributions (the
+vectorized sampler `wevent.mechanisms.exsub_baselines.exsub_estimates`), with no ledger: the
+guard-checked runtime path is `wevent exsub` (`wevent.mechanisms.exsub_stream`).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from wevent.accounting.budget import BudgetError, format_exact
+from wevent.experiments import metrics
+from wevent.experiments.exsub_experiment import padded_residues
+from wevent.experiments.harness import EXTRA_COLUMNS, RESULT_COLUMNS, RUN_COLUMNS
+from wevent.experiments.stats import interval
+from wevent.mechanisms.exsub import exclusion_weight
+from wevent.mechanisms.exsub_baselines import exsub_estimates
+from wevent.mechanisms.exsub_stream import sparse_streams
+from wevent.mechanisms.residues import level_count, level_weights, levels, reconstruct
+
+__all__ = [
+    "CHUNK_USERS",
+    "EXPERIMENT",
+    "METRICS",
+    "Result",
+    "authors_output_size",
+    "offline_errors",
+    "online_errors",
+    "run_exsub_tables",
+    "sparse_vectors",
+]
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+EXPERIMENT = "exsub-tables"
+METRICS = ("tve", "mae")
+CHUNK_USERS = 20_000
+OFFLINE_EPSILONS = (Fraction(1, 1000), Fraction(1, 100), Fraction(1), Fraction(3), Fraction(5))
+ONLINE_EPSILONS = (Fraction(1, 10), Fraction(1))
+FAN_OUTS = (2, 4, 8, 16)
+MECHANISMS = ("exsub", "exsub-authors-k")
+
+# 004's printed ExSub rows, in the order of the budgets above.
+PRINTED = {
+    ("II", "tve"): (4.0e3, 393.9, 3.64, 0.84, 0.33),
+    ("II", "mae"): (113.7, 10.5, 0.094, 0.026, 0.014),
+    ("IV", "tve"): (5.4e4, 5.5e3, 49.8, 11.3, 6.91),
+    ("IV", "mae"): (426.3, 45.2, 0.41, 0.14, 0.11),
+    # Table III, MAE: eps = 0.1 then eps = 1, each for r = 2, 4, 8, 16
+    ("III", "mae"): (1.13, 1.19, 1.22, 1.31, 0.0982, 0.0983, 0.103, 0.107),
+}
+
+
+@dataclass(frozen=True)
+class Offline:
+    table: str  # "II" or "IV"
+    d_prime: int
+    s: int
+    users: tuple[int, ...]
+
+    @property
+    def dataset(self) -> str:
+        return f"004-table-{self.table}-d{self.d_prime}-s{self.s}"
+
+
+@dataclass(frozen=True)
+class Online:
+    n: int
+    T: int = 128
+    d: int = 1
+    s: int = 8
+
+    @property
+    def dataset(self) -> str:
+        return f"004-table-III-T{self.T}-d{self.d}-s{self.s}-n{self.n}"
+
+
+def _sizes(quick: bool) -> tuple[Offline, Offline, Online]:
+    if quick:
+        return (
+            Offline("II", 128, 8, (1000, 5000)),
+            Offline("IV", 1024, 100, (1000,)),
+            Online(20_000),
+        )
+    return (
+        Offline("II", 128, 8, (10_000, 50_000)),
+        Offline("IV", 1024, 100, (50_000,)),
+        Online(1_000_000),
+    )
+
+
+@dataclass(frozen=True)
+class Result:
+    """One (table, setting, mechanism, eps, metric) cell over the repeats."""
+
+    dataset: str
+    mechanism: str
+    epsilon: Fraction
+    setting: str
+    metric: str
+    per_run: tuple[float, ...]
+
+    def cells(self) -> list[str]:
+        iv = interval(self.per_run)
+        return [
+            EXPERIMENT,
+            self.dataset,
+            self.mechanism,
+            format_exact(self.epsilon),
+            "inf",
+            self.metric,
+            repr(iv.mean),
+            repr(iv.std),
+            self.setting,
+            str(iv.n),
+            repr(iv.low),
+            repr(iv.high),
+        ]
+
+
+def sparse_vectors(n: int, d_prime: int, s: int, rng: np.random.Generator) -> IntArray:
+    """n ternary vectors of d' entries, each with exactly s entries +-1 at uniformly drawn
+    positions with uniform signs (004 Section VI-A's synthetic residues)."""
+    if not 0 < s < d_prime:
+        raise BudgetError(f"need 0 < s < d' (got s = {s}, d' = {d_prime})")
+    out = np.zeros((n, d_prime), np.int64)
+    cells = np.argsort(rng.random((n, d_prime)), axis=1)[:, :s]
+    np.put_along_axis(out, cells, rng.choice(np.array([-1, 1]), size=(n, s)), axis=1)
+    return out
+
+
+@cache
+def authors_output_size(d_prime: int, s: int, eps: Fraction, alpha: float = 0.1) -> int:
+    """The output size the authors' published code picks when none is given (repository
+    wangsw/OnlineLDP, ``exsub.py``, ``bestSubsetSize``), restated: the k in 1 .. end - 1 that
+    minimizes the value MSE of 004 Lemma 1 plus ``alpha`` times a frequency term,
+    ``s (p_t + p_r)(1 - p_t - p_r) + (d' - s) 2 p_f (1 - 2 p_f) / (p_t + p_r - 2 p_f)^2`` (only the
+    zero-entry part divided, as written there). ``end = min(d', d' // 2 + s)``, or, when
+    ``d' + s > 300``, ``min(d', floor((d' + s) / max(s - 1, 1 + sqrt(s))) + s)``. The rates are
+    004 Section V-D's closed forms with our x = e^-eps (rounded up, `exclusion_weight`)."""
+    end = min(d_prime, d_prime // 2 + s)
+    if d_prime + s > 300:
+        end = min(d_prime, int((d_prime + s) / max(s - 1, 1 + math.sqrt(s))) + s)
+    x = exclusion_weight(eps)
+    best_k, best = 1, math.inf
+    for k in range(1, end):
+        total = math.comb(d_prime, k) * 2**k
+        # outputs hitting no non-zero entry with its sign: weight x (004 Definition 2)
+        miss = sum(
+            math.comb(s, j) * math.comb(d_prime - s, k - j) * 2 ** (k - j) for j in range(k + 1)
+        )
+        omega = miss * x + (total - miss)
+        base = math.comb(d_prime - 1, k - 1) * 2 ** (k - 1)
+        c_r = sum(2**j * math.comb(s - 1, k - 1 - j) * math.comb(d_prime - s, j) for j in range(k))
+        c_f = sum(2**j * math.comb(s, k - 1 - j) * math.comb(d_prime - s - 1, j) for j in range(k))
+        pt = float(base / omega)
+        pr = float((base - (1 - x) * c_r) / omega)
+        pf = float((base - (1 - x) * c_f) / omega)
+        value = (s * ((pt + pr) - (pt - pr) ** 2) + (d_prime - s) * 2 * pf) / (pt - pr) ** 2
+        freq = (
+            s * (pt + pr) * (1 - pt - pr)
+            + (d_prime - s) * 2 * pf * (1 - 2 * pf) / (pt + pr - 2 * pf) ** 2
+        )
+        err = value + alpha * freq
+        if err < best:
+            best_k, best = k, err
+    return best_k
+
+
+def _output_size(mechanism: str, d_prime: int, s: int, eps: Fraction) -> int | None:
+    return authors_output_size(d_prime, s, eps) if mechanism == "exsub-authors-k" else None
+
+
+def _chunks(n: int) -> list[int]:
+    return [min(CHUNK_USERS, n - lo) for lo in range(0, n, CHUNK_USERS)]
+
+
+def offline_errors(
+    table: Offline, n: int, seed: int, mechanisms: Sequence[str] = MECHANISMS
+) -> dict[tuple[str, Fraction], dict[str, float]]:
+    """One repeat of an offline table at n users: (mechanism, eps) -> {metric: value}; every
+    cell sees the same data (drawn from ``seed``)."""
+    cells = [(m, e) for m in mechanisms for e in OFFLINE_EPSILONS]
+    root = np.random.SeedSequence([seed, 2 if table.table == "II" else 4, n])
+    data_seq, *cell_seqs = root.spawn(1 + len(cells))
+    noise = [np.random.default_rng(q) for q in cell_seqs]
+    truth = np.zeros(table.d_prime)
+    sums = [np.zeros(table.d_prime) for _ in cells]
+    for size, chunk_seq in zip(_chunks(n), data_seq.spawn(len(_chunks(n))), strict=True):
+        R = sparse_vectors(size, table.d_prime, table.s, np.random.default_rng(chunk_seq))
+        truth += R.sum(axis=0)
+        for (mech, eps), rng, acc in zip(cells, noise, sums, strict=True):
+            m = _output_size(mech, table.d_prime, table.s, eps)
+            acc += exsub_estimates(R, table.s, eps, rng, m=m).sum(axis=0)
+    return {
+        cell: {"tve": metrics.tve(acc / n, truth / n), "mae": metrics.mae(acc / n, truth / n)}
+        for cell, acc in zip(cells, sums, strict=True)
+    }
+
+
+def online_errors(
+    setting: Online, seed: int, fan_outs: Sequence[int] = FAN_OUTS
+) -> dict[tuple[int, Fraction], dict[str, float]]:
+    """One repeat of Table III: (r, eps) -> {metric: value} of the T mean answers; every cell
+    sees the same streams (drawn from ``seed``)."""
+    T, d, s, n = setting.T, setting.d, setting.s, setting.n
+    cells = [(r, e) for r in fan_outs for e in ONLINE_EPSILONS]
+    root = np.random.SeedSequence([seed, 3, n])
+    data_seq, *cell_seqs = root.spawn(1 + len(cells))
+    noise = [np.random.default_rng(q) for q in cell_seqs]
+    truth = np.zeros((T, d))
+    sums = [[np.zeros((level_count(T, r, h), d)) for h in levels(T, r)] for r, _ in cells]
+    counts = [[0] * len(levels(T, r)) for r, _ in cells]
+    for size, chunk_seq in zip(_chunks(n), data_seq.spawn(len(_chunks(n))), strict=True):
+        x = sparse_streams(size, T, d, s, np.random.default_rng(chunk_seq))
+        truth += x.sum(axis=0)
+        for (r, eps), rng, acc, cnt in zip(cells, noise, sums, counts, strict=True):
+            portions = np.array([float(w) for w in level_weights(T, r, "uniform")])
+            level_of = rng.choice(len(portions), size=size, p=portions / portions.sum())
+            for i, h in enumerate(levels(T, r)):
+                users = np.flatnonzero(level_of == i)
+                if len(users) == 0:
+                    continue
+                t_h = level_count(T, r, h)
+                R = padded_residues(x[users], r, h, s)
+                est = exsub_estimates(R, s, eps, rng)[:, : d * t_h]
+                acc[i] += est.sum(axis=0).reshape(t_h, d)
+                cnt[i] += len(users)
+    out = {}
+    for (r, eps), acc, cnt in zip(cells, sums, counts, strict=True):
+        means = [a / c if c else np.zeros_like(a) for a, c in zip(acc, cnt, strict=True)]
+        est = reconstruct(means, r, T)
+        out[(r, eps)] = {"tve": metrics.tve(est, truth / n), "mae": metrics.mae(est, truth / n)}
+    return out
+
+
+def run_exsub_tables(out_dir: Path, repeats: int, quick: bool, seed: int) -> list[Path]:
+    """Every table ``repeats`` times (repeat r with seed ``seed + r``); writes results.csv,
+    runs.csv and table.md into ``out_dir`` and returns their paths."""
+    if repeats < 1:
+        raise BudgetError(f"repeats must be at least 1, got {repeats}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table2, table4, table3 = _sizes(quick)
+    runs: dict[tuple[str, str, Fraction, str], list[dict[str, float]]] = {}
+    users: dict[str, int] = {}
+    for rep in range(repeats):
+        for table in (table2, table4):
+            for n in table.users:
+                for (mech, eps), vals in offline_errors(table, n, seed + rep).items():
+                    runs.setdefault((table.dataset, mech, eps, f"n={n}"), []).append(vals)
+                    users[f"{table.dataset} n={n}"] = n
+        for (r, eps), vals in online_errors(table3, seed + rep).items():
+            runs.setdefault((table3.dataset, "exsub", eps, f"r={r}"), []).append(vals)
+    results = [
+        Result(ds, mech, eps, setting, metric, tuple(v[metric] for v in vals))
+        for (ds, mech, eps, setting), vals in runs.items()
+        for metric in METRICS
+    ]
+    paths = [out_dir / "results.csv", out_dir / "runs.csv", out_dir / "table.md"]
+    with paths[0].open("w", newline="", encoding="utf-8") as fh:
+        out = csv.writer(fh)
+        out.writerow([*RESULT_COLUMNS, *EXTRA_COLUMNS])
+        out.writerows(r.cells() for r in results)
+    with paths[1].open("w", newline="", encoding="utf-8") as fh:
+        out = csv.writer(fh)
+        out.writerow([*RUN_COLUMNS, *METRICS])
+        for (ds, mech, eps, setting), per_rep in runs.items():
+            n = users.get(f"{ds} {setting}", table3.n)
+            slots = table3.T if ds == table3.dataset else 1
+            for rep, v in enumerate(per_rep):
+                out.writerow(
+                    [EXPERIMENT, ds, mech, format_exact(eps), "inf", setting, rep, seed + rep]
+                    + [n, slots, "n/a", "n/a", "n/a", "n/a", "n/a", "not-run (simulation)"]
+                    + [repr(v[m]) for m in METRICS]
+                )
+    paths[2].write_text(markdown(results, (table2, table4, table3), repeats, seed), "utf-8")
+    return paths
+
+
+def _cell(res: Result, printed: float | None) -> str:
+    iv = interval(res.per_run)
+    half = (iv.high - iv.low) / 2
+    text = f"{iv.mean:.4g}" if math.isnan(half) else f"{iv.mean:.4g} +- {half:.2g}"
+    if printed is None:
+        return text
+    ratio = f"x{iv.mean / printed:.2f}"
+    if math.isnan(half):
+        return f"{text} ({ratio})"
+    return f"{text} ({ratio}, {'in' if iv.contains(printed) else 'out'})"
+
+
+def _printed(value: float) -> str:
+    return f"{value:.1e}" if value >= 1000 else f"{value:g}"
+
+
+def markdown(
+    results: list[Result], sizes: tuple[Offline, Offline, Online], repeats: int, seed: int
+) -> str:
+    """table.md: a section per metric (TVE, MAE) holding the tables in 004's layout (readings by
+    eps), each printed ExSub row above ours."""
+    table2, table4, table3 = sizes
+    find = {(r.dataset, r.mechanism, r.epsilon, r.setting, r.metric): r for r in results}
+    lines = [
+        "004 Tables II-IV: ExSub's TVE and MAE, ours beside the printed ExSub rows",
+        "",
+        f"{repeats} repeat(s) per cell, seeds {seed}..{seed + repeats - 1}. A cell is our mean"
+        + (" +- half its 95% interval (Student's t)" if repeats > 1 else " (one run, no interval)")
+        + "; x = our mean / 004's printed value; in / out: the printed value lies inside / "
+        "outside our 95% interval. `exsub`: Theorem 2's output size m; `exsub-authors-k`: the "
+        "size the authors' published code picks. No post-processing. The competitor rows "
+        "(FutureRand, Collision, SUCCINCT, DDRM) are not run.",
+        "",
+    ]
+    eps_head = " | ".join(f"eps = {format_exact(e)}" for e in OFFLINE_EPSILONS)
+    for metric in METRICS:
+        lines += [f"### {metric.upper()}", ""]
+        for table in (table2, table4):
+            lines += [
+                f"**004 Table {table.table}** (offline, d' = {table.d_prime}, s = {table.s}; "
+                f"{metric.upper()} of the mean vector)",
+                "",
+                f"| method | {eps_head} |",
+                "|---|" + "---|" * len(OFFLINE_EPSILONS),
+            ]
+            printed = PRINTED[(table.table, metric)]
+            lines.append("| 004 printed ExSub | " + " | ".join(map(_printed, printed)) + " |")
+            for mech in MECHANISMS:
+                for n in table.users:
+                    cells = [
+                        _cell(find[(table.dataset, mech, e, f"n={n}", metric)], p)
+                        for e, p in zip(OFFLINE_EPSILONS, printed, strict=True)
+                    ]
+                    lines.append(f"| {mech}, n = {n:,} | " + " | ".join(cells) + " |")
+            lines.append("")
+        printed3 = PRINTED.get(("III", metric))
+        cols = [(e, r) for e in ONLINE_EPSILONS for r in FAN_OUTS]
+        lines += [
+            f"**004 Table III** (online mean queries, d = {table3.d}, T = {table3.T}, "
+            f"s = {table3.s}, n = {table3.n:,}; {metric.upper()} of the T mean answers"
+            + ("" if printed3 else "; not printed in 004")
+            + ")",
+            "",
+            "| method | " + " | ".join(f"eps = {format_exact(e)}, r = {r}" for e, r in cols) + " |",
+            "|---|" + "---|" * len(cols),
+        ]
+        if printed3:
+            lines.append("| 004 printed ExSub | " + " | ".join(map(_printed, printed3)) + " |")
+        cells = [
+            _cell(
+                find[(table3.dataset, "exsub", e, f"r={r}", metric)],
+                printed3[i] if printed3 else None,
+            )
+            for i, (e, r) in enumerate(cols)
+        ]
+        lines += ["| exsub | " + " | ".join(cells) + " |", ""]
+    return "\n".join(lines)
