@@ -45,14 +45,26 @@ What it prints:
     threshold is above that class's budget.
 
 Sizes. N = 10,000 users (001's synthetic N per analysis/pwsm_absolute.py), default 2,000 slots
-(001 has 10,000), seeds 0-1, Sin and Log, o in {0.1, 0.7, 0.9}: 96 runs. ``--slots 10000
---seeds 3 --datasets lns,sin,log`` is 001's T over all three streams (about 7 times longer;
-not timed here).
+(001 has 10,000), seeds 0-1, Sin and Log, o in {0.1, 0.7, 0.9}: 96 runs.
+
+Expected outcome (measured; wall times on the 2-core machine under ``nice -n 10`` beside other
+jobs). At 10,000 slots, seeds 0-4, all three streams (the second command), 1 - PBA(0.9) /
+PBA(0.7) is negative (a rise) for the sound kernel with or without the authors' runner and
+positive (a drop) for the du-code kernel with or without it; means over the seeds on TLNS, Sin,
+Log: sound -29.7%, -38.1%, -18.0%; runner -25.8%, -30.8%, -20.2%; du-code 68.1%, 67.7%, 66.9%;
+authors 36.1%, 20.9%, 33.5%; every 95% interval excludes 0. At o = 0.9 DC samples at every
+slot and publications rise (TLNS: sound 1,709 -> 2,104, du-code 5,840 -> 9,045 of 10,000). In
+the window sweep no setting changes anything at N = 10,000 (DC never switches: n_lo = 1,000 >
+798); at N = 5,000 PBA's mean drops there in every setting.
 
 Commands (from the repository root):
 
-    .venv/bin/python analysis/pwsm_ratio_ducode.py
-    .venv/bin/python analysis/pwsm_ratio_ducode.py --users 5000 --sweeps eps
+    .venv/bin/python analysis/pwsm_ratio_ducode.py                  # 64 s
+    .venv/bin/python analysis/pwsm_ratio_ducode.py --slots 10000 --seeds 5 \
+        --datasets lns,sin,log --sweeps eps --ratios 0.7,0.9 --no-check   # 9 min 32 s
+    .venv/bin/python analysis/pwsm_ratio_ducode.py --slots 10000 --seeds 3 \
+        --datasets lns,sin,log                                          # 14 min
+    .venv/bin/python analysis/pwsm_ratio_ducode.py --users 5000 --sweeps w,eps --no-check  # 108 s
 """
 
 from __future__ import annotations
