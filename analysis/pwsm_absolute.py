@@ -35,6 +35,22 @@ drawn Binomial(N, p_t)):
    that 001's PLBU releases un-debiased GRR counts (a fair coin at eps_i / w_i ~ 0.005). PLBU is
    not in the public repository; this is inferred from the printed numbers alone.
 
+4. With ``--ordering`` (instead of 1-3): 001's ordering of PLBU against BD (PLBU worst on Sin and
+   Log, BD worse on TLNS; 001 Tables 5-6). First, from the printed numbers alone, each BD cell
+   against a release stuck at zero, whose error ((N - c)^2 + c^2) / 2 = N^2 / 4 + (N/2 - c)^2 is
+   N^2 / 4 plus the uniform release's (the PLBU rows); then, on the simulator's counts, PLBU
+   through wevent's GRR at eps = E / w (`GRR.perturb_counts`) released undebiased (the report
+   histogram, as 001's rows fit) and debiased (`GRR.estimate`, as wevent's plbu) beside BD and BA
+   in S0 and S5, with the number of seeds in which BD (S5) is above the undebiased PLBU, and
+   TLNS's per-seed walk level. Measured at 10,000 users, 10,000 slots, seeds 0-9: the
+   undebiased PLBU equals the printed Sin and Log rows to three digits, and BD (S5, mean over
+   seeds) falls on the printed side of it in 9 of the 10 Sin and Log cells shown: below it in 8,
+   above it at Log E = 0.2 (in 8 of 10 seeds; printed 12.6 against 6.33 million); at Log
+   w = 200 the printed BD is above (8.66 million) and ours below (4.31, 1 of 10 seeds). On TLNS
+   PLBU is 11.5-19.9 million (by walk) and BD (S5) 0.8-3.3 million at E = 0.6, so BD above PLBU
+   does not follow (0 of 10 seeds; 2 of 10 at E = 0.2). 001's TLNS BD row is 0.30-1.01 times
+   the error of a release stuck at zero (Sin and Log 0.004-0.40).
+
 Expected outcome (default run, seeds 0-2): in S0 our BA is 3-19x the printed values. In S5
 the Log BA column lands on the printed values in all ten cells (0.75-1.02x), Sin BA within
 0.24-0.93x, TLNS BA within 0.26-1.7x, BD on Sin/Log within 0.05-1.2x (heavy-tailed: a few seeds
@@ -47,6 +63,7 @@ Commands (from the repository root):
     .venv/bin/python analysis/pwsm_absolute.py                       # 10,000 users x 10,000 slots, seeds 0-2
     .venv/bin/python analysis/pwsm_absolute.py --slots 2000 --seeds 1   # a quicker look
     .venv/bin/python analysis/pwsm_absolute.py --datasets log --no-check
+    .venv/bin/python analysis/pwsm_absolute.py --ordering --seeds 10   # 4. only: 2 minutes
 
 The default is 001's full size (the simulator needs only a few hundredths of a second per run,
 so all 1,080 runs take about a minute; the wevent check runs at 1,000 slots, seeds 0-2).
@@ -65,6 +82,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from wevent.accounting.budget import Budget
 from wevent.experiments import metrics
 from wevent.experiments.harness import execute
 from wevent.experiments.populations import uniform_population
@@ -167,6 +185,15 @@ def probabilities(kind: str, slots: int, rng: np.random.Generator, rounded: bool
     return np.asarray(np.round(p, 2) if rounded else p, dtype=np.float64)
 
 
+def stream_ones(
+    kind: str, users: int, slots: int, seed: int, rounded: bool
+) -> npt.NDArray[np.int64]:
+    """The counts of ones c_t,1 of the simulator's stream for ``seed`` (its data generator)."""
+    data_rng = np.random.default_rng([seed, 0])
+    p = probabilities(kind, slots, data_rng, rounded)
+    return np.asarray(data_rng.binomial(users, p), dtype=np.int64)
+
+
 # --- the independent Kellaris BD/BA simulator ----------------------------------------------------
 
 
@@ -189,10 +216,8 @@ def simulate(
     separate generators, so all mechanisms and settings see the same counts for a seed.
     """
     d = 2
-    data_rng = np.random.default_rng([seed, 0])
     noise_rng = np.random.default_rng([seed, 1])
-    p = probabilities(kind, slots, data_rng, setting.rounded)
-    ones = data_rng.binomial(users, p).tolist()
+    ones = stream_ones(kind, users, slots, seed, setting.rounded).tolist()
     dis_noise = noise_rng.laplace(0.0, 1.0, size=slots).tolist()
     pub_noise = noise_rng.laplace(0.0, 1.0, size=(slots, d)).tolist()
     unit = budget / (2 * w)  # one share: the per-slot dissimilarity budget
@@ -361,6 +386,89 @@ def plbu_fingerprint() -> None:
             )
 
 
+def ordering(kinds: Sequence[str], users: int, slots: int, seeds: int) -> None:
+    """001 Tables 5-6's ordering of PLBU against BD: PLBU worst on Sin and Log, BD worse on TLNS.
+
+    PLBU (001 Section 6.2: every user reports with eps_i / w_i at every slot) through wevent's
+    GRR (`GRR.perturb_counts`, d = 2), each cell's (E, w) for every user, on the simulator's
+    counts: ``undebiased`` releases the report histogram as it is (what 001's PLBU rows fit),
+    ``debiased`` the oracle's unbiased estimate (`GRR.estimate`, what wevent's plbu releases).
+    BD and BA are the simulator's, in S0 (our rules) and S5 (the authors' settings)."""
+    from wevent.mechanisms.oracles import GRR
+
+    # A release stuck at zero errs ((N - c)^2 + c^2) / 2 = N^2 / 4 + (N/2 - c)^2 per cell: the
+    # uniform release's error plus N^2 / 4, whatever the data. With 001's PLBU rows as the
+    # uniform release's error (plbu_fingerprint), N^2 / 4 + printed PLBU is what a BD that
+    # never publishes would print.
+    n = USERS
+    print(
+        f"\n## Printed BD / (N^2/4 + printed PLBU): BD against a release stuck at zero "
+        f"(N = {n:,}; 1 = BD never published)"
+    )
+    print("| data | " + " | ".join(c[0] for c in cells()) + " |")
+    print("|---|" + "---:|" * len(cells()))
+    for kind in DATASETS:
+        ratios = [
+            printed(kind, "bd", label, i) / (n * n / 4 + printed(kind, "plbu", label, i))
+            for label, _, _, i in cells()
+        ]
+        print(f"| {NAMES[kind]} | " + " | ".join(f"{r:.3f}" for r in ratios) + " |")
+    if users != n:
+        print(
+            f"(the ratios use N = {n:,}, which 001's PLBU rows pin; the runs below use {users:,})"
+        )
+
+    print(
+        f"\n## PLBU against BD and BA: AMRE at {users:,} users, {slots:,} slots, "
+        f"seeds 0-{seeds - 1} (mean over seeds; millions)"
+    )
+    print(
+        "| data | cell | PLBU undebiased | PLBU debiased | BD S0 | BA S0 | BD S5 | BA S5 | "
+        "printed PLBU | printed BD | seeds with BD S5 > PLBU undebiased |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    per_seed: dict[str, list[tuple[int, float, float, float]]] = {}
+    for kind in kinds:
+        for label, e, w, i in cells():
+            if label not in ("T5 E=0.2", "T5 E=0.6", "T5 E=1.0", "T6 w=40", "T6 w=200"):
+                continue
+            oracle = GRR.for_budget(2, Budget(Fraction(e).limit_denominator(100) / w))
+            plbu_raw, plbu_est, bd0, ba0, bd5, ba5 = [], [], [], [], [], []
+            wins = 0
+            for s in range(seeds):
+                ones = stream_ones(kind, users, slots, s, SETTINGS[5].rounded)
+                rng = np.random.default_rng([s, 2])
+                raw = est = 0.0
+                for c1 in ones.tolist():
+                    truth = np.array([users - c1, c1], dtype=np.int64)
+                    reports = oracle.perturb_counts(truth, rng)
+                    raw += float(np.mean((reports - truth) ** 2))
+                    debiased = oracle.estimate(reports, users) * users
+                    est += float(np.mean((debiased - truth) ** 2))
+                plbu_raw.append(raw / slots)
+                plbu_est.append(est / slots)
+                bd0.append(simulate("bd", kind, users, slots, e, w, s, SETTINGS[0]))
+                ba0.append(simulate("ba", kind, users, slots, e, w, s, SETTINGS[0]))
+                bd5.append(simulate("bd", kind, users, slots, e, w, s, SETTINGS[5]))
+                ba5.append(simulate("ba", kind, users, slots, e, w, s, SETTINGS[5]))
+                wins += bd5[-1] > plbu_raw[-1]
+                if label == "T5 E=0.6" and kind == "lns":
+                    mean_p = float(np.mean(ones)) / users
+                    per_seed.setdefault(kind, []).append((s, mean_p, plbu_raw[-1], bd5[-1]))
+            vals = (plbu_raw, plbu_est, bd0, ba0, bd5, ba5)
+            row = " | ".join(f"{float(np.mean(v)) / 1e6:.3g}" for v in vals)
+            plbu_p, bd_p = printed(kind, "plbu", label, i), printed(kind, "bd", label, i)
+            paper = f"{plbu_p / 1e6:.3g} | {bd_p / 1e6:.3g}"
+            print(f"| {NAMES[kind]} | {label} | {row} | {paper} | {wins} of {seeds} |", flush=True)
+    for kind, rows in per_seed.items():
+        print(f"\n{NAMES[kind]}, E = 0.6, w = 120, per seed (the walk depends on the seed):")
+        print("| seed | mean p_t | PLBU undebiased | BD S5 | larger |")
+        print("|---:|---:|---:|---:|---|")
+        for s, mean_p, raw_s, bd_s in rows:
+            larger = "BD" if bd_s > raw_s else "PLBU"
+            print(f"| {s} | {mean_p:.3f} | {raw_s / 1e6:.3g} | {bd_s / 1e6:.3g} | {larger} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--users", type=int, default=USERS)
@@ -370,6 +478,11 @@ def main() -> None:
     parser.add_argument("--check-slots", type=int, default=1000)
     parser.add_argument("--check-seeds", type=int, default=3)
     parser.add_argument("--no-check", action="store_true", help="skip the wevent check")
+    parser.add_argument(
+        "--ordering",
+        action="store_true",
+        help="only PLBU (undebiased and debiased) against BD and BA (001 Tables 5-6's ordering)",
+    )
     args = parser.parse_args()
     kinds = [k for k in args.datasets.split(",") if k]
     for k in kinds:
@@ -380,6 +493,10 @@ def main() -> None:
         f"# 001 Tables 5-6, absolute AMRE: {args.users:,} users, {args.slots:,} slots "
         f"(paper: {PAPER_SLOTS:,}), seeds 0-{args.seeds - 1}"
     )
+    if args.ordering:
+        ordering(kinds, args.users, args.slots, args.seeds)
+        print(f"\ntotal {time.time() - start:.0f} s")
+        return
     plbu_fingerprint()
     if not args.no_check:
         check_against_wevent(args.users, args.check_slots, args.check_seeds)

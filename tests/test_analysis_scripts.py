@@ -63,3 +63,41 @@ def test_pwsm_ratio_users_finds_where_obs_switches() -> None:
     assert (
         "| 10,000 | 0.887 | 0.6 | 0.6 | 0.6 | 0.6 | 0.6 | 0.6 | 0.6 | 0.6 | 1.0 | 200 | 3 |" in out
     )
+
+
+def test_pwsm_ratio_ducode_drops_under_the_authors_kernel_only() -> None:
+    out = output(
+        "pwsm_ratio_ducode.py",
+        *("--slots", "300", "--seeds", "1", "--datasets", "sin", "--sweeps", "eps"),
+        *("--ratios", "0.7,0.9", "--no-check"),
+    )
+    # DC's OBS: the dissimilarity step leaves the lowest share at n_lo <= 1,129 (eps:o) or 798
+    # (w:o), so at N = 10,000 the window sweep never switches at o = 0.9.
+    assert "| eps:o | 1/400, 1/240 | 1,129 | 0.887 |" in out
+    assert "| w:o | 1/400, 3/400 | 798 | 0.920 |" in out
+    # The sound PBA rises from o = 0.7 to 0.9; the du-code kernel (never nullifying) drops, with
+    # more publications (the DC sample biased by the switch) at the same ~96 shares.
+    assert "| Sin | sound | 11,307 [39] | 47,848 [71] | -323.2%, -323% .. -323% |" in out
+    assert "| Sin | du-code | 1,418 [163] | 1,103 [270] | 22.2%, 22% .. 22% |" in out
+    assert "| Sin | du-code | 0.9 | 100% | 270 | 95.7 | 0% |" in out
+
+
+def test_pwsm_ratio_ducode_refuses_bad_ratios() -> None:
+    done = subprocess.run(
+        [sys.executable, str(ANALYSIS / "pwsm_ratio_ducode.py"), "--ratios", "1.5"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "--ratios: numbers between 0 and 1" in done.stderr
+
+
+def test_pwsm_absolute_ordering_compares_bd_with_a_release_at_zero() -> None:
+    out = output("pwsm_absolute.py", "--ordering", "--slots", "300", "--seeds", "1")
+    # 001's TLNS BD row is the error of a release stuck at zero at E = 0.2; Sin and Log far below.
+    assert "| TLNS | 1.013 | 0.775 | 0.631 | 0.553 | 0.557 | 0.298 |" in out
+    assert "| Sin | 0.343 | 0.090 | 0.066 |" in out
+    # wevent's GRR at E / w: the undebiased release errs by millions, the debiased by far more.
+    assert "| Log | T5 E=0.2 | 9.3 | 3.27e+03 |" in out

@@ -1,0 +1,408 @@
+"""001 Section 6.5: does the authors' code's PBA drop at a high share o of E = 1.0 (or w = 40) users?
+
+Claim. 001 Section 6.5, Figures 11-12 (budgets {0.6, 1.0}, windows {40, 120}): AMRE "remains
+relatively stable" as the share o of E = 1.0 users (all w = 120; Figure 11) or of w = 40 users
+(all E = 0.6; Figure 12) grows, and drops "for PBD and PBA" once o exceeds about 0.8, because OBS
+(001 Algorithm 1) then picks the higher budget. At N = 10,000 users wevent's PBA (the `sound`
+variant, 001 Algorithm 5 as printed) rises at o = 0.9 in the budget sweep and does not move at all
+in the window sweep (`wevent reproduce pwsm-ratio`; `analysis/pwsm_ratio_users.py` finds that it
+drops at N = 5,000).
+
+This script tests the settings of the authors' public code (DynamicWEventCode; facts in
+docs/peers.md and analysis/pwsm_absolute.py), run on wevent's own kernels and data path:
+
+* ``du-code``: the kernel variant of that code (`wevent.mechanisms.allocators.fixed`): PBA's last
+  publication is set once, before slot 1, and never updated, so nothing is ever nullified and
+  slot t publishes min(t, w) shares of E / (2w), the whole E / 2 from slot w on (more than
+  w-event privacy allows, docs/peers.md);
+* the code's runner: every mechanism restarts every 250 slots (a fresh kernel, release reset
+  to 0) and p_t is rounded to two decimals (for TLNS at every step of the walk).
+
+Settings (each runs wevent's `CentralRunner` with the kernel `kernel_for("pba", ..., variant)`):
+
+  sound    wevent's PBA as `reproduce` runs it (001 Algorithm 5, one run, exact p_t);
+  runner   the sound kernel with the code's runner (restarts every 250 slots, p_t rounded);
+  du-code  the du-code kernel, one run, exact p_t;
+  authors  the du-code kernel with the code's runner (restarts, rounding): the code's setting.
+
+The du-code runs overspend, so no guard is in the loop: charges go to a spender that accepts
+everything (`Unchecked`). The sound runs are the same computation as `reproduce` (the script
+checks that its sound run equals `wevent.experiments.harness.execute`, which runs the guard).
+
+What it prints:
+
+(a) A check: the script's runner in the `sound` setting against `harness.execute` (the code
+    path of `wevent reproduce pwsm-ratio`, guard in the loop): identical AMRE.
+(b) For each sweep (eps:o, w:o), stream and setting: PBA's AMRE (mean over seeds) and mean
+    publications at each o, and the drop from o = 0.7 to 0.9 paired per seed, 1 - PBA(0.9) /
+    PBA(0.7) (positive: a drop): its mean, 95% Student-t interval over the seeds
+    (`wevent.experiments.stats.interval`) and its smallest and largest value.
+(c) The mechanics at o = 0.7 and 0.9 for each setting: the share of slots whose dissimilarity
+    step (001 Algorithm 3, DC) samples (OBS picked a threshold above the lowest dissimilarity
+    budget, so the E = 0.6 (w = 120) users are kept with p < 1 and the unscaled sample biases
+    the dissimilarity upwards), publications, the mean publication budget of the (120, 0.6)
+    class in shares of 0.6 / 240 at the published slots, and the share of publications whose
+    threshold is above that class's budget.
+
+Sizes. N = 10,000 users (001's synthetic N per analysis/pwsm_absolute.py), default 2,000 slots
+(001 has 10,000), seeds 0-1, Sin and Log, o in {0.1, 0.7, 0.9}: 96 runs.
+
+Expected outcome (measured; wall times on the 2-core machine under ``nice -n 10`` beside other
+jobs). At 10,000 slots, seeds 0-4, all three streams (the second command), 1 - PBA(0.9) /
+PBA(0.7) is negative (a rise) for the sound kernel with or without the authors' runner and
+positive (a drop) for the du-code kernel with or without it; means over the seeds on TLNS, Sin,
+Log: sound -29.7%, -38.1%, -18.0%; runner -25.8%, -30.8%, -20.2%; du-code 68.1%, 67.7%, 66.9%;
+authors 36.1%, 20.9%, 33.5%; every 95% interval excludes 0. At o = 0.9 DC samples at every
+slot and publications rise (TLNS: sound 1,709 -> 2,104, du-code 5,840 -> 9,045 of 10,000). In
+the window sweep no setting changes anything at N = 10,000 (DC never switches: n_lo = 1,000 >
+798); at N = 5,000 PBA's mean drops there in every setting.
+
+Commands (from the repository root):
+
+    .venv/bin/python analysis/pwsm_ratio_ducode.py                  # 64 s
+    .venv/bin/python analysis/pwsm_ratio_ducode.py --slots 10000 --seeds 5 \
+        --datasets lns,sin,log --sweeps eps --ratios 0.7,0.9 --no-check   # 9 min 32 s
+    .venv/bin/python analysis/pwsm_ratio_ducode.py --slots 10000 --seeds 3 \
+        --datasets lns,sin,log                                          # 14 min
+    .venv/bin/python analysis/pwsm_ratio_ducode.py --users 5000 --sweeps w,eps --no-check  # 108 s
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+
+from wevent.accounting.budget import Budget
+from wevent.accounting.evidence import Evidence
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Fixed
+from wevent.experiments import metrics
+from wevent.experiments.harness import execute
+from wevent.experiments.populations import budget_ratio_population, window_ratio_population
+from wevent.experiments.stats import interval
+from wevent.mechanisms.allocators import algebra_for, classes_of
+from wevent.mechanisms.allocators.registry import kernel_for
+from wevent.mechanisms.central import _SM, CentralRunner, SlotRecord
+from wevent.mechanisms.sampling import obs
+from wevent.mechanisms.streams import SyntheticStream
+
+IntArray = npt.NDArray[np.int64]
+
+MECHANISM: Final = "pba"
+SEGMENT: Final = 250  # the authors' runner restarts every mechanism every 250 slots
+DEFAULT_CLASS: Final = Fixed(120, Budget("0.6"))  # 001 Section 6.5's default type
+DEFAULT_SHARE: Final = Fraction(3, 5) / 240  # one share of the default type: E / (2w)
+DATASETS: Final = ("lns", "sin", "log")
+NAMES: Final = {"lns": "TLNS", "sin": "Sin", "log": "Log"}
+SWEEPS: Final = {"eps": budget_ratio_population, "w": window_ratio_population}
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    variant: str  # the kernel variant
+    runner: bool  # the authors' runner: restarts every SEGMENT slots, p_t rounded to 0.01
+
+
+SETTINGS: Final = (
+    Setting("sound", "sound", False),
+    Setting("runner", "sound", True),
+    Setting("du-code", "du-code", False),
+    Setting("authors", "du-code", True),
+)
+
+
+class Unchecked:
+    """A spender that accepts every charge and records nothing (the du-code kernel overspends;
+    the guard would stop it within the first window, docs/peers.md)."""
+
+    def __init__(self) -> None:
+        self._groups: dict[str, tuple[str, ...]] = {}
+
+    def spend(
+        self,
+        slot: int,
+        amount: Budget,
+        *,
+        user: str | None = None,
+        group: str | None = None,
+        part: str = "",
+        mechanism: str = "",
+        evidence: Evidence | None = None,
+    ) -> None:
+        return None
+
+    def define_group(self, name: str, members: tuple[str, ...]) -> None:
+        self._groups[name] = members
+
+    def define_group_by_index(
+        self, name: str, table: Sequence[str], indices: npt.NDArray[np.int64]
+    ) -> None:
+        self._groups[name] = tuple(table[int(i)] for i in indices)
+
+    def members(self, group: str) -> tuple[str, ...]:
+        return self._groups[group]
+
+    def group_size(self, group: str) -> int:
+        return len(self._groups[group])
+
+
+class RoundedStream(SyntheticStream):
+    """wevent's synthetic stream with p_t rounded to two decimals, as the authors' generator
+    does (Sin and Log: each p_t; TLNS: the walk rounded at every step, from the same normal
+    draws as wevent's walk)."""
+
+    def __init__(self, kind: str, slots: int, class_sizes: Sequence[int], seed: int) -> None:
+        super().__init__(kind, slots, class_sizes, seed)
+        if kind == "lns":
+            steps = np.random.default_rng(seed).normal(0.0, 0.0025, size=slots).tolist()
+            walk, cur = [], 0.05
+            for step in steps:
+                cur = min(1.0, max(0.0, round(cur + step, 2)))
+                walk.append(cur)
+            p = np.array(walk, dtype=np.float64)
+        else:
+            p = np.asarray(np.round(self.probabilities, 2), dtype=np.float64)
+        p.setflags(write=False)
+        self._p = p
+
+
+class Window:
+    """Slots ``offset + 1 .. offset + length`` of ``base`` as slots 1..length (a restarted
+    mechanism sees its segment from its own slot 1)."""
+
+    def __init__(self, base: SyntheticStream, offset: int, length: int) -> None:
+        self.base, self.offset, self.length = base, offset, length
+
+    @property
+    def domain(self) -> int:
+        return self.base.domain
+
+    @property
+    def slots(self) -> int:
+        return self.length
+
+    def histograms(self, slot: int, rng: np.random.Generator) -> IntArray:
+        return self.base.histograms(self.offset + slot, rng)
+
+
+@dataclass
+class Probe(CentralRunner):
+    """`CentralRunner` that notes, for every charge, the step, whether SM samples (some class
+    kept with p < 1) and the default class's budget."""
+
+    default: int = -1  # index of the (120, 0.6) class, -1 if the population has none
+    notes: list[tuple[str, bool, Fraction]] = field(default_factory=list)
+
+    def _charge(self, t: int, sm: _SM, part: str) -> None:
+        sampled = min(sm.mech.keep.values()) < 1.0
+        budget = Fraction(0)
+        for c, b in zip(sm.classes, sm.budgets, strict=True):
+            if c == self.default:
+                budget = Fraction(b)
+        self.notes.append((part, sampled, budget))
+        super()._charge(t, sm, part)
+
+
+@dataclass(frozen=True)
+class Run:
+    amre: float
+    publications: int
+    dc_sampled: float  # share of slots whose dissimilarity step samples
+    pub_shares: float  # mean publication budget of the default class, in its shares
+    pub_sampled: float  # share of publications whose threshold is above the lowest budget
+
+
+def run(population: Population, kind: str, slots: int, seed: int, setting: Setting) -> Run:
+    """PBA under ``setting``: the data and noise generators of `wevent.experiments.running`."""
+    sizes = [c.count for c in population.classes]
+    data_seed, noise_seed, _, _ = np.random.SeedSequence(seed).spawn(4)
+    data_rng = np.random.default_rng(data_seed)
+    noise_rng = np.random.default_rng(noise_seed)
+    stream = (
+        RoundedStream(kind, slots, sizes, seed)
+        if setting.runner
+        else SyntheticStream(kind, slots, sizes, seed)
+    )
+    classes = classes_of(population, MECHANISM)
+    default = next((c.index for c in population.classes if c.requirement == DEFAULT_CLASS), -1)
+    groups = [f"class-{c.index}" for c in population.classes]
+    segment = SEGMENT if setting.runner else slots
+    records: list[SlotRecord] = []
+    notes: list[tuple[str, bool, Fraction]] = []
+    for start in range(0, slots, segment):
+        length = min(segment, slots - start)
+        runner = Probe(
+            kernel=kernel_for(MECHANISM, algebra_for("exact"), classes, setting.variant),
+            spender=Unchecked(),
+            groups=groups,
+            sizes=sizes,
+            stream=Window(stream, start, length),
+            data_rng=data_rng,
+            noise_rng=noise_rng,
+            mechanism=MECHANISM,
+            default=default,
+        )
+        for _ in range(length):
+            records.append(runner.step())
+        notes += runner.notes
+    release = np.stack([r.release for r in records]).astype(np.float64)
+    truth = np.stack([r.truth for r in records]).astype(np.int64)
+    dis = [n for n in notes if n[0] == "dissimilarity"]
+    pub = [n for n in notes if n[0] == "publication"]
+    return Run(
+        amre=metrics.amre(release, truth),
+        publications=sum(1 for r in records if r.status == "published"),
+        dc_sampled=sum(1 for n in dis if n[1]) / max(len(dis), 1),
+        pub_shares=float(statistics.mean(n[2] / DEFAULT_SHARE for n in pub)) if pub else 0.0,
+        pub_sampled=sum(1 for n in pub if n[1]) / max(len(pub), 1),
+    )
+
+
+def dc_switch(users: int) -> None:
+    """(a'): the largest n_lo for which DC's OBS leaves the lowest dissimilarity budget."""
+    print(
+        "\n## (a') DC's threshold (wevent's `obs` on the classes' dissimilarity shares): "
+        "the largest number n_lo of default-type users for which OBS picks the higher budget"
+    )
+    print(f"| sweep | shares (lo, hi) | switches iff n_lo <= | at N = {users:,}: from o = |")
+    print("|---|---|---:|---:|")
+    pairs = {
+        "eps": (Fraction(3, 5) / 240, Fraction(1) / 240),
+        "w": (Fraction(3, 5) / 240, Fraction(3, 5) / 80),
+    }
+    for sweep, (lo, hi) in pairs.items():
+        n = 0
+        while obs({Budget(lo): n + 1, Budget(hi): 1})[0] == Budget(hi):
+            n += 1
+        print(f"| {sweep}:o | {lo}, {hi} | {n:,} | {1 - n / users:.3f} |")
+
+
+def check(users: int) -> None:
+    """(a): the sound setting equals `harness.execute` (the reproduce path, guard in the loop)."""
+    print("\n## (a) Check: this script's `sound` run against `harness.execute` (guard in the loop)")
+    print("| sweep | data | o | seed | execute AMRE | script AMRE |")
+    print("|---|---|---:|---:|---:|---:|")
+    for sweep, o in (("eps", Fraction(9, 10)), ("w", Fraction(7, 10))):
+        pop = SWEEPS[sweep](users, o, 0)
+        ref = execute(MECHANISM, pop, "sin", 300, 0)
+        ours = run(pop, "sin", 300, 0, SETTINGS[0])
+        a = metrics.amre(ref.release, ref.truth)
+        print(f"| {sweep}:o | Sin | {float(o):g} | 0 | {a:,.3f} | {ours.amre:,.3f} |")
+        if a != ours.amre:
+            raise SystemExit("the script's sound run differs from wevent's: stop")
+
+
+def sweep_table(
+    sweep: str,
+    kinds: Sequence[str],
+    users: int,
+    slots: int,
+    seeds: int,
+    ratios: Sequence[Fraction],
+) -> None:
+    """(b) and (c) for one sweep."""
+    make = SWEEPS[sweep]
+    label = "E = 1.0" if sweep == "eps" else "w = 40"
+    start = time.time()
+    print(
+        f"\n## (b) PBA, {sweep}:o sweep (share o of {label} users), {users:,} users, "
+        f"{slots:,} slots, seeds 0-{seeds - 1}: AMRE mean [publications]"
+    )
+    head = " | ".join(f"o = {float(o):g}" for o in ratios)
+    print(
+        f"| data | setting | {head} | 1 - PBA(0.9)/PBA(0.7): mean [95% interval], seeds min .. max |"
+    )
+    print("|---|---|" + "---:|" * len(ratios) + "---|")
+    mech: list[str] = []
+    for kind in kinds:
+        for setting in SETTINGS:
+            by_o: dict[Fraction, list[Run]] = {}
+            for o in ratios:
+                by_o[o] = [run(make(users, o, s), kind, slots, s, setting) for s in range(seeds)]
+            cells = [
+                f"{statistics.mean(r.amre for r in by_o[o]):,.0f} "
+                f"[{statistics.mean(r.publications for r in by_o[o]):.0f}]"
+                for o in ratios
+            ]
+            hi, mid = Fraction(9, 10), Fraction(7, 10)
+            change = ""
+            if hi in by_o and mid in by_o:
+                drop = [1 - a.amre / b.amre for a, b in zip(by_o[hi], by_o[mid], strict=True)]
+                iv = interval(drop)
+                bounds = "" if iv.n < 2 else f" [{iv.low:.1%}, {iv.high:.1%}]"
+                change = f"{iv.mean:.1%}{bounds}, {min(drop):.0%} .. {max(drop):.0%}"
+            print(
+                f"| {NAMES[kind]} | {setting.name} | " + " | ".join(cells) + f" | {change} |",
+                flush=True,
+            )
+            for o in (mid, hi):
+                if o not in by_o:
+                    continue
+                rs = by_o[o]
+                mech.append(
+                    f"| {NAMES[kind]} | {setting.name} | {float(o):g} | "
+                    f"{statistics.mean(r.dc_sampled for r in rs):.0%} | "
+                    f"{statistics.mean(r.publications for r in rs):.0f} | "
+                    f"{statistics.mean(r.pub_shares for r in rs):.1f} | "
+                    f"{statistics.mean(r.pub_sampled for r in rs):.0%} |"
+                )
+    print(f"\n(b) {sweep}:o took {time.time() - start:.0f} s")
+    print(
+        f"\n## (c) Mechanics, {sweep}:o sweep (means over seeds): DC samples = share of slots "
+        "whose dissimilarity threshold is above the lowest budget; shares = the (120, 0.6) "
+        "class's mean publication budget at published slots in units of 0.6 / 240; "
+        "pub. sampled = share of publications whose threshold is above that class's budget"
+    )
+    print("| data | setting | o | DC samples | publications | shares | pub. sampled |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for line in mech:
+        print(line)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
+    parser.add_argument("--users", type=int, default=10_000)
+    parser.add_argument("--slots", type=int, default=2000)
+    parser.add_argument("--seeds", type=int, default=2, help="seeds 0..SEEDS-1")
+    parser.add_argument("--datasets", default="sin,log")
+    parser.add_argument("--sweeps", default="eps,w", help="eps, w or both")
+    parser.add_argument("--ratios", default="0.1,0.7,0.9")
+    parser.add_argument("--no-check", action="store_true", help="skip the check (a)")
+    args = parser.parse_args()
+    kinds = [k for k in args.datasets.split(",") if k]
+    for k in kinds:
+        if k not in DATASETS:
+            parser.error(f"unknown dataset {k!r} (expected {', '.join(DATASETS)})")
+    sweeps = [s for s in args.sweeps.split(",") if s]
+    for s in sweeps:
+        if s not in SWEEPS:
+            parser.error(f"unknown sweep {s!r} (expected eps, w)")
+    try:
+        ratios = [Fraction(x) for x in args.ratios.split(",") if x]
+    except ValueError:
+        parser.error(f"--ratios: numbers between 0 and 1, got {args.ratios!r}")
+    if not ratios or any(not 0 < o < 1 for o in ratios):
+        parser.error(f"--ratios: numbers between 0 and 1, got {args.ratios!r}")
+    if args.users < 10 or args.slots < 1 or args.seeds < 1:
+        parser.error("--users >= 10, --slots >= 1 and --seeds >= 1")
+    start = time.time()
+    print("# 001 Section 6.5 (Figures 11-12): PBA over the share o, under the authors' settings")
+    dc_switch(args.users)
+    if not args.no_check:
+        check(args.users)
+    for s in sweeps:
+        sweep_table(s, kinds, args.users, args.slots, args.seeds, ratios)
+    print(f"\ntotal {time.time() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
