@@ -38,8 +38,9 @@ from wevent.verifier.guard import Guard
     mechanism=st.integers(0, 10**9),
 )
 def test_the_parts_of_a_slot_add_up(slots: int, guard: int, stream: int, mechanism: int) -> None:
-    t = timing.SlotTiming(slots, guard + stream + mechanism, guard, stream)
+    t = timing.SlotTiming(slots, guard + stream + mechanism, guard, stream, 3 * slots, slots)
     assert t.mechanism_ns == mechanism
+    assert t.cpu_us == pytest.approx(2 / 1000)
     assert math.isclose(t.with_guard_us, t.without_guard_us + t.guard_us, abs_tol=1e-9)
     assert t.with_guard_us == pytest.approx((guard + mechanism) / 1000 / slots)
 
@@ -125,6 +126,7 @@ def test_timing_changes_no_release(mechanism: str) -> None:
     t = timed.timing
     assert t.slots == 25 and t.guard_ns > 0 and t.stream_ns > 0 and t.mechanism_ns > 0
     assert t.step_ns > t.guard_ns + t.stream_ns
+    assert 0 < t.stream_cpu_ns < t.step_cpu_ns
 
 
 def test_a_timed_run_is_timed_by_the_guards_calls() -> None:
@@ -228,7 +230,7 @@ def test_without_the_wall_clock_rule_a_changed_time_would_fail(
 
 
 def test_the_wall_clock_metrics_are_the_times() -> None:
-    assert {"time-us", "time-us-noguard", "guard-us"} == timing.WALL_CLOCK
+    assert {"time-us", "time-us-noguard", "guard-us", "cpu-us"} == timing.WALL_CLOCK
     assert set(METRICS) >= timing.WALL_CLOCK
     assert not timing.WALL_CLOCK & {"charges", "publications", "skips", "nullifications"}
     assert set(running_time.METRICS) >= timing.WALL_CLOCK
@@ -280,7 +282,7 @@ def test_a_quick_run_has_its_shape(tmp_path: Path) -> None:
     for section in ("### TIME-US", "### CHARGES", "### ORDERINGS", "### RATIOS"):
         assert section in table
     assert "| 001 Fig. 13 | BD needs the least time | bd / dpbd |" in table
-    assert "| dpba / bd |" in table
+    assert "| dpba / bd (time-us) |" in table and "| dpba / bd (cpu-us) |" in table
 
 
 def test_the_deterministic_outputs_repeat(tmp_path: Path) -> None:

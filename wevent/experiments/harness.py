@@ -187,6 +187,10 @@ def _m_guard(r: RunResult) -> float:
     return _timing(r).guard_us
 
 
+def _m_cpu(r: RunResult) -> float:
+    return _timing(r).cpu_us
+
+
 def _count(status: str) -> Callable[[RunResult], float]:
     def count(r: RunResult) -> float:
         return float(r.statuses.count(status))
@@ -194,7 +198,7 @@ def _count(status: str) -> Callable[[RunResult], float]:
     return count
 
 
-# The names are also the page's table markers (lower case, digits and hyphens). The three
+# The names are also the page's table markers (lower case, digits and hyphens). The four
 # times are `wevent.experiments.timing.WALL_CLOCK`; ``charges`` counts the run's ledger rows (every
 # one a call into the guard's check), the other counts the slots of each status.
 METRICS: dict[str, Callable[[RunResult], float]] = {
@@ -207,6 +211,7 @@ METRICS: dict[str, Callable[[RunResult], float]] = {
     "time-us": _m_time,
     "time-us-noguard": _m_time_noguard,
     "guard-us": _m_guard,
+    "cpu-us": _m_cpu,
     "charges": lambda r: float(r.charges),
     "publications": _count("published"),
     "skips": _count("skipped"),

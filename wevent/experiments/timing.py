@@ -10,6 +10,10 @@ inside that step around two things it calls:
 * every call of the stream (`TimedStream`: ``histograms``, the synthetic data of the slot,
   which is not the mechanism's work and is the same for every mechanism on one seed).
 
+The step and the stream's calls are also timed in CPU time of the running thread
+(`time.thread_time_ns`), which does not count the time the thread waited for a core while
+other processes ran: ``cpu-us`` is the step's CPU time without the stream's, guard included.
+
 So per slot: ``step = stream + guard + mechanism``, where "mechanism" is the allocator's kernel
 (planning the slot's budgets) and the data path (SM sampling, OBS, the dissimilarity, the
 publication's noise). Start-up is not timed: the population, the stream's construction (its
@@ -42,9 +46,10 @@ __all__ = ["WALL_CLOCK", "SlotClock", "SlotTiming", "TimedSpender", "TimedStream
 
 IntArray = npt.NDArray[np.int64]
 
-# The metrics whose values are wall-clock measurements (microseconds per slot). A fingerprint
-# compares their rows for presence and sign only; every other metric to 1e-9 relative.
-WALL_CLOCK = frozenset({"time-us", "time-us-noguard", "guard-us"})
+# The metrics read from a clock (microseconds per slot: wall time, and the thread's CPU time for
+# ``cpu-us``). A fingerprint compares their rows for presence and sign only; every other metric
+# to 1e-9 relative.
+WALL_CLOCK = frozenset({"time-us", "time-us-noguard", "guard-us", "cpu-us"})
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,8 @@ class SlotTiming:
     step_ns: int
     guard_ns: int
     stream_ns: int
+    step_cpu_ns: int = 0
+    stream_cpu_ns: int = 0
 
     @property
     def mechanism_ns(self) -> int:
@@ -80,6 +87,12 @@ class SlotTiming:
         """Microseconds per slot in the guard (``guard-us``)."""
         return self.per_slot_us(self.guard_ns)
 
+    @property
+    def cpu_us(self) -> float:
+        """The thread's CPU microseconds per slot of the mechanism with the guard's checks
+        (``cpu-us``)."""
+        return self.per_slot_us(self.step_cpu_ns - self.stream_cpu_ns)
+
 
 class SlotClock:
     """Accumulates the timed parts of one run (see the module docstring)."""
@@ -89,19 +102,30 @@ class SlotClock:
         self.step_ns = 0
         self.guard_ns = 0
         self.stream_ns = 0
+        self.step_cpu_ns = 0
+        self.stream_cpu_ns = 0
 
     @contextmanager
     def step(self) -> Iterator[None]:
         """Time one slot's ``runner.step()``."""
+        cpu = time.thread_time_ns()
         start = time.perf_counter_ns()
         try:
             yield
         finally:
             self.step_ns += time.perf_counter_ns() - start
+            self.step_cpu_ns += time.thread_time_ns() - cpu
             self.slots += 1
 
     def result(self) -> SlotTiming:
-        return SlotTiming(self.slots, self.step_ns, self.guard_ns, self.stream_ns)
+        return SlotTiming(
+            self.slots,
+            self.step_ns,
+            self.guard_ns,
+            self.stream_ns,
+            self.step_cpu_ns,
+            self.stream_cpu_ns,
+        )
 
 
 class TimedSpender:
@@ -178,7 +202,7 @@ class TimedSpender:
 
 class TimedStream:
     """A `Stream` that passes every call to ``inner`` and adds the time of ``histograms`` to
-    ``clock.stream_ns``."""
+    ``clock.stream_ns`` (its CPU time to ``clock.stream_cpu_ns``)."""
 
     def __init__(self, inner: Stream, clock: SlotClock) -> None:
         self.inner = inner
@@ -193,8 +217,10 @@ class TimedStream:
         return self.inner.slots
 
     def histograms(self, slot: int, rng: np.random.Generator) -> IntArray:
+        cpu = time.thread_time_ns()
         start = time.perf_counter_ns()
         try:
             return self.inner.histograms(slot, rng)
         finally:
             self.clock.stream_ns += time.perf_counter_ns() - start
+            self.clock.stream_cpu_ns += time.thread_time_ns() - cpu
