@@ -190,6 +190,26 @@ def test_a_changed_wall_time_passes_the_fingerprint() -> None:
     assert provenance.compare_fingerprints(want, got) == []
 
 
+@given(
+    a=st.floats(min_value=1e-6, max_value=1e9),
+    b=st.floats(min_value=1e-6, max_value=1e9),
+    count=st.integers(0, 10_000),
+    other=st.integers(0, 10_000),
+)
+def test_any_positive_times_pass_and_any_changed_count_fails(
+    a: float, b: float, count: int, other: int
+) -> None:
+    def fp(time_us: float, n: int) -> str:
+        return (
+            HEAD + f"pwsm-time,log,pba,0.6,40,time-us,{time_us!r},nan,w=40,1,nan,nan\n"
+            f"pwsm-time,log,pba,0.6,40,publications,{float(n)!r},nan,w=40,1,nan,nan\n"
+        )
+
+    assert provenance.compare_fingerprints(fp(a, count), fp(b, count)) == []
+    moved = provenance.compare_fingerprints(fp(a, count), fp(b, other))
+    assert (moved == []) == (count == other)
+
+
 def test_a_changed_count_fails_the_fingerprint() -> None:
     # negative control: the deterministic companion of the same runs is compared to 1e-9
     got = WANT.replace(",7.0,", ",8.0,")
