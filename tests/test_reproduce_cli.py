@@ -233,6 +233,7 @@ def test_registry_has_every_experiment_of_the_issue() -> None:
         "pwsm-epsilon",
         "pwsm-w",
         "pwsm-ratio",
+        "pwsm-time",
         "pldp-epsilon",
         "pldp-w",
         "pldp-ablation",

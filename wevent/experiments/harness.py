@@ -22,6 +22,7 @@ from wevent.accounting.budget import BudgetError, format_exact
 from wevent.accounting.population import Population
 from wevent.experiments import metrics
 from wevent.experiments.stats import Interval, interval
+from wevent.experiments.timing import SlotClock, SlotTiming
 from wevent.mechanisms.allocators import ORACLE_CHOICE
 from wevent.mechanisms.allocators.registry import takes_dynamic
 from wevent.mechanisms.streams import Stream, SyntheticStream
@@ -123,7 +124,8 @@ class Point:
 @dataclass(frozen=True)
 class RunResult:
     """One run: released and true counts per slot (T, d), the number of users, per-user reports
-    (the ledger's charges expanded to users), ledger rows and slot statuses."""
+    (the ledger's charges expanded to users), ledger rows and slot statuses; ``timing`` for a
+    timed run (`wevent.experiments.timing`)."""
 
     release: FloatArray
     truth: IntArray
@@ -131,6 +133,7 @@ class RunResult:
     reports: int
     charges: int
     statuses: tuple[str, ...]
+    timing: SlotTiming | None = None
 
     @property
     def slots(self) -> int:
@@ -166,6 +169,38 @@ def _m_auc(r: RunResult) -> float:
     return metrics.event_roc(metrics.event_statistic(rel), metrics.event_statistic(tru)).auc
 
 
+def _timing(r: RunResult) -> SlotTiming:
+    if r.timing is None:
+        raise BudgetError("a running-time metric needs a timed run (a Sweep with timed=True)")
+    return r.timing
+
+
+def _m_time(r: RunResult) -> float:
+    return _timing(r).with_guard_us
+
+
+def _m_time_noguard(r: RunResult) -> float:
+    return _timing(r).without_guard_us
+
+
+def _m_guard(r: RunResult) -> float:
+    return _timing(r).guard_us
+
+
+def _m_cpu(r: RunResult) -> float:
+    return _timing(r).cpu_us
+
+
+def _count(status: str) -> Callable[[RunResult], float]:
+    def count(r: RunResult) -> float:
+        return float(r.statuses.count(status))
+
+    return count
+
+
+# The names are also the page's table markers (lower case, digits and hyphens). The four
+# times are `wevent.experiments.timing.WALL_CLOCK`; ``charges`` counts the run's ledger rows (every
+# one a call into the guard's check), the other counts the slots of each status.
 METRICS: dict[str, Callable[[RunResult], float]] = {
     "mre": _m_mre,
     "amse": _m_amse,
@@ -173,6 +208,14 @@ METRICS: dict[str, Callable[[RunResult], float]] = {
     "ajsd": _m_ajsd,
     "cfpu": _m_cfpu,
     "auc": _m_auc,
+    "time-us": _m_time,
+    "time-us-noguard": _m_time_noguard,
+    "guard-us": _m_guard,
+    "cpu-us": _m_cpu,
+    "charges": lambda r: float(r.charges),
+    "publications": _count("published"),
+    "skips": _count("skipped"),
+    "nullifications": _count("nullified"),
 }
 
 PopulationFactory = Callable[[Point, str, int, int], Population]
@@ -183,7 +226,8 @@ class Sweep:
     """A paper's experiment: mechanisms x datasets x points, ``repeats`` times each.
 
     ``population(point, mechanism, users, seed)`` builds the requirements a run serves;
-    ``axis`` is 'epsilon', 'w' or 'setting' (what varies)."""
+    ``axis`` is 'epsilon', 'w' or 'setting' (what varies). ``timed``: every run is timed
+    (`execute`'s ``timed``), for the running-time metrics."""
 
     experiment: str
     title: str
@@ -199,6 +243,7 @@ class Sweep:
     oracle: str | None = None
     log_plot: bool = True
     note: str = ""
+    timed: bool = False
 
     def x(self, p: Point) -> str:
         if self.axis == "epsilon":
@@ -255,16 +300,32 @@ def execute(
     domain: int = 2,
     oracle: str | None = None,
     stream_options: Mapping[str, float] | None = None,
+    timed: bool = False,
 ) -> RunResult:
     """One run of ``mechanism`` on the synthetic ``dataset`` (001 Section 6.1 / 002 Section
     7.1.1 / 000 Section VI-A) with the guard in the loop; a refusal raises `GuardRefused`.
-    ``stream_options``: keyword options of `SyntheticStream` (``sin_period``, ``lns_sqrt_q``)."""
+    ``stream_options``: keyword options of `SyntheticStream` (``sin_period``, ``lns_sqrt_q``).
+
+    ``timed``: the slots are timed (`wevent.experiments.timing`; the result's ``timing``). The
+    run then starts with an empty SM cache (`wevent.mechanisms.central.clear_sm_cache`) and a
+    collected heap, so it pays its own OBS computations and no garbage of earlier runs; neither
+    changes a release."""
+    import gc
+
     from wevent.experiments.running import run_mechanism
+    from wevent.mechanisms.central import clear_sm_cache
 
     sizes = [c.count for c in population.classes]
     options = dict(stream_options or {})
     stream: Stream = SyntheticStream(dataset, slots, sizes, seed, domain, **options)
-    summary = run_mechanism(mechanism, population, stream, slots=slots, seed=seed, oracle=oracle)
+    clock = None
+    if timed:
+        clock = SlotClock()
+        clear_sm_cache()
+        gc.collect()
+    summary = run_mechanism(
+        mechanism, population, stream, slots=slots, seed=seed, oracle=oracle, clock=clock
+    )
     if not summary.ok:
         raise GuardRefused(f"{mechanism} on {dataset} (seed {seed}) stopped: {summary.refusal}")
     release = np.stack([r.release for r in summary.records]).astype(np.float64)
@@ -276,6 +337,7 @@ def execute(
         summary.reports,
         summary.charges,
         tuple(r.status for r in summary.records),
+        None if clock is None else clock.result(),
     )
 
 
@@ -355,6 +417,7 @@ def run_sweep(
                             domain=sweep.domain,
                             oracle=sweep.oracle if mech in ORACLE_CHOICE else None,
                             stream_options=dict(point.stream),
+                            timed=sweep.timed,
                         )
                         cell = acc.setdefault((dataset, mech, pi), _Acc())
                         measured = [METRICS[name](res) for name in sweep.metrics]

@@ -43,6 +43,7 @@ import numpy as np
 from wevent.accounting.budget import BudgetError
 from wevent.accounting.durable import file_sha256
 from wevent.errors import InputError
+from wevent.experiments.timing import WALL_CLOCK
 from wevent.verifier.audit import tool_version
 
 __all__ = [
@@ -204,22 +205,60 @@ def _fingerprint_size(sized: bool) -> dict[str, Any]:
 _MEASURED = frozenset({"value", "std", "ci_low", "ci_high"})
 
 
+def _number(cell: str) -> float:
+    try:
+        return float(cell)
+    except ValueError:
+        return math.nan
+
+
+def _wall_clock_cell(name: str, cell_a: str, cell_b: str) -> bool:
+    """Whether two measured cells of a wall-clock row agree in what a fingerprint can hold: the
+    ``value`` (a time) finite and positive in both, the others (spread and interval) both
+    numbers or both NaN (one repeat)."""
+    x, y = _number(cell_a), _number(cell_b)
+    if name == "value":
+        return all(math.isfinite(v) and v > 0 for v in (x, y))
+    if math.isnan(x) or math.isnan(y):
+        return math.isnan(x) and math.isnan(y) and cell_a == cell_b
+    return math.isfinite(x) and math.isfinite(y)
+
+
 def compare_fingerprints(want: str, got: str, *, rel: float = 1e-9) -> list[str]:
     """How two fingerprints differ, one line per cell: every column exactly but the measured
     ones (``value``, ``std``, ``ci_low``, ``ci_high``), which agree to a relative ``rel``
     (numpy's vectorized float kernels differ in the last digits between CPUs with and without
-    AVX-512; a change to the data path moves results far more). Empty when they agree."""
+    AVX-512; a change to the data path moves results far more). Empty when they agree.
+
+    A row whose ``metric`` is a wall-clock measurement (`wevent.experiments.timing.WALL_CLOCK`:
+    microseconds per slot, never the same twice) is compared in every other column exactly and
+    in its measured ones only for presence: a positive finite ``value`` on both sides, and the
+    other measured cells both numbers or both NaN. Its deterministic companions (the slot
+    counts of the same runs) are ordinary metrics, compared to ``rel``."""
     a = list(csv.reader(io.StringIO(want)))
     b = list(csv.reader(io.StringIO(got)))
     if len(a) != len(b) or not a or a[0] != b[0]:
         return [f"{len(a) - 1} result rows committed, {len(b) - 1} now, or other columns"]
-    measured = {i for i, name in enumerate(a[0]) if name in _MEASURED}
+    measured = {i: name for i, name in enumerate(a[0]) if name in _MEASURED}
+    metric = a[0].index("metric") if "metric" in a[0] else None
     problems = []
     for line, (row_a, row_b) in enumerate(zip(a, b, strict=True), start=1):
         if len(row_a) != len(row_b):
             problems.append(f"line {line}: {row_a} became {row_b}")
             continue
+        clocked = (
+            metric is not None
+            and line > 1
+            and row_a[metric] == row_b[metric]
+            and row_a[metric] in WALL_CLOCK
+        )
         for i, (cell_a, cell_b) in enumerate(zip(row_a, row_b, strict=True)):
+            if clocked and i in measured:
+                if not _wall_clock_cell(measured[i], cell_a, cell_b):
+                    problems.append(
+                        f"line {line}: wall time {cell_a} became {cell_b} ({','.join(row_a[:6])})"
+                    )
+                continue
             if cell_a == cell_b:
                 continue
             x = y = math.nan

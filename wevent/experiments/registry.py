@@ -18,6 +18,7 @@ from typing import Protocol
 from wevent.accounting.budget import BudgetError
 from wevent.experiments.harness import Size
 from wevent.experiments.papers import SWEEPS, cfpu_experiment, roc_experiment, sweep_experiment
+from wevent.experiments.running_time import TIME_SWEEP, running_time_experiment
 
 __all__ = [
     "ALL",
@@ -69,6 +70,12 @@ def _register_papers() -> None:
             Experiment(name, sized, sweep.title, sweep.full.users, sweep.full.slots, sized=sized)
         )
     for other, fn, summary, full in (
+        (
+            "pwsm-time",
+            running_time_experiment,
+            TIME_SWEEP.title,
+            (TIME_SWEEP.full.users, TIME_SWEEP.full.slots),
+        ),
         ("cfpu", cfpu_experiment, "002 Table 2: communication frequency per user", (200_000, 800)),
         (
             "roc",
@@ -164,5 +171,7 @@ def run_experiment(
 def _base_size(name: str, quick: bool) -> Size:
     from wevent.experiments.papers import CFPU_SWEEP, ROC_SWEEP
 
-    sweep = SWEEPS.get(name) or {"cfpu": CFPU_SWEEP, "roc": ROC_SWEEP}[name]
+    sweep = (
+        SWEEPS.get(name) or {"cfpu": CFPU_SWEEP, "roc": ROC_SWEEP, "pwsm-time": TIME_SWEEP}[name]
+    )
     return sweep.quick if quick else sweep.full

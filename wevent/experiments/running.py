@@ -29,6 +29,7 @@ from wevent.accounting.sinks import LedgerSink, ReplayMismatch, ReplaySink
 from wevent.accounting.spending import BudgetExceeded, EvidenceRejected
 from wevent.errors import AllocatorError
 from wevent.experiments import metrics
+from wevent.experiments.timing import SlotClock, TimedSpender, TimedStream
 from wevent.mechanisms.allocators import ORACLE_CHOICE, algebra_for, classes_of
 from wevent.mechanisms.allocators.algebra import ExactAlgebra
 from wevent.mechanisms.allocators.registry import POPULATION_BUILTIN, kernel_for, model_of
@@ -297,6 +298,7 @@ def run_mechanism(
     population_allocator: Any = None,
     resume: bool = False,
     identity: Mapping[str, object] | None = None,
+    clock: SlotClock | None = None,
 ) -> RunSummary:
     """Run ``slots`` slots; write the ledger and releases (also after a refusal).
 
@@ -317,7 +319,11 @@ def run_mechanism(
     knows of the stream, e.g. a CSV's SHA-256) is kept beside the ledger and a resumed run must
     match it; the seed is never stored (a digest of a small seed would give it away), so a
     replay is held to the releases already on disk instead (`ReleaseStream`). A ``.csv`` or
-    ``.parquet`` ledger is written at the end."""
+    ``.parquet`` ledger is written at the end.
+
+    ``clock`` (a `SlotClock`) times every slot's step, the guard's calls and the stream's
+    (`wevent.experiments.timing`); only the budget-division runners (central and local budget)
+    take it."""
     for path, what in ((ledger_path, "--ledger"), (releases_path, "--releases")):
         if path is not None:
             check_output(path, what)
@@ -333,6 +339,8 @@ def run_mechanism(
             if model in ("local-budget", "population")
             else f"--oracle applies to the local allocators, not to the central {mechanism}"
         )
+    if clock is not None and model == "population":
+        raise BudgetError(f"timing covers the budget-division runners, not {mechanism}")
     if model in ("local-budget", "population") and arithmetic != "exact":
         raise BudgetError("--arithmetic float only applies to the central absorption allocators")
     classes = classes_of(population, mechanism)
@@ -400,10 +408,10 @@ def run_mechanism(
         kernel = kernel_for(mechanism, algebra_for(arithmetic), classes, variant)
         common: dict[str, Any] = {
             "kernel": kernel,
-            "spender": guard,
+            "spender": guard if clock is None else TimedSpender(guard, clock),
             "groups": groups,
             "sizes": sizes,
-            "stream": stream,
+            "stream": stream if clock is None else TimedStream(stream, clock),
             "data_rng": np.random.default_rng(data_seed),
             "noise_rng": np.random.default_rng(noise_seed),
             "mechanism": mechanism,
@@ -423,7 +431,11 @@ def run_mechanism(
     finished = False
     try:
         for _ in range(slots):
-            record = runner.step()
+            if clock is None:
+                record = runner.step()
+            else:
+                with clock.step():
+                    record = runner.step()
             summary.records.append(record)
             if releases is not None:
                 releases.write(record)

@@ -39,7 +39,7 @@ from wevent.mechanisms.allocators.kernel import Kernel, Plan, first_negative
 from wevent.mechanisms.sampling import SamplingMechanism, obs
 from wevent.mechanisms.streams import Stream
 
-__all__ = ["CentralRunner", "InvalidAllocation", "KernelRunner", "SlotRecord"]
+__all__ = ["CentralRunner", "InvalidAllocation", "KernelRunner", "SlotRecord", "clear_sm_cache"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -73,6 +73,12 @@ class _SM:
 # the same every slot), and OBS with the certified keep probabilities is most of a small run's
 # time; the result is a pure function of the key, so the cache changes no release.
 _SM_CACHE: dict[tuple[tuple[int, ...], tuple[int, ...], int, int], _SM | None] = {}
+
+
+def clear_sm_cache() -> None:
+    """Empty the SM cache, so that the next run computes OBS afresh for every budget vector it
+    meets (a timed run then pays its own cost, whatever ran before it in the process)."""
+    _SM_CACHE.clear()
 
 
 def _sm(budgets: Sequence[Fraction], sizes: Sequence[int], sensitivity: Fraction) -> _SM | None:
