@@ -49,7 +49,10 @@ drawn Binomial(N, p_t)):
    w = 200 the printed BD is above (8.66 million) and ours below (4.31, 1 of 10 seeds). On TLNS
    PLBU is 11.5-19.9 million (by walk) and BD (S5) 0.8-3.3 million at E = 0.6, so BD above PLBU
    does not follow (0 of 10 seeds; 2 of 10 at E = 0.2). 001's TLNS BD row is 0.30-1.01 times
-   the error of a release stuck at zero (Sin and Log 0.004-0.40).
+   the error of a release stuck at zero (Sin and Log 0.004-0.40). The undebiased PLBU is above
+   BD and BA in S0 in all 15 cells, so debiasing alone changes PLBU's level, not its rank; of
+   the 12 cells where 001 has BD above PLBU (all of TLNS, Log E = 0.2, Log w = 200) only Log
+   E = 0.2 takes 001's order, and only with both the undebiased PLBU and BD in S5.
 
 Expected outcome (default run, seeds 0-2): in S0 our BA is 3-19x the printed values. In S5
 the Log BA column lands on the printed values in all ten cells (0.75-1.02x), Sin BA within
@@ -63,7 +66,7 @@ Commands (from the repository root):
     .venv/bin/python analysis/pwsm_absolute.py                       # 10,000 users x 10,000 slots, seeds 0-2
     .venv/bin/python analysis/pwsm_absolute.py --slots 2000 --seeds 1   # a quicker look
     .venv/bin/python analysis/pwsm_absolute.py --datasets log --no-check
-    .venv/bin/python analysis/pwsm_absolute.py --ordering --seeds 10   # 4. only: 2 minutes
+    .venv/bin/python analysis/pwsm_absolute.py --ordering --seeds 10   # 4. only: 82 s
 
 The default is 001's full size (the simulator needs only a few hundredths of a second per run,
 so all 1,080 runs take about a minute; the wevent check runs at 1,000 slots, seeds 0-2).

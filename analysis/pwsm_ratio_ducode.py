@@ -25,9 +25,13 @@ Settings (each runs wevent's `CentralRunner` with the kernel `kernel_for("pba", 
   du-code  the du-code kernel, one run, exact p_t;
   authors  the du-code kernel with the code's runner (restarts, rounding): the code's setting.
 
-The du-code runs overspend, so no guard is in the loop: charges go to a spender that accepts
-everything (`Unchecked`). The sound runs are the same computation as `reproduce` (the script
-checks that its sound run equals `wevent.experiments.harness.execute`, which runs the guard).
+The sound and runner settings charge wevent's `Guard` (one guard for the whole stream; a
+restarted segment's slots are shifted to their stream slots, so the guard checks every window,
+across restarts too). A restarted sound kernel forgets the nullifications it owed across a
+restart, so the runner setting is not w-event private in general; the guard accepted every
+charge of the runs below. The du-code runs overspend (the guard refuses them within the first
+window), so their charges go to a spender that accepts everything (`Unchecked`). The sound runs
+are the same computation as `reproduce` (check (a)).
 
 What it prints:
 
@@ -42,7 +46,10 @@ What it prints:
     budget, so the E = 0.6 (w = 120) users are kept with p < 1 and the unscaled sample biases
     the dissimilarity upwards), publications, the mean publication budget of the (120, 0.6)
     class in shares of 0.6 / 240 at the published slots, and the share of publications whose
-    threshold is above that class's budget.
+    threshold is above the lowest live budget (some class kept with p < 1).
+(d) With ``--ablation`` (instead of (a)-(c)): the du-code kernel in the budget sweep at o = 0.7
+    and at o = 0.9 with DC's sample as is, rescaled by the keep probability (Horvitz-Thompson)
+    and not sampled at all (both with the switched threshold's noise): AMRE and publications.
 
 Sizes. N = 10,000 users (001's synthetic N per analysis/pwsm_absolute.py), default 2,000 slots
 (001 has 10,000), seeds 0-1, Sin and Log, o in {0.1, 0.7, 0.9}: 96 runs.
@@ -59,17 +66,22 @@ the window sweep no setting changes anything at N = 10,000 (DC never switches: n
 
 Commands (from the repository root):
 
-    .venv/bin/python analysis/pwsm_ratio_ducode.py                  # 64 s
+    .venv/bin/python analysis/pwsm_ratio_ducode.py                  # 2 min
     .venv/bin/python analysis/pwsm_ratio_ducode.py --slots 10000 --seeds 5 \
         --datasets lns,sin,log --sweeps eps --ratios 0.7,0.9 --no-check   # 9 min 32 s
     .venv/bin/python analysis/pwsm_ratio_ducode.py --slots 10000 --seeds 3 \
         --datasets lns,sin,log                                          # 14 min
     .venv/bin/python analysis/pwsm_ratio_ducode.py --users 5000 --sweeps w,eps --no-check  # 108 s
+    .venv/bin/python analysis/pwsm_ratio_ducode.py --ablation       # (d) only: 14 s
+
+It imports `pwsm_absolute` (the authors' S5 settings and the rounded TLNS walk) from its own
+directory.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import time
 from collections.abc import Sequence
@@ -79,9 +91,12 @@ from typing import Final
 
 import numpy as np
 import numpy.typing as npt
+from pwsm_absolute import SETTINGS as ABSOLUTE_SETTINGS  # run from analysis/ (see its docstring)
+from pwsm_absolute import probabilities
 
 from wevent.accounting.budget import Budget
 from wevent.accounting.evidence import Evidence
+from wevent.accounting.ledger import Charge
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Fixed
 from wevent.experiments import metrics
@@ -89,15 +104,21 @@ from wevent.experiments.harness import execute
 from wevent.experiments.populations import budget_ratio_population, window_ratio_population
 from wevent.experiments.stats import interval
 from wevent.mechanisms.allocators import algebra_for, classes_of
+from wevent.mechanisms.allocators.kernel import Plan
 from wevent.mechanisms.allocators.registry import kernel_for
-from wevent.mechanisms.central import _SM, CentralRunner, SlotRecord
+from wevent.mechanisms.central import _SM, CentralRunner, SlotRecord, _sm
 from wevent.mechanisms.sampling import obs
 from wevent.mechanisms.streams import SyntheticStream
+from wevent.verifier.guard import Guard
+from wevent.verifier.tracing import class_groups
 
 IntArray = npt.NDArray[np.int64]
 
 MECHANISM: Final = "pba"
-SEGMENT: Final = 250  # the authors' runner restarts every mechanism every 250 slots
+AUTHORS: Final = ABSOLUTE_SETTINGS[5]  # pwsm_absolute's S5: the authors' code's settings
+assert AUTHORS.segment is not None and AUTHORS.rounded
+SEGMENT: Final = AUTHORS.segment  # the authors' runner restarts every mechanism every 250 slots
+DC_MODES: Final = ("as is", "rescaled", "no sampling")
 DEFAULT_CLASS: Final = Fixed(120, Budget("0.6"))  # 001 Section 6.5's default type
 DEFAULT_SHARE: Final = Fraction(3, 5) / 240  # one share of the default type: E / (2w)
 DATASETS: Final = ("lns", "sin", "log")
@@ -158,17 +179,12 @@ class Unchecked:
 class RoundedStream(SyntheticStream):
     """wevent's synthetic stream with p_t rounded to two decimals, as the authors' generator
     does (Sin and Log: each p_t; TLNS: the walk rounded at every step, from the same normal
-    draws as wevent's walk)."""
+    draws as wevent's walk: `pwsm_absolute.probabilities` on wevent's walk generator)."""
 
     def __init__(self, kind: str, slots: int, class_sizes: Sequence[int], seed: int) -> None:
         super().__init__(kind, slots, class_sizes, seed)
         if kind == "lns":
-            steps = np.random.default_rng(seed).normal(0.0, 0.0025, size=slots).tolist()
-            walk, cur = [], 0.05
-            for step in steps:
-                cur = min(1.0, max(0.0, round(cur + step, 2)))
-                walk.append(cur)
-            p = np.array(walk, dtype=np.float64)
+            p = probabilities(kind, slots, np.random.default_rng(seed), rounded=True)
         else:
             p = np.asarray(np.round(self.probabilities, 2), dtype=np.float64)
         p.setflags(write=False)
@@ -194,13 +210,84 @@ class Window:
         return self.base.histograms(self.offset + slot, rng)
 
 
+class Shifted:
+    """Passes every charge to ``guard`` at ``slot + offset``: a mechanism restarted at stream
+    slot ``offset + 1`` counts its slots from 1, the guard checks the stream's windows."""
+
+    def __init__(self, guard: Guard, offset: int) -> None:
+        self.guard, self.offset = guard, offset
+
+    def spend(
+        self,
+        slot: int,
+        amount: Budget,
+        *,
+        user: str | None = None,
+        group: str | None = None,
+        part: str = "",
+        mechanism: str = "",
+        evidence: Evidence | None = None,
+    ) -> None:
+        self.guard.spend(
+            slot + self.offset,
+            amount,
+            user=user,
+            group=group,
+            part=part,
+            mechanism=mechanism,
+            evidence=evidence,
+        )
+
+    def spend_many(self, charges: Sequence[Charge]) -> None:
+        self.guard.spend_many([dataclasses.replace(c, slot=c.slot + self.offset) for c in charges])
+
+    def define_group(self, name: str, members: tuple[str, ...]) -> None:
+        self.guard.define_group(name, members)
+
+    def define_group_by_index(
+        self, name: str, table: Sequence[str], indices: npt.NDArray[np.int64]
+    ) -> None:
+        self.guard.define_group_by_index(name, table, indices)
+
+    def members(self, group: str) -> tuple[str, ...]:
+        return self.guard.members(group)
+
+    def group_size(self, group: str) -> int:
+        return self.guard.group_size(group)
+
+
 @dataclass
 class Probe(CentralRunner):
     """`CentralRunner` that notes, for every charge, the step, whether SM samples (some class
-    kept with p < 1) and the default class's budget."""
+    kept with p < 1: the threshold is above the lowest live budget) and the default class's
+    budget; ``dc_mode`` replaces DC's sample for the ablation (d): ``rescaled`` divides each
+    budget's sampled counts by its keep probability (Horvitz-Thompson), ``no sampling`` keeps
+    every user; both keep the switched threshold's noise."""
 
     default: int = -1  # index of the (120, 0.6) class, -1 if the population has none
+    dc_mode: str = "as is"
     notes: list[tuple[str, bool, Fraction]] = field(default_factory=list)
+
+    def _dissimilarity(self, t: int, plan: Plan[Fraction, bool], hist: IntArray) -> float | None:
+        if self.dc_mode == "as is":
+            return super()._dissimilarity(t, plan, hist)
+        sm = _sm(plan.dissimilarity, self.sizes, Fraction(1, self.stream.domain))
+        if sm is None:
+            return None
+        self._charge(t, sm, "dissimilarity")
+        counts: dict[Budget, IntArray] = {}
+        for c, b in zip(sm.classes, sm.budgets, strict=True):
+            counts[b] = counts[b] + hist[c] if b in counts else hist[c].astype(np.int64)
+        if self.dc_mode == "rescaled":
+            parts = [
+                sm.mech.sample_counts({b: h}, self.noise_rng) / sm.mech.keep[b]
+                for b, h in counts.items()
+            ]
+        else:
+            parts = [h.astype(np.float64) for h in counts.values()]
+        estimate = np.sum(parts, axis=0)
+        mean_abs = float(np.mean(np.abs(estimate - self.last_release)))
+        return mean_abs + float(self.noise_rng.laplace(0.0, sm.mech.laplace.scale))
 
     def _charge(self, t: int, sm: _SM, part: str) -> None:
         sampled = min(sm.mech.keep.values()) < 1.0
@@ -221,8 +308,17 @@ class Run:
     pub_sampled: float  # share of publications whose threshold is above the lowest budget
 
 
-def run(population: Population, kind: str, slots: int, seed: int, setting: Setting) -> Run:
-    """PBA under ``setting``: the data and noise generators of `wevent.experiments.running`."""
+def run(
+    population: Population,
+    kind: str,
+    slots: int,
+    seed: int,
+    setting: Setting,
+    dc_mode: str = "as is",
+) -> Run:
+    """PBA under ``setting``: the data and noise generators of `wevent.experiments.running`.
+    The sound kernel's charges go through wevent's `Guard` (one guard for the whole stream,
+    restarted segments shifted to their stream slots), the du-code kernel's to `Unchecked`."""
     sizes = [c.count for c in population.classes]
     data_seed, noise_seed, _, _ = np.random.SeedSequence(seed).spawn(4)
     data_rng = np.random.default_rng(data_seed)
@@ -234,7 +330,9 @@ def run(population: Population, kind: str, slots: int, seed: int, setting: Setti
     )
     classes = classes_of(population, MECHANISM)
     default = next((c.index for c in population.classes if c.requirement == DEFAULT_CLASS), -1)
-    groups = [f"class-{c.index}" for c in population.classes]
+    guard = Guard(population) if setting.variant == "sound" else None
+    unchecked = Unchecked()
+    groups = class_groups(population, guard if guard is not None else unchecked)
     segment = SEGMENT if setting.runner else slots
     records: list[SlotRecord] = []
     notes: list[tuple[str, bool, Fraction]] = []
@@ -242,7 +340,7 @@ def run(population: Population, kind: str, slots: int, seed: int, setting: Setti
         length = min(segment, slots - start)
         runner = Probe(
             kernel=kernel_for(MECHANISM, algebra_for("exact"), classes, setting.variant),
-            spender=Unchecked(),
+            spender=Shifted(guard, start) if guard is not None else unchecked,
             groups=groups,
             sizes=sizes,
             stream=Window(stream, start, length),
@@ -250,6 +348,7 @@ def run(population: Population, kind: str, slots: int, seed: int, setting: Setti
             noise_rng=noise_rng,
             mechanism=MECHANISM,
             default=default,
+            dc_mode=dc_mode,
         )
         for _ in range(length):
             records.append(runner.step())
@@ -258,9 +357,12 @@ def run(population: Population, kind: str, slots: int, seed: int, setting: Setti
     truth = np.stack([r.truth for r in records]).astype(np.int64)
     dis = [n for n in notes if n[0] == "dissimilarity"]
     pub = [n for n in notes if n[0] == "publication"]
+    published = sum(1 for r in records if r.status == "published")
+    if (published and not pub) or not dis:
+        raise RuntimeError("the probe recorded no charges: table (c) would be empty (stop)")
     return Run(
         amre=metrics.amre(release, truth),
-        publications=sum(1 for r in records if r.status == "published"),
+        publications=published,
         dc_sampled=sum(1 for n in dis if n[1]) / max(len(dis), 1),
         pub_shares=float(statistics.mean(n[2] / DEFAULT_SHARE for n in pub)) if pub else 0.0,
         pub_sampled=sum(1 for n in pub if n[1]) / max(len(pub), 1),
@@ -360,12 +462,41 @@ def sweep_table(
         f"\n## (c) Mechanics, {sweep}:o sweep (means over seeds): DC samples = share of slots "
         "whose dissimilarity threshold is above the lowest budget; shares = the (120, 0.6) "
         "class's mean publication budget at published slots in units of 0.6 / 240; "
-        "pub. sampled = share of publications whose threshold is above that class's budget"
+        "pub. sampled = share of publications whose threshold is above the lowest live budget "
+        "(some class kept with p < 1)"
     )
     print("| data | setting | o | DC samples | publications | shares | pub. sampled |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for line in mech:
         print(line)
+
+
+def ablation(kinds: Sequence[str], users: int, slots: int, seeds: int) -> None:
+    """(d): the du-code kernel in the budget sweep with DC's sample replaced at o = 0.9."""
+    start = time.time()
+    setting = SETTINGS[2]
+    print(
+        f"\n## (d) DC ablation, du-code kernel, eps:o sweep, {users:,} users, {slots:,} slots, "
+        f"seeds 0-{seeds - 1}: AMRE mean [publications]; at o = 0.9 DC's sample as is, "
+        "rescaled by the keep probability (Horvitz-Thompson) and not sampled at all "
+        "(the switched threshold's noise kept)"
+    )
+    print("| data | o = 0.7 as is | o = 0.9 as is | o = 0.9 rescaled | o = 0.9 no sampling |")
+    print("|---|---:|---:|---:|---:|")
+    cases = [(Fraction(7, 10), "as is")] + [(Fraction(9, 10), m) for m in DC_MODES]
+    for kind in kinds:
+        cells = []
+        for o, mode in cases:
+            rs = [
+                run(budget_ratio_population(users, o, s), kind, slots, s, setting, mode)
+                for s in range(seeds)
+            ]
+            cells.append(
+                f"{statistics.mean(r.amre for r in rs):,.0f} "
+                f"[{statistics.mean(r.publications for r in rs):,.0f}]"
+            )
+        print(f"| {NAMES[kind]} | " + " | ".join(cells) + " |", flush=True)
+    print(f"\n(d) took {time.time() - start:.0f} s")
 
 
 def main() -> None:
@@ -377,6 +508,11 @@ def main() -> None:
     parser.add_argument("--sweeps", default="eps,w", help="eps, w or both")
     parser.add_argument("--ratios", default="0.1,0.7,0.9")
     parser.add_argument("--no-check", action="store_true", help="skip the check (a)")
+    parser.add_argument(
+        "--ablation",
+        action="store_true",
+        help="only (d): the du-code kernel at o = 0.9 with DC's sample as is, rescaled, unsampled",
+    )
     args = parser.parse_args()
     kinds = [k for k in args.datasets.split(",") if k]
     for k in kinds:
@@ -396,6 +532,10 @@ def main() -> None:
         parser.error("--users >= 10, --slots >= 1 and --seeds >= 1")
     start = time.time()
     print("# 001 Section 6.5 (Figures 11-12): PBA over the share o, under the authors' settings")
+    if args.ablation:
+        ablation(kinds, args.users, args.slots, args.seeds)
+        print(f"\ntotal {time.time() - start:.0f} s")
+        return
     dc_switch(args.users)
     if not args.no_check:
         check(args.users)

@@ -4,11 +4,29 @@ analysis/README.md)."""
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
+from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
 
 ANALYSIS = Path(__file__).resolve().parent.parent / "analysis"
+
+
+@pytest.fixture
+def ducode() -> Iterator[ModuleType]:
+    """analysis/pwsm_ratio_ducode.py as a module (it imports its sibling pwsm_absolute, as it
+    does when run from the command line)."""
+    sys.path.insert(0, str(ANALYSIS))
+    try:
+        yield importlib.import_module("pwsm_ratio_ducode")
+    finally:
+        sys.path.remove(str(ANALYSIS))
 
 
 def output(script: str, *args: str) -> str:
@@ -69,8 +87,11 @@ def test_pwsm_ratio_ducode_drops_under_the_authors_kernel_only() -> None:
     out = output(
         "pwsm_ratio_ducode.py",
         *("--slots", "300", "--seeds", "1", "--datasets", "sin", "--sweeps", "eps"),
-        *("--ratios", "0.7,0.9", "--no-check"),
+        *("--ratios", "0.7,0.9"),
     )
+    # (a): the script's sound run (guard in the loop) equals the reproduce path.
+    assert "| eps:o | Sin | 0.9 | 0 | 47,848.137 | 47,848.137 |" in out
+    assert "| w:o | Sin | 0.7 | 0 | 11,306.924 | 11,306.924 |" in out
     # DC's OBS: the dissimilarity step leaves the lowest share at n_lo <= 1,129 (eps:o) or 798
     # (w:o), so at N = 10,000 the window sweep never switches at o = 0.9.
     assert "| eps:o | 1/400, 1/240 | 1,129 | 0.887 |" in out
@@ -80,6 +101,61 @@ def test_pwsm_ratio_ducode_drops_under_the_authors_kernel_only() -> None:
     assert "| Sin | sound | 11,307 [39] | 47,848 [71] | -323.2%, -323% .. -323% |" in out
     assert "| Sin | du-code | 1,418 [163] | 1,103 [270] | 22.2%, 22% .. 22% |" in out
     assert "| Sin | du-code | 0.9 | 100% | 270 | 95.7 | 0% |" in out
+    # The authors' runner (restarts every 250 slots, p_t rounded) changes both kernels' numbers.
+    assert "| Sin | runner | 17,971 [41] | 76,605 [66] | -326.3%, -326% .. -326% |" in out
+    assert "| Sin | authors | 4,443 [166] | 2,624 [266] | 40.9%, 41% .. 41% |" in out
+
+
+def test_pwsm_ratio_ducode_rounded_walk_is_pwsm_absolute_s5_on_wevents_draws(
+    ducode: ModuleType,
+) -> None:
+    from pwsm_absolute import probabilities
+
+    from wevent.mechanisms.streams import SyntheticStream
+
+    for seed in (0, 3):
+        rounded = ducode.RoundedStream("lns", 500, [10], seed).probabilities
+        assert np.array_equal(rounded, probabilities("lns", 500, np.random.default_rng(seed), True))
+        assert np.array_equal(np.round(rounded, 2), rounded)  # every step rounded
+        exact = probabilities("lns", 500, np.random.default_rng(seed), False)
+        assert np.array_equal(exact, SyntheticStream("lns", 500, [10], seed).probabilities)
+        sin = ducode.RoundedStream("sin", 500, [10], seed).probabilities
+        assert np.array_equal(
+            sin, np.round(SyntheticStream("sin", 500, [10], seed).probabilities, 2)
+        )
+    assert ducode.SEGMENT == 250
+
+
+def test_pwsm_ratio_ducode_refuses_a_run_whose_probe_saw_no_charges(
+    ducode: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pop = ducode.budget_ratio_population(1000, Fraction(9, 10), 0)
+    ok = ducode.run(pop, "sin", 60, 0, ducode.SETTINGS[2])
+    assert ok.publications > 0 and ok.dc_sampled == 1.0
+    monkeypatch.setattr(ducode.Probe, "_charge", ducode.CentralRunner._charge)
+    with pytest.raises(RuntimeError, match="recorded no charges"):
+        ducode.run(pop, "sin", 60, 0, ducode.SETTINGS[2])
+
+
+def test_pwsm_ratio_ducode_runs_the_sound_kernel_under_the_guard(
+    ducode: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from wevent.verifier.guard import Guard
+
+    seen: list[int] = []
+
+    class Counting(Guard):
+        def spend_many(self, charges):  # type: ignore[no-untyped-def]
+            seen.extend(c.slot for c in charges)
+            super().spend_many(charges)
+
+    pop = ducode.budget_ratio_population(1000, Fraction(9, 10), 0)
+    monkeypatch.setattr(ducode, "Guard", Counting)
+    ducode.run(pop, "sin", 300, 0, ducode.SETTINGS[1])  # the runner: two segments
+    assert seen and max(seen) > 250 and seen == sorted(seen)  # stream slots, shifted
+    seen.clear()
+    ducode.run(pop, "sin", 60, 0, ducode.SETTINGS[3])  # du-code: no guard
+    assert not seen
 
 
 def test_pwsm_ratio_ducode_refuses_bad_ratios() -> None:
