@@ -79,6 +79,18 @@ def authors_output_size(eps: Fraction) -> int:
     return exsub_tables.authors_output_size(D_PRIME, S, eps)
 
 
+def stub_tve_factor(eps: Fraction, m: int) -> float:
+    """Expected TVE with the S stubs left out over expected TVE counting all D_PRIME entries
+    (Gaussian approximation). 004 Lemma 1's per-entry terms: a zero entry's estimate has
+    variance 2 p_f / (p_t - p_r)^2, a non-zero one's (p_t + p_r - (p_t - p_r)^2) / (p_t - p_r)^2.
+    All entries: S non-zero of D_PRIME; stubs out: S non-zero of the D_PRIME - S data entries."""
+    pt, pr, pf = (float(v) for v in design(eps, m).rates())
+    zero, nonzero = 2 * pf / (pt - pr) ** 2, (pt + pr - (pt - pr) ** 2) / (pt - pr) ** 2
+    data = D_PRIME - S
+    everything = D_PRIME * math.sqrt((S * nonzero + (D_PRIME - S) * zero) / D_PRIME)
+    return data * math.sqrt((S * nonzero + (data - S) * zero) / data) / everything
+
+
 def exsub_sigma2(eps: Fraction, m: int) -> float:
     """004 Lemma 1's value MSE over the d' entries divided by d'."""
     return float(design(eps, m).value_mse()) / D_PRIME
@@ -128,6 +140,17 @@ def analytic() -> dict[Fraction, tuple[int, int]]:
                 for size in (m, k)
             ]
             print(f"| {float(eps):g} | {m} | {k} | {pap:g} | " + " | ".join(cells) + " |")
+
+    print(
+        "\n### Stub entries left out (004 Section V: d' = d T + s), as `wevent reproduce "
+        "exsub-tables` does: the non-zero entries among the d' - s data entries and the error "
+        "over them; expected TVE as a fraction of the all-entries value above"
+    )
+    print("| eps | Th.2 m | authors' k |")
+    print("|---|---:|---:|")
+    for eps in EPSILONS:
+        m, k = sizes[eps]
+        print(f"| {float(eps):g} | {stub_tve_factor(eps, m):.4f} | {stub_tve_factor(eps, k):.4f} |")
 
     print(
         "\n### Collision row (authors' collision.py parameters, m = s = 8), ratio to 004 Table II"
