@@ -32,6 +32,7 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
+from wevent.experiments import exsub_tables
 from wevent.mechanisms.exsub import ExSubDesign, choose_m, exclusion_weight
 from wevent.mechanisms.exsub_baselines import exsub_estimates
 
@@ -72,25 +73,22 @@ def theorem2_m(eps: Fraction) -> int:
     return choose_m(D_PRIME, S, exclusion_weight(eps))
 
 
-def authors_output_size(eps: Fraction, alpha: float = 0.1) -> int:
+def authors_output_size(eps: Fraction) -> int:
     """The output size the authors' code selects (wangsw/OnlineLDP, exsub.py, bestSubsetSize),
-    restated: for k = 1 .. min(d', d'/2 + s) - 1 it minimizes the value MSE of 004 Lemma 1 plus
-    alpha = 0.1 times a frequency-error term, s (p_t + p_r)(1 - p_t - p_r) +
-    (d' - s) 2 p_f (1 - 2 p_f) / (p_t + p_r - 2 p_f)^2, written there with only the zero-entry
-    part divided (kept as is, since the point is to match their choice). The range is
-    d' + s <= 300 here, so their other search bound does not apply."""
-    best_k, best = 1, math.inf
-    for k in range(1, min(D_PRIME, D_PRIME // 2 + S)):
-        des = design(eps, k)
-        pt, pr, pf = (float(v) for v in des.rates())
-        freq = (
-            S * (pt + pr) * (1 - pt - pr)
-            + (D_PRIME - S) * 2 * pf * (1 - 2 * pf) / (pt + pr - 2 * pf) ** 2
-        )
-        err = float(des.value_mse()) + alpha * freq
-        if err < best:
-            best_k, best = k, err
-    return best_k
+    as restated in `wevent.experiments.exsub_tables.authors_output_size`."""
+    return exsub_tables.authors_output_size(D_PRIME, S, eps)
+
+
+def stub_tve_factor(eps: Fraction, m: int) -> float:
+    """Expected TVE with the S stubs left out over expected TVE counting all D_PRIME entries
+    (Gaussian approximation). 004 Lemma 1's per-entry terms: a zero entry's estimate has
+    variance 2 p_f / (p_t - p_r)^2, a non-zero one's (p_t + p_r - (p_t - p_r)^2) / (p_t - p_r)^2.
+    All entries: S non-zero of D_PRIME; stubs out: S non-zero of the D_PRIME - S data entries."""
+    pt, pr, pf = (float(v) for v in design(eps, m).rates())
+    zero, nonzero = 2 * pf / (pt - pr) ** 2, (pt + pr - (pt - pr) ** 2) / (pt - pr) ** 2
+    data = D_PRIME - S
+    everything = D_PRIME * math.sqrt((S * nonzero + (D_PRIME - S) * zero) / D_PRIME)
+    return data * math.sqrt((S * nonzero + (data - S) * zero) / data) / everything
 
 
 def exsub_sigma2(eps: Fraction, m: int) -> float:
@@ -144,6 +142,17 @@ def analytic() -> dict[Fraction, tuple[int, int]]:
             print(f"| {float(eps):g} | {m} | {k} | {pap:g} | " + " | ".join(cells) + " |")
 
     print(
+        "\n### Stub entries left out (004 Section V: d' = d T + s), as `wevent reproduce "
+        "exsub-tables` does: the non-zero entries among the d' - s data entries and the error "
+        "over them; expected TVE as a fraction of the all-entries value above"
+    )
+    print("| eps | Th.2 m | authors' k |")
+    print("|---|---:|---:|")
+    for eps in EPSILONS:
+        m, k = sizes[eps]
+        print(f"| {float(eps):g} | {stub_tve_factor(eps, m):.4f} | {stub_tve_factor(eps, k):.4f} |")
+
+    print(
         "\n### Collision row (authors' collision.py parameters, m = s = 8), ratio to 004 Table II"
     )
     print("| eps | t | paper TVE | " + " | ".join(f"n={n} TVE" for n in USERS), end="")
@@ -174,11 +183,10 @@ def analytic() -> dict[Fraction, tuple[int, int]]:
 
 
 def sparse_inputs(n: int, rng: np.random.Generator) -> IntArray:
-    """n users, each with S entries of the D_PRIME set to +-1 at uniformly drawn positions."""
-    R = np.zeros((n, D_PRIME), np.int64)
-    cells = np.argsort(rng.random((n, D_PRIME)), axis=1)[:, :S]
-    np.put_along_axis(R, cells, rng.choice(np.array([-1, 1]), size=(n, S)), axis=1)
-    return R
+    """n users, each with S entries of the D_PRIME set to +-1 at uniformly drawn positions (all
+    D_PRIME entries drawn from, as this script's model counts them; `wevent reproduce
+    exsub-tables` keeps S stub entries out)."""
+    return exsub_tables.sparse_vectors(n, D_PRIME, S, rng)
 
 
 def simulate(
