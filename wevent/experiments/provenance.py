@@ -43,7 +43,7 @@ import numpy as np
 from wevent.accounting.budget import BudgetError
 from wevent.accounting.durable import file_sha256
 from wevent.errors import InputError
-from wevent.experiments.timing import WALL_CLOCK
+from wevent.experiments.timing import TIMED_EXPERIMENTS, WALL_CLOCK
 from wevent.verifier.audit import tool_version
 
 __all__ = [
@@ -230,8 +230,9 @@ def compare_fingerprints(want: str, got: str, *, rel: float = 1e-9) -> list[str]
     (numpy's vectorized float kernels differ in the last digits between CPUs with and without
     AVX-512; a change to the data path moves results far more). Empty when they agree.
 
-    A row whose ``metric`` is a wall-clock measurement (`wevent.experiments.timing.WALL_CLOCK`:
-    microseconds per slot, never the same twice) is compared in every other column exactly and
+    A row of a timed experiment (`wevent.experiments.timing.TIMED_EXPERIMENTS`) whose ``metric``
+    is a wall-clock measurement (`wevent.experiments.timing.WALL_CLOCK`: microseconds per slot,
+    never the same twice) is compared in every other column exactly and
     in its measured ones only for presence: a positive finite ``value`` on both sides, and the
     other measured cells both numbers or both NaN. Its deterministic companions (the slot
     counts of the same runs) are ordinary metrics, compared to ``rel``."""
@@ -241,6 +242,7 @@ def compare_fingerprints(want: str, got: str, *, rel: float = 1e-9) -> list[str]
         return [f"{len(a) - 1} result rows committed, {len(b) - 1} now, or other columns"]
     measured = {i: name for i, name in enumerate(a[0]) if name in _MEASURED}
     metric = a[0].index("metric") if "metric" in a[0] else None
+    experiment = a[0].index("experiment") if "experiment" in a[0] else None
     problems = []
     for line, (row_a, row_b) in enumerate(zip(a, b, strict=True), start=1):
         if len(row_a) != len(row_b):
@@ -248,9 +250,12 @@ def compare_fingerprints(want: str, got: str, *, rel: float = 1e-9) -> list[str]
             continue
         clocked = (
             metric is not None
+            and experiment is not None
             and line > 1
             and row_a[metric] == row_b[metric]
             and row_a[metric] in WALL_CLOCK
+            and row_a[experiment] == row_b[experiment]
+            and row_a[experiment] in TIMED_EXPERIMENTS
         )
         for i, (cell_a, cell_b) in enumerate(zip(row_a, row_b, strict=True)):
             if clocked and i in measured:

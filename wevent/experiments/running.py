@@ -340,7 +340,11 @@ def run_mechanism(
             else f"--oracle applies to the local allocators, not to the central {mechanism}"
         )
     if clock is not None and model == "population":
-        raise BudgetError(f"timing covers the budget-division runners, not {mechanism}")
+        raise BudgetError(
+            f"timing covers the budget-division runners, not {mechanism}: a population runner "
+            "reads each user's values from the stream (user_values), which the timed stream "
+            "(histograms only) does not pass on"
+        )
     if model in ("local-budget", "population") and arithmetic != "exact":
         raise BudgetError("--arithmetic float only applies to the central absorption allocators")
     classes = classes_of(population, mechanism)

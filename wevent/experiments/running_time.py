@@ -13,13 +13,17 @@ to how often a mechanism skips).
 
 001 prints its times in figures only, so what we compare is its stated orderings, each decided
 on our runs by a paired 95% interval over the seeds (`ORDERINGS`, `TRENDS`): per seed the mean
-over one sweep's settings of the ratio A/B of two mechanisms' times on the same data, the
-ratios' mean and interval over the seeds, and "holds" when the whole interval is below 1,
-"does not hold" when it is above, "inconclusive" otherwise
-(`wevent.experiments.claims.paired_reduction` on 1 - A/B). "Stable across E" is decided
-against a margin: the ratio of the time at E = 1 to that at E = 0.2 holds as stable when its
-whole interval lies within 1 +- `STABLE_MARGIN`, does not hold when it lies outside, and is
-inconclusive otherwise. The verdicts and the ratios to BD are two more sections of
+over one sweep's settings of log(A/B), the log ratio of two mechanisms' times on the same data;
+the mean of those over the seeds and its 95% interval, shown as exp of each (a geometric-mean
+ratio: B/A gives exactly the inverse ratio and the mirrored verdict). "Holds" when the whole
+interval is below 1, "does not hold" when it is above, "undecided" otherwise. Every time
+ordering is decided twice, on the wall time (``time-us``) and on the thread's CPU time
+(``cpu-us``). A trend compares one mechanism's time at the sweep's two ends, runs made minutes
+apart under a load that changes in between, so the trends are decided on ``cpu-us`` (which does
+not count waits for a core) and the wall-time ratio is shown beside, undecided. "Stable across
+E" is decided against a margin: the ratio of the time at E = 1 to that at E = 0.2 holds as
+stable when its whole interval lies within 1 +- `STABLE_MARGIN`, does not hold when it lies
+outside, and is undecided otherwise. The verdicts and the ratios to BD are two more sections of
 ``table.md`` (``### ORDERINGS``, ``### RATIOS``).
 """
 
@@ -35,7 +39,7 @@ from wevent.accounting.budget import format_exact
 from wevent.experiments import claims
 from wevent.experiments.harness import Point, Size, Sweep, execute, run_sweep
 from wevent.experiments.papers import PWSM_EPS, PWSM_FULL, PWSM_W, SYNTHETIC, _pwsm
-from wevent.experiments.stats import FAILS, HOLDS, INCONCLUSIVE, Interval, interval, verdict
+from wevent.experiments.stats import FAILS, HOLDS, Interval, interval
 
 __all__ = [
     "MECHANISMS",
@@ -43,6 +47,7 @@ __all__ = [
     "STABLE_MARGIN",
     "TIME_SWEEP",
     "TRENDS",
+    "UNDECIDED",
     "Ordering",
     "Trend",
     "evaluate",
@@ -56,6 +61,8 @@ POINTS = tuple(Point(p.epsilon, p.w, f"eps={format_exact(p.epsilon)}") for p in 
     Point(p.epsilon, p.w, f"w={p.w}") for p in PWSM_W
 )
 TIME = "time-us"
+CPU = "cpu-us"
+UNDECIDED = "undecided"
 METRICS = (
     TIME,
     "time-us-noguard",
@@ -88,10 +95,12 @@ TIME_SWEEP = Sweep(
     "positive budget per dissimilarity and per publication; each one a check by the guard). "
     "PUBLICATIONS, SKIPS, NULLIFICATIONS: slots of each status per run. The counts are "
     "deterministic. ORDERINGS and RATIOS: per seed, the mean over one sweep's settings of "
-    "the ratio of two mechanisms' TIME-US (or PUBLICATIONS) on the same data; mean over the "
-    "seeds [95% interval].",
+    "the log of the ratio of two mechanisms' TIME-US, CPU-US or PUBLICATIONS on the same "
+    "data; exp of its mean over the seeds [and of its 95% interval's ends] (a geometric-mean "
+    "ratio).",
 )
-RATIO_METRICS = (TIME, "cpu-us")
+RATIO_METRICS = (TIME, CPU)
+CLOCKS = (TIME, CPU)  # every time ordering is decided on both
 STABLE_MARGIN = Fraction(1, 10)  # "stable": the E = 1 time within 10% of the E = 0.2 time
 GROUPS = {"eps": "E sweep (Figure 13)", "w": "w sweep (Figure 14)"}
 
@@ -99,7 +108,7 @@ GROUPS = {"eps": "E sweep (Figure 13)", "w": "w sweep (Figure 14)"}
 @dataclass(frozen=True)
 class Ordering:
     """001 states that ``faster`` has a lower ``metric`` than ``slower`` in the ``group`` sweep
-    (``eps`` or ``w``)."""
+    (``eps`` or ``w``); a ``metric`` of `TIME` is decided on every one of `CLOCKS`."""
 
     source: str
     group: str
@@ -112,14 +121,15 @@ class Ordering:
 @dataclass(frozen=True)
 class Trend:
     """001 states how ``mechanism``'s ``metric`` moves from the first to the last setting of
-    the ``group`` sweep: ``"stable"`` (within `STABLE_MARGIN`) or ``"decreases"``."""
+    the ``group`` sweep: ``"stable"`` (within `STABLE_MARGIN`) or ``"decreases"``. A time
+    trend is decided on `CPU` (the wall time of the same runs is shown beside it)."""
 
     source: str
     group: str
     mechanism: str
     kind: str
     statement: str
-    metric: str = TIME
+    metric: str = CPU
 
 
 def _orderings() -> tuple[Ordering, ...]:
@@ -183,60 +193,116 @@ def _group(runs: claims.Runs, group: str) -> claims.Runs:
     }
 
 
+def _log(x: float) -> float:
+    """log(x) for a finite positive x, else NaN."""
+    return math.log(x) if math.isfinite(x) and x > 0 else math.nan
+
+
+def _geometric(logs: Sequence[float]) -> Interval:
+    """The mean of ``logs`` over the seeds and its 95% interval, as exp of each (the spread
+    stays in logs); NaN without values."""
+    iv = interval(logs)
+    if iv.n == 0:
+        return iv
+    return Interval(math.exp(iv.mean), iv.std, math.exp(iv.low), math.exp(iv.high), iv.n)
+
+
 def ratio_of(
     runs: claims.Runs, dataset: str, group: str, a: str, b: str, metric: str = TIME
 ) -> Interval:
-    """Per seed, the mean over the ``group`` sweep's settings of ``a``'s ``metric`` over
-    ``b``'s; the mean of those ratios over the seeds and its 95% interval (NaN without runs)."""
-    iv = claims.paired_reduction(_group(runs, group), dataset, a, b, metric)
-    return Interval(1 - iv.mean, iv.std, 1 - iv.high, 1 - iv.low, iv.n)
+    """Per seed, the mean over the ``group`` sweep's settings of log(``a``'s ``metric`` /
+    ``b``'s); exp of those means' mean over the seeds and of its 95% interval's ends (NaN
+    without runs). Every seed is averaged over the same settings: those where both values are
+    finite and positive in every seed. Swapping ``a`` and ``b`` gives exactly the inverse."""
+    seeds = list(_group(runs, group).values())
+    usable: set[str] | None = None
+    for results in seeds:
+        here = {
+            x
+            for (d, m, k, x), v in results.items()
+            if d == dataset
+            and m == a
+            and k == metric
+            and not math.isnan(_log(v))
+            and not math.isnan(_log(results.get((dataset, b, metric, x), math.nan)))
+        }
+        usable = here if usable is None else usable & here
+    if not usable:
+        return interval([])
+    xs = sorted(usable)  # a float sum follows its order; a set's order follows the hash seed
+    return _geometric(
+        [
+            sum(
+                math.log(r[(dataset, a, metric, x)]) - math.log(r[(dataset, b, metric, x)])
+                for x in xs
+            )
+            / len(xs)
+            for r in seeds
+        ]
+    )
 
 
-def _ends(runs: claims.Runs, group: str) -> tuple[str, str]:
+def _ends(runs: claims.Runs, group: str) -> tuple[str, str] | None:
+    """The ``group`` sweep's smallest and largest settings; None with fewer than two."""
     xs = {k[3] for r in runs.values() for k in r if k[3].split("=", 1)[0] == group}
-    if not xs:
-        return "", ""
+    if len(xs) < 2:
+        return None
     ordered = sorted(xs, key=lambda x: Fraction(x.split("=", 1)[1]))
     return ordered[0], ordered[-1]
 
 
-def trend_ratio(runs: claims.Runs, dataset: str, trend: Trend) -> Interval:
-    """Per seed, ``metric`` at the sweep's last setting over its value at the first (largest
-    over smallest E or w); their mean and 95% interval over the seeds."""
-    first, last = _ends(runs, trend.group)
-    values = []
-    for results in runs.values():
-        lo = results.get((dataset, trend.mechanism, trend.metric, first), math.nan)
-        hi = results.get((dataset, trend.mechanism, trend.metric, last), math.nan)
-        values.append(hi / lo if lo > 0 else math.nan)
-    return interval(values)
+def trend_ratio(
+    runs: claims.Runs, dataset: str, trend: Trend, metric: str | None = None
+) -> Interval:
+    """Per seed, log of ``metric`` (default the trend's) at the sweep's last setting over its
+    value at the first (largest over smallest E or w); exp of their mean over the seeds and of
+    its 95% interval's ends. n/a (no values) with fewer than two settings."""
+    ends = _ends(runs, trend.group)
+    if ends is None:
+        return interval([])
+    first, last = ends
+    key = metric or trend.metric
+    return _geometric(
+        [
+            _log(results.get((dataset, trend.mechanism, key, last), math.nan))
+            - _log(results.get((dataset, trend.mechanism, key, first), math.nan))
+            for results in runs.values()
+        ]
+    )
 
 
 def stable_verdict(iv: Interval, margin: Fraction = STABLE_MARGIN) -> str:
     """A ratio is stable (`HOLDS`) when its whole interval lies within 1 +- ``margin``, not
-    (`FAILS`) when it lies wholly outside, else `INCONCLUSIVE` (also with one seed)."""
+    (`FAILS`) when it lies wholly outside, else `UNDECIDED` (also with one seed)."""
     if iv.n < 2 or math.isnan(iv.low):
-        return INCONCLUSIVE
+        return UNDECIDED
     lo, hi = 1 - float(margin), 1 + float(margin)
     if lo <= iv.low and iv.high <= hi:
         return HOLDS
     if iv.high < lo or iv.low > hi:
         return FAILS
-    return INCONCLUSIVE
+    return UNDECIDED
 
 
-def _below_one(iv: Interval) -> str:
-    """The verdict on "the ratio is below 1" (a reduction 1 - ratio above 0)."""
-    return verdict(Interval(1 - iv.mean, iv.std, 1 - iv.high, 1 - iv.low, iv.n))
+def below_one(iv: Interval) -> str:
+    """The verdict on "the ratio is below 1": `HOLDS` when the whole interval is, `FAILS` when
+    it is wholly above, else `UNDECIDED` (also with one seed)."""
+    if iv.n < 2 or math.isnan(iv.low):
+        return UNDECIDED
+    if iv.high < 1:
+        return HOLDS
+    if iv.low > 1:
+        return FAILS
+    return UNDECIDED
 
 
-def _cell(iv: Interval, decided: str) -> str:
+def _cell(iv: Interval, decided: str = "") -> str:
     if iv.n == 0:
         return "n/a"
     text = f"{iv.mean:.3f}"
     if iv.n > 1:
         text += f" [{iv.low:.3f}, {iv.high:.3f}]"
-    return f"{text} {decided}"
+    return f"{text} {decided}".rstrip()
 
 
 def evaluate(runs: claims.Runs, datasets: Sequence[str] = SYNTHETIC) -> list[str]:
@@ -248,32 +314,44 @@ def evaluate(runs: claims.Runs, datasets: Sequence[str] = SYNTHETIC) -> list[str
     lines = [
         "### ORDERINGS",
         "",
-        "Ratio: mean over seeds [95% interval] and verdict (the ratio below 1: holds; above: "
-        f"does not hold; stable: within 1 +- {float(STABLE_MARGIN):g}).",
+        "Ratio: geometric mean over settings and seeds [95% interval] and verdict (the ratio "
+        "below 1: holds; above: does not hold; stable: within 1 +- "
+        f"{float(STABLE_MARGIN):g}; otherwise undecided). Every time ordering is decided on "
+        "the wall time (time-us) and on the thread's CPU time (cpu-us); the trends on cpu-us "
+        "(the two ends of a sweep ran minutes apart under a changing load), their wall-time "
+        "ratio beside, not decided.",
         "",
         head,
         rule,
     ]
     for o in ORDERINGS:
-        ivs = [ratio_of(runs, d, o.group, o.faster, o.slower, o.metric) for d in datasets]
-        unit = "" if o.metric == TIME else f" ({o.metric})"
-        cells = " | ".join(_cell(iv, _below_one(iv)) for iv in ivs)
-        lines.append(f"| {o.source} | {o.statement} | {o.faster} / {o.slower}{unit} | {cells} |")
+        for metric in CLOCKS if o.metric == TIME else (o.metric,):
+            ivs = [ratio_of(runs, d, o.group, o.faster, o.slower, metric) for d in datasets]
+            cells = " | ".join(_cell(iv, below_one(iv)) for iv in ivs)
+            lines.append(
+                f"| {o.source} | {o.statement} | {o.faster} / {o.slower} ({metric}) | {cells} |"
+            )
     for t in TRENDS:
-        first, last = _ends(runs, t.group)
+        ends = _ends(runs, t.group)
+        span = f"{ends[1]} / {ends[0]}" if ends else f"last / first {t.group}"
+        judge = stable_verdict if t.kind == "stable" else below_one
         ivs = [trend_ratio(runs, d, t) for d in datasets]
-        judge = stable_verdict if t.kind == "stable" else _below_one
-        unit = "" if t.metric == TIME else f" ({t.metric})"
         cells = " | ".join(_cell(iv, judge(iv)) for iv in ivs)
         lines.append(
-            f"| {t.source} | {t.statement} | {t.mechanism}: {last} / {first}{unit} | {cells} |"
+            f"| {t.source} | {t.statement} | {t.mechanism}: {span} ({t.metric}) | {cells} |"
         )
+        if t.metric == CPU:
+            walls = [trend_ratio(runs, d, t, TIME) for d in datasets]
+            cells = " | ".join(_cell(iv, "(wall, not decided)") for iv in walls)
+            lines.append(
+                f"| {t.source} | {t.statement} | {t.mechanism}: {span} ({TIME}) | {cells} |"
+            )
     lines += [
         "",
         "### RATIOS",
         "",
         "Each mechanism's time per slot over BD's on the same data: wall time (TIME-US), then "
-        "the thread's CPU time (CPU-US); mean over seeds [95% interval].",
+        "the thread's CPU time (CPU-US); geometric mean over settings and seeds [95% interval].",
         "",
     ]
     lines.append(
@@ -282,16 +360,7 @@ def evaluate(runs: claims.Runs, datasets: Sequence[str] = SYNTHETIC) -> list[str
     lines.append("|---|" + "---:|" * (len(datasets) * len(GROUPS)))
     for metric in RATIO_METRICS:
         for m in MECHANISMS[1:]:
-            shown: list[str] = []
-            for g in GROUPS:
-                for d in datasets:
-                    iv = ratio_of(runs, d, g, m, "bd", metric)
-                    shown.append(
-                        "n/a"
-                        if iv.n == 0
-                        else f"{iv.mean:.3f}"
-                        + (f" [{iv.low:.3f}, {iv.high:.3f}]" if iv.n > 1 else "")
-                    )
+            shown = [_cell(ratio_of(runs, d, g, m, "bd", metric)) for g in GROUPS for d in datasets]
             lines.append(f"| {m} / bd ({metric}) | " + " | ".join(shown) + " |")
     lines.append("")
     return lines

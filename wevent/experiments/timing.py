@@ -6,7 +6,8 @@ mechanisms. `SlotClock` measures ours with `time.perf_counter_ns`, around each
 inside that step around two things it calls:
 
 * every call of the guard (`TimedSpender`: ``spend`` and ``spend_many``, the check of each
-  charge against every window it touches and its entry in the ledger);
+  charge against every window it touches and its entry in the ledger, and the entry and exit
+  of a ``batch``, where the guard commits the batch's charges);
 * every call of the stream (`TimedStream`: ``histograms``, the synthetic data of the slot,
   which is not the mechanism's work and is the same for every mechanism on one seed).
 
@@ -18,11 +19,12 @@ So per slot: ``step = stream + guard + mechanism``, where "mechanism" is the all
 (planning the slot's budgets) and the data path (SM sampling, OBS, the dissimilarity, the
 publication's noise). Start-up is not timed: the population, the stream's construction (its
 probability sequence), the guard and its ledger groups, the kernel and the generators are built
-before the first slot. Timing adds two clock reads per guard or stream call (tens of
-nanoseconds each), counted in the mechanism's share.
+before the first slot. Timing adds two clock reads per guard call and four per stream call
+(wall and CPU time; tens of nanoseconds each), counted in the mechanism's share.
 
 Wall times differ from run to run and machine to machine; `WALL_CLOCK` names the metrics that
-carry them, so the reproduction's fingerprints leave their values out
+carry them and `TIMED_EXPERIMENTS` the experiments whose rows of those metrics are clock
+readings, so the reproduction's fingerprints leave those rows' values out
 (`wevent.experiments.provenance.compare_fingerprints`).
 """
 
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,10 +41,17 @@ import numpy.typing as npt
 from wevent.accounting.budget import Budget
 from wevent.accounting.evidence import Evidence
 from wevent.accounting.ledger import Charge
-from wevent.accounting.spending import Spender
+from wevent.accounting.spending import Spender, batched, spend_all
 from wevent.mechanisms.streams import Stream
 
-__all__ = ["WALL_CLOCK", "SlotClock", "SlotTiming", "TimedSpender", "TimedStream"]
+__all__ = [
+    "TIMED_EXPERIMENTS",
+    "WALL_CLOCK",
+    "SlotClock",
+    "SlotTiming",
+    "TimedSpender",
+    "TimedStream",
+]
 
 IntArray = npt.NDArray[np.int64]
 
@@ -50,6 +59,10 @@ IntArray = npt.NDArray[np.int64]
 # ``cpu-us``). A fingerprint compares their rows for presence and sign only; every other metric
 # to 1e-9 relative.
 WALL_CLOCK = frozenset({"time-us", "time-us-noguard", "guard-us", "cpu-us"})
+# The experiments whose rows of those metrics are clock readings (the registered sweeps with
+# ``timed=True``; a test checks the two agree). Another experiment's row of a metric of the same
+# name is compared exactly.
+TIMED_EXPERIMENTS = frozenset({"pwsm-time"})
 
 
 @dataclass(frozen=True)
@@ -130,7 +143,7 @@ class SlotClock:
 
 class TimedSpender:
     """A `Spender` that passes every call to ``inner`` (the guard) and adds the time of its
-    spends to ``clock.guard_ns``."""
+    spends and of its batches' entry and exit to ``clock.guard_ns``."""
 
     def __init__(self, inner: Spender, clock: SlotClock) -> None:
         self.inner = inner
@@ -162,28 +175,38 @@ class TimedSpender:
             self.clock.guard_ns += time.perf_counter_ns() - start
 
     def spend_many(self, charges: Iterable[Charge]) -> None:
-        many = getattr(self.inner, "spend_many", None)
         start = time.perf_counter_ns()
         try:
-            if many is not None:
-                many(charges)
-            else:
-                for c in charges:
-                    self.inner.spend(
-                        c.slot,
-                        c.amount,
-                        user=c.user,
-                        group=c.group,
-                        part=c.part,
-                        mechanism=c.mechanism,
-                        evidence=c.evidence,
-                    )
+            spend_all(self.inner, tuple(charges))
         finally:
             self.clock.guard_ns += time.perf_counter_ns() - start
 
-    def batch(self) -> AbstractContextManager[None]:
-        batch = getattr(self.inner, "batch", None)
-        return batch() if batch is not None else nullcontext()
+    @contextmanager
+    def _timed(self) -> Iterator[None]:
+        start = time.perf_counter_ns()
+        try:
+            yield
+        finally:
+            self.clock.guard_ns += time.perf_counter_ns() - start
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """The guard's batch (`wevent.accounting.spending.batched`), its entry and its exit
+        (where `Guard.batch` commits) timed as the guard's; the block's own work is not, its
+        spends are timed one by one."""
+        inner = batched(self.inner)
+        with self._timed():
+            inner.__enter__()
+        try:
+            yield
+        except BaseException as exc:
+            with self._timed():
+                suppressed = inner.__exit__(type(exc), exc, exc.__traceback__)
+            if not suppressed:
+                raise
+        else:
+            with self._timed():
+                inner.__exit__(None, None, None)
 
     def define_group(self, name: str, members: tuple[str, ...]) -> None:
         self.inner.define_group(name, members)
