@@ -99,6 +99,7 @@ from wevent.accounting.evidence import Evidence
 from wevent.accounting.ledger import Charge
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Fixed
+from wevent.accounting.spending import ForwardingSpender
 from wevent.experiments import metrics
 from wevent.experiments.harness import execute
 from wevent.experiments.populations import budget_ratio_population, window_ratio_population
@@ -210,12 +211,13 @@ class Window:
         return self.base.histograms(self.offset + slot, rng)
 
 
-class Shifted:
+class Shifted(ForwardingSpender):
     """Passes every charge to ``guard`` at ``slot + offset``: a mechanism restarted at stream
     slot ``offset + 1`` counts its slots from 1, the guard checks the stream's windows."""
 
     def __init__(self, guard: Guard, offset: int) -> None:
-        self.guard, self.offset = guard, offset
+        super().__init__(guard)
+        self.offset = offset
 
     def spend(
         self,
@@ -228,7 +230,7 @@ class Shifted:
         mechanism: str = "",
         evidence: Evidence | None = None,
     ) -> None:
-        self.guard.spend(
+        super().spend(
             slot + self.offset,
             amount,
             user=user,
@@ -239,21 +241,7 @@ class Shifted:
         )
 
     def spend_many(self, charges: Sequence[Charge]) -> None:
-        self.guard.spend_many([dataclasses.replace(c, slot=c.slot + self.offset) for c in charges])
-
-    def define_group(self, name: str, members: tuple[str, ...]) -> None:
-        self.guard.define_group(name, members)
-
-    def define_group_by_index(
-        self, name: str, table: Sequence[str], indices: npt.NDArray[np.int64]
-    ) -> None:
-        self.guard.define_group_by_index(name, table, indices)
-
-    def members(self, group: str) -> tuple[str, ...]:
-        return self.guard.members(group)
-
-    def group_size(self, group: str) -> int:
-        return self.guard.group_size(group)
+        super().spend_many([dataclasses.replace(c, slot=c.slot + self.offset) for c in charges])
 
 
 @dataclass

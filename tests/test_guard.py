@@ -145,3 +145,29 @@ def test_future_backward_windows_are_enforced_in_advance() -> None:
     assert (info.value.window.first, info.value.window.last) == (1, 5)
     assert info.value.excess == Fraction(1, 10)
     guard.spend(2, "0.2", user="d")
+
+
+def test_a_forwarding_spender_passes_every_call_to_the_guard_unchanged() -> None:
+    import numpy as np
+
+    from wevent.accounting.ledger import Charge
+    from wevent.accounting.spending import ForwardingSpender
+
+    pop = fixed_pop(n=3)
+    direct, through = Guard(pop), Guard(pop)
+    wrapper: Spender = ForwardingSpender(through)
+    for spender in (direct, wrapper):
+        spender.define_group("g", ("u0", "u1"))
+        spender.define_group_by_index("h", list(pop.users), np.array([1, 2], dtype=np.int64))
+        spender.spend(1, "0.1", user="u0")
+        spender.spend(2, "0.1", group="g", part="p")
+        ForwardingSpender.spend_many(  # the wrapper's batch path, or one spend each
+            ForwardingSpender(spender), [Charge(3, Fraction(1, 10), group="h")]
+        )
+    assert wrapper.members("h") == direct.members("h") == ("u1", "u2")
+    assert wrapper.group_size("g") == direct.group_size("g") == 2
+    assert list(through.ledger.expanded()) == list(direct.ledger.expanded())
+    # and a refusal reaches the caller as the guard's own, recording nothing
+    with pytest.raises(BudgetExceeded):
+        wrapper.spend(3, "0.2", user="u1")
+    assert len(through.ledger) == len(direct.ledger)

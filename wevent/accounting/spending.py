@@ -23,6 +23,7 @@ from wevent.errors import Refused
 __all__ = [
     "BudgetExceeded",
     "EvidenceRejected",
+    "ForwardingSpender",
     "Spender",
     "WindowState",
     "batched",
@@ -172,3 +173,49 @@ class Spender(Protocol):
     def group_size(self, group: str) -> int:
         """How many members a defined group has."""
         ...
+
+
+class ForwardingSpender:
+    """A `Spender` that passes every call to ``inner``: the base of wrappers that change or
+    observe some calls (time them, shift their slots) and forward the rest unchanged."""
+
+    def __init__(self, inner: Spender) -> None:
+        self.inner = inner
+
+    def spend(
+        self,
+        slot: int,
+        amount: Budget,
+        *,
+        user: str | None = None,
+        group: str | None = None,
+        part: str = "",
+        mechanism: str = "",
+        evidence: Evidence | None = None,
+    ) -> None:
+        self.inner.spend(
+            slot,
+            amount,
+            user=user,
+            group=group,
+            part=part,
+            mechanism=mechanism,
+            evidence=evidence,
+        )
+
+    def spend_many(self, charges: Sequence[Charge]) -> None:
+        spend_all(self.inner, charges)
+
+    def define_group(self, name: str, members: tuple[str, ...]) -> None:
+        self.inner.define_group(name, members)
+
+    def define_group_by_index(
+        self, name: str, table: Sequence[str], indices: npt.NDArray[np.int64]
+    ) -> None:
+        self.inner.define_group_by_index(name, table, indices)
+
+    def members(self, group: str) -> tuple[str, ...]:
+        return self.inner.members(group)
+
+    def group_size(self, group: str) -> int:
+        return self.inner.group_size(group)

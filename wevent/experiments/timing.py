@@ -31,7 +31,7 @@ readings, so the reproduction's fingerprints leave those rows' values out
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -41,7 +41,7 @@ import numpy.typing as npt
 from wevent.accounting.budget import Budget
 from wevent.accounting.evidence import Evidence
 from wevent.accounting.ledger import Charge
-from wevent.accounting.spending import Spender, batched, spend_all
+from wevent.accounting.spending import ForwardingSpender, Spender, batched
 from wevent.mechanisms.streams import Stream
 
 __all__ = [
@@ -141,12 +141,12 @@ class SlotClock:
         )
 
 
-class TimedSpender:
+class TimedSpender(ForwardingSpender):
     """A `Spender` that passes every call to ``inner`` (the guard) and adds the time of its
     spends and of its batches' entry and exit to ``clock.guard_ns``."""
 
     def __init__(self, inner: Spender, clock: SlotClock) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.clock = clock
 
     def spend(
@@ -160,9 +160,8 @@ class TimedSpender:
         mechanism: str = "",
         evidence: Evidence | None = None,
     ) -> None:
-        start = time.perf_counter_ns()
-        try:
-            self.inner.spend(
+        with self._timed():
+            super().spend(
                 slot,
                 amount,
                 user=user,
@@ -171,15 +170,10 @@ class TimedSpender:
                 mechanism=mechanism,
                 evidence=evidence,
             )
-        finally:
-            self.clock.guard_ns += time.perf_counter_ns() - start
 
     def spend_many(self, charges: Iterable[Charge]) -> None:
-        start = time.perf_counter_ns()
-        try:
-            spend_all(self.inner, tuple(charges))
-        finally:
-            self.clock.guard_ns += time.perf_counter_ns() - start
+        with self._timed():
+            super().spend_many(tuple(charges))
 
     @contextmanager
     def _timed(self) -> Iterator[None]:
@@ -207,20 +201,6 @@ class TimedSpender:
         else:
             with self._timed():
                 inner.__exit__(None, None, None)
-
-    def define_group(self, name: str, members: tuple[str, ...]) -> None:
-        self.inner.define_group(name, members)
-
-    def define_group_by_index(
-        self, name: str, table: Sequence[str], indices: npt.NDArray[np.int64]
-    ) -> None:
-        self.inner.define_group_by_index(name, table, indices)
-
-    def members(self, group: str) -> tuple[str, ...]:
-        return self.inner.members(group)
-
-    def group_size(self, group: str) -> int:
-        return self.inner.group_size(group)
 
 
 class TimedStream:
