@@ -1,7 +1,7 @@
 """001 Section 8.1: which part of a budget-division step takes the time (the kernel's planning).
 
 Claim examined. `wevent reproduce pwsm-time` finds DPBA about ten times slower per slot than BD
-and DPBD, while 001 (Figures 13-14) has DPBD the slowest. Our explanation in
+and about six times DPBD, while 001 (Figures 13-14) has DPBD the slowest. Our explanation in
 `docs/reproduction.md` is DPBA's kernel: 001 Algorithm 7's absorption test runs at every slot
 over every slot of each class's forward window, in exact rationals
 (`wevent/mechanisms/allocators/dynamic.py`). This script measures that share directly.

@@ -93,14 +93,14 @@ def csv_part(allocator: str, slots: int, seed: int) -> None:
         start = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         seconds = time.perf_counter() - start
-        peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # KiB on Linux
         size_mb = stream.stat().st_size / 1e6
     if done.returncode != 0:
         raise SystemExit(f"wevent run exited {done.returncode}: {done.stderr.strip()}")
     print(
         f"{allocator} on a T-Drive-shaped CSV: {TAXIS:,} users x {slots:,} slots "
-        f"({rows:,} rows, {size_mb:.0f} MB): {seconds:.1f} s, peak memory {peak_mb:,.0f} MB "
-        f"({peak_mb * 1e6 / rows:.0f} bytes per row)"
+        f"({rows:,} rows, {size_mb:.0f} MB): {seconds:.1f} s, peak memory {peak_mib:,.0f} MiB "
+        f"({peak_mib * 2**20 / rows:.0f} bytes per row)"
     )
 
 

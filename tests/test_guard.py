@@ -1,3 +1,5 @@
+import contextlib
+from collections.abc import Iterator
 from fractions import Fraction
 from fractions import Fraction as F
 
@@ -151,7 +153,7 @@ def test_a_forwarding_spender_passes_every_call_to_the_guard_unchanged() -> None
     import numpy as np
 
     from wevent.accounting.ledger import Charge
-    from wevent.accounting.spending import ForwardingSpender
+    from wevent.accounting.spending import ForwardingSpender, batched
 
     pop = fixed_pop(n=3)
     direct, through = Guard(pop), Guard(pop)
@@ -159,15 +161,29 @@ def test_a_forwarding_spender_passes_every_call_to_the_guard_unchanged() -> None
     for spender in (direct, wrapper):
         spender.define_group("g", ("u0", "u1"))
         spender.define_group_by_index("h", list(pop.users), np.array([1, 2], dtype=np.int64))
-        spender.spend(1, "0.1", user="u0")
-        spender.spend(2, "0.1", group="g", part="p")
+        spender.spend(1, Budget("0.1"), user="u0", mechanism="m", evidence=Laplace(F(1), F(10)))
+        spender.spend(2, Budget("0.1"), group="g", part="p")
         ForwardingSpender.spend_many(  # the wrapper's batch path, or one spend each
-            ForwardingSpender(spender), [Charge(3, Fraction(1, 10), group="h")]
+            ForwardingSpender(spender), [Charge(3, Budget("0.1"), group="h")]
         )
     assert wrapper.members("h") == direct.members("h") == ("u1", "u2")
     assert wrapper.group_size("g") == direct.group_size("g") == 2
     assert list(through.ledger.expanded()) == list(direct.ledger.expanded())
     # and a refusal reaches the caller as the guard's own, recording nothing
     with pytest.raises(BudgetExceeded):
-        wrapper.spend(3, "0.2", user="u1")
+        wrapper.spend(3, Budget("0.2"), user="u1")
     assert len(through.ledger) == len(direct.ledger)
+    # the wrapper keeps the inner spender's group commit: its spends commit inside the guard's
+    # batch (a ForwardingSpender without `batch` would fall back to no batch at all)
+    entered: list[bool] = []
+
+    class Watched(Guard):
+        @contextlib.contextmanager
+        def batch(self) -> Iterator[None]:
+            entered.append(True)
+            with super().batch():
+                yield
+
+    with batched(ForwardingSpender(Watched(pop))):
+        pass
+    assert entered == [True]

@@ -206,6 +206,10 @@ class ForwardingSpender:
     def spend_many(self, charges: Sequence[Charge]) -> None:
         spend_all(self.inner, charges)
 
+    def batch(self) -> AbstractContextManager[None]:
+        """The inner spender's group commit (`batched`), so a wrapper keeps it."""
+        return batched(self.inner)
+
     def define_group(self, name: str, members: tuple[str, ...]) -> None:
         self.inner.define_group(name, members)
 
