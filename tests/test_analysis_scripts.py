@@ -177,3 +177,48 @@ def test_pwsm_absolute_ordering_compares_bd_with_a_release_at_zero() -> None:
     assert "| Sin | 0.343 | 0.090 | 0.066 |" in out
     # wevent's GRR at E / w: the undebiased release errs by millions, the debiased by far more.
     assert "| Log | T5 E=0.2 | 9.3 | 3.27e+03 |" in out
+
+
+def test_exsub_fanout_predicts_r4_best_under_our_levels() -> None:
+    out = output("exsub_fanout.py", "--draws", "2000", "--T", "128")
+    # 004 Lemma 1 per level, uniform portions: H sum_h u_h sigma_h^2 is largest at r = 2.
+    assert "| 0.1 | 2 | 8 | 0.5 / 0.5 / 0.5 / 0.5 / 0.5 / 0.5 / 0.5 / 0.00781 |" in out
+    assert "| 23526 | 188206 |" in out and "| 36286 | 145143 |" in out
+    row = next(
+        line
+        for line in out.splitlines()
+        if line.startswith("| T=128, tree=ours, W=uniform, sigma=level | 0.1 |")
+    )
+    assert "| 0.771 / 0.911 / 0.973 | 4 | no |" in row  # MSE ratios, best r, 004's order
+    assert "| 0.1 | 1.13 / 1.19 / 1.22 / 1.31 | 1.053 / 1.080 / 1.159 |" in out
+
+
+def test_exsub_fanout_levels_and_nonzero_probability() -> None:
+    sys.path.insert(0, str(ANALYSIS))
+    try:
+        fanout = importlib.import_module("exsub_fanout")
+    finally:
+        sys.path.remove(str(ANALYSIS))
+    # 004's H = ceil(log_r T) + 1 against ours (r^h <= T): equal only when T is a power of r.
+    assert [fanout.tree_levels(128, r, "ours") for r in (2, 4, 8, 16)] == [8, 4, 3, 2]
+    assert [fanout.tree_levels(128, r, "004") for r in (2, 4, 8, 16)] == [8, 5, 4, 3]
+    assert [fanout.tree_levels(128, r, "004-0H") for r in (2, 4, 8, 16)] == [9, 6, 5, 4]
+    assert fanout.tree_levels(256, 4, "004") == fanout.tree_levels(256, 4, "ours") == 5
+    with pytest.raises(ValueError, match="unknown tree"):
+        fanout.tree_levels(128, 2, "nope")
+    # a single cell is non-zero with probability s / T; the whole stream (even s) never is
+    assert fanout.nonzero_probability(128, 8, 1) == pytest.approx(8 / 128)
+    assert fanout.nonzero_probability(128, 8, 128) == 0.0
+    assert fanout.nonzero_probability(128, 7, 128) == 1.0
+    # Algorithm 2's matrix reconstructs x_t exactly from true residues (a broken term fails)
+    x = (np.arange(1, 129) % 3 == 0).astype(float)
+    for r in (2, 4, 8, 16):
+        M, col = fanout.answer_matrix(128, r)
+        res = []
+        for h in sorted(set(col)):
+            step = r**h
+            picked = x[step - 1 :: step][: 128 // step]
+            res.append(picked - np.concatenate([[0.0], picked[:-1]]))
+        assert np.allclose(M @ np.concatenate(res), x)
+        M[5, 2] += 1  # x_6 also adds the level-0 residue of slot 3 (= 1)
+        assert not np.allclose(M @ np.concatenate(res), x)
