@@ -191,6 +191,13 @@ def test_exsub_fanout_predicts_r4_best_under_our_levels() -> None:
     )
     assert "| 0.771 / 0.911 / 0.973 | 4 | no |" in row  # MSE ratios, best r, 004's order
     assert "| 0.1 | 1.13 / 1.19 / 1.22 / 1.31 | 1.053 / 1.080 / 1.159 |" in out
+    # 004's level count: deterministic MSE ratios, and 004's r = 4 ratio far above the model's
+    row004 = next(
+        line
+        for line in out.splitlines()
+        if line.startswith("| T=128, tree=004, W=uniform, sigma=level | 0.1 |")
+    )
+    assert "| 0.964 / 1.215 / 1.460 |" in row004 and row004.rstrip(" |").split("| ")[-1][:2] == "+3"
 
 
 def test_exsub_fanout_levels_and_nonzero_probability() -> None:
@@ -206,6 +213,17 @@ def test_exsub_fanout_levels_and_nonzero_probability() -> None:
     assert fanout.tree_levels(256, 4, "004") == fanout.tree_levels(256, 4, "ours") == 5
     with pytest.raises(ValueError, match="unknown tree"):
         fanout.tree_levels(128, 2, "nope")
+    # the per-entry variance averaged over entries is Lemma 1's value MSE over d' (the model's
+    # one input from the mechanism), at a non-zero share of s / d'
+    from fractions import Fraction
+
+    from wevent.mechanisms.exsub import ExSubDesign
+
+    for d_prime in (136, 40, 10):
+        for eps in (Fraction(1, 10), Fraction(1)):
+            want = float(ExSubDesign.for_budget(d_prime, 8, eps).value_mse())
+            got = d_prime * fanout.entry_variance(d_prime, 8, eps, 8 / d_prime)
+            assert got == pytest.approx(want, rel=1e-12)
     # a single cell is non-zero with probability s / T; the whole stream (even s) never is
     assert fanout.nonzero_probability(128, 8, 1) == pytest.approx(8 / 128)
     assert fanout.nonzero_probability(128, 8, 128) == 0.0
