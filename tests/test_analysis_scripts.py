@@ -240,3 +240,49 @@ def test_exsub_fanout_levels_and_nonzero_probability() -> None:
         assert np.allclose(M @ np.concatenate(res), x)
         M[5, 2] += 1  # x_6 also adds the level-0 residue of slot 3 (= 1)
         assert not np.allclose(M @ np.concatenate(res), x)
+
+
+def _exsub_runs(path: Path, header: list[str], sample_oue: tuple[float, float]) -> None:
+    """A runs.csv of two repeats on one data set: every mechanism's MAE 1.0 and 2.0, sample-oue's
+    the given pair (the earlier metrics, if in the header, are 0)."""
+    lines = [",".join(header)]
+    for mech in ("exsub", "exsub-calibrated", "sample-grr", "sample-oue", "split-rr"):
+        for rep, mae in enumerate(sample_oue if mech == "sample-oue" else (1.0, 2.0)):
+            values = {"mean_mae": str(mae), "range_mae": str(2 * mae)}
+            row = {"experiment": "exsub", "dataset": "ds", "epsilon": "1", "mechanism": mech}
+            row |= {"repeat": str(rep), **values}
+            lines.append(",".join(row.get(col, "0") for col in header))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_exsub_mae_pairs_each_repeat_with_its_baseline(tmp_path: Path) -> None:
+    header = ["experiment", "dataset", "epsilon", "mechanism", "repeat", "mean_tve"]
+    runs = tmp_path / "runs.csv"
+    _exsub_runs(runs, [*header, "mean_mae", "range_mae"], (2.0, 8.0))
+    out = output("exsub_mae.py", "--runs", str(runs))
+    # 1 - 1/2 and 1 - 2/8: mean 62.5% (not 1 - 1.5/5 = 70%), t(0.975, 1) = 12.706
+    assert "| ds | 1 | 1.5 | 5 | 62.5% [-96.3, 221.3] (undecided) |" in out
+    assert "| range_mae | exsub-calibrated | sample-oue | 62.5% | 62.5% | -96.3% | 0 of 1 |" in out
+    _exsub_runs(runs, [*header, "mean_mae", "range_mae"], (2.0, 2.5))
+    assert "| ds | 1 | 1.5 | 2.25 | 35.0% [-155.6, 225.6] (undecided) |" in output(
+        "exsub_mae.py", "--runs", str(runs)
+    )
+    _exsub_runs(runs, header, (2.0, 8.0))  # a runs.csv from before MAE: refused in one line
+    for args in (["--runs", str(runs)], ["--runs", str(tmp_path / "none.csv")]):
+        done = subprocess.run(
+            [sys.executable, str(ANALYSIS / "exsub_mae.py"), *args],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_exsub_mae_reads_the_committed_runs() -> None:
+    """The MAE reductions docs/reproduction.md quotes, from the committed runs.csv."""
+    out = output("exsub_mae.py")
+    assert (
+        "| synthetic-n20000-T32-d12-s8 | 1/2 | 1.687 | 4.304 | 60.4% [55.3, 65.5] (holds) |" in out
+    )
+    assert "| range_mae | exsub | sample-oue | 60.1% | 70.1% | 44.6% | 6 of 6 |" in out

@@ -168,15 +168,28 @@ def test_reproduce_exsub_quick_writes_results(tmp_path: Path) -> None:
     assert "reduction of exsub vs sample-oue" in (out_dir / "table.md").read_text()
     with (out_dir / "runs.csv").open() as fh:
         runs = list(csv.DictReader(fh))
-    assert len(runs) == len(rows) // 4  # four metrics per result row, one repeat
-    first = next(r for r in rows if r["metric"] == "range_tve")
-    line = next(
-        r
-        for r in runs
-        if (r["dataset"], r["epsilon"], r["mechanism"])
-        == (first["dataset"], first["epsilon"], first["mechanism"])
-    )
-    assert line["repeat"] == "0" and float(line["range_tve"]) == float(first["value"])
+    metrics = ["mean_mse", "range_mse", "mean_tve", "range_tve", "mean_mae", "range_mae"]
+    assert list(runs[0])[5:] == metrics  # the four earlier columns first, then MAE
+    assert len(runs) == len(rows) // 6  # six metrics per result row, one repeat
+    cells = {(r["dataset"], r["epsilon"], r["mechanism"]) for r in runs}
+    for metric in metrics:  # one row per (data set, eps, mechanism) and metric
+        assert sorted(
+            (r["dataset"], r["epsilon"], r["mechanism"]) for r in rows if r["metric"] == metric
+        ) == sorted(cells)
+    for metric in ("range_tve", "mean_mae", "range_mae"):
+        first = next(r for r in rows if r["metric"] == metric)
+        line = next(
+            r
+            for r in runs
+            if (r["dataset"], r["epsilon"], r["mechanism"])
+            == (first["dataset"], first["epsilon"], first["mechanism"])
+        )
+        assert line["repeat"] == "0" and float(line[metric]) == float(first["value"])
+    for r in runs:  # an average error is at most the largest one
+        assert 0 < float(r["mean_tve"]) / (16 * 2) <= float(r["mean_mae"]) <= float(r["mean_tve"])
+    table = (out_dir / "table.md").read_text()
+    assert "## synthetic-n4000-T16-d2-s4: mean_mae" in table
+    assert "reduction of exsub-calibrated vs sample-oue" in table.split(": range_mae")[1]
     assert (out_dir / "exsub.png").read_bytes()[:4] == b"\x89PNG"
     code, _, err = run("reproduce", "nope")
     assert code == 2

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from wevent.accounting.budget import BudgetError
 from wevent.errors import InputError, SparsityExceeded
-from wevent.experiments.exsub_experiment import errors, padded_residues
+from wevent.experiments.exsub_experiment import METRICS, errors, padded_residues, range_sums
 from wevent.mechanisms.exsub import RandomChooser
 from wevent.mechanisms.exsub_stream import (
     ExSubClient,
@@ -159,6 +159,37 @@ def test_error_metrics() -> None:
     # ranges: [1,1]=1 [1,2]=1 [1,3]=0 [2,2]=0 [2,3]=-1 [3,3]=-1
     assert m["range_mse"] == pytest.approx(4 / 6)
     assert m["mean_tve"] == 2 and m["range_tve"] == 4
+    assert m["mean_mae"] == 1 and m["range_mae"] == 1
+
+
+def test_mae_is_the_largest_absolute_error_of_the_answers() -> None:
+    """004 Section VI-A's MAE of the mean and range answers: the largest |error|, not the largest
+    signed error nor the mean |error|; the truth against itself scores 0 in every metric."""
+    truth = np.array([[1.0, 0.0], [2.0, 0.0], [3.0, 0.0]])
+    err = np.array([[-1.0, 0.0], [-1.0, 0.25], [0.5, 0.0]])
+    m = errors(truth + err, truth)
+    # dimension 0's ranges: [1,1]=-1 [1,2]=-2 [1,3]=-1.5 [2,2]=-1 [2,3]=-0.5 [3,3]=0.5
+    assert m["mean_mae"] == 1 and m["range_mae"] == 2
+    assert errors(truth, truth) == dict.fromkeys(METRICS, 0.0)
+    assert range_sums(truth)[:, 0].tolist() == [1, 3, 6, 2, 5, 3]
+
+
+@settings(max_examples=50)
+@given(
+    st.integers(1, 9),
+    st.integers(1, 3),
+    st.integers(0, 2**32 - 1),
+)
+def test_mae_bounds_the_other_metrics(T: int, d: int, seed: int) -> None:
+    """Per query kind with N answers: MAE <= TVE <= N MAE and MSE <= MAE^2 (the mean |error|
+    breaks the last one whenever the errors differ)."""
+    rng = np.random.default_rng(seed)
+    truth, est = rng.random((T, d)), rng.normal(size=(T, d))
+    m = errors(est, truth)
+    for kind, count in (("mean", T * d), ("range", T * (T + 1) // 2 * d)):
+        mae, tve, mse = m[f"{kind}_mae"], m[f"{kind}_tve"], m[f"{kind}_mse"]
+        assert 0 < mae <= tve * (1 + 1e-12) and tve <= count * mae * (1 + 1e-12)
+        assert mse <= mae**2 * (1 + 1e-12)
 
 
 @settings(max_examples=30)
