@@ -2,7 +2,8 @@
 
 Claim examined. 004 reports TVE and MAE (the largest absolute error over slots and entries of
 one run, averaged over its runs); the abstract's "reduces the error by 40%-60% compared with
-existing online protocols" is stated for both. `wevent reproduce exsub` writes every repeat's
+existing online protocols" names no metric; 004 reports both, and its appendix says the gaps are
+"largely consistent across various metrics (such as MAE/TVE ...)". `wevent reproduce exsub` writes every repeat's
 ``mean_mae`` and ``range_mae`` (`wevent.experiments.metrics.mae` of the mean answers and of all
 range sums) to ``runs.csv``; this script reads that file and prints, per data set and budget,
 the mean MAE of ExSub (uniform portions; for range queries also the calibrated portions of 004

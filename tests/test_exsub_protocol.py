@@ -228,3 +228,10 @@ def test_mean_task_coefficients_count_algorithm_2_terms() -> None:
     assert c == pytest.approx(sigma)
     with pytest.raises(BudgetError):
         level_variance_factors(4, 2, 1, 1, Fraction(1), "median")
+
+
+def test_range_mae_takes_every_range_not_only_prefixes() -> None:
+    """004's range queries are all [t1, t2] (Section IV (4) c), so the MAE is over every range."""
+    truth = np.zeros((3, 1))
+    # ranges [1,1]=1 [1,2]=-1 [1,3]=-3 [2,2]=-2 [2,3]=-4 [3,3]=-2: the largest is no prefix
+    assert errors(truth + np.array([[1.0], [-2.0], [-2.0]]), truth)["range_mae"] == 4

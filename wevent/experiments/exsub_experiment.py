@@ -60,7 +60,8 @@ COLUMNS = (
     "ci_low",
     "ci_high",
 )
-# appended after the first four so that their rows and columns keep their places
+# appended after the first four: in results.csv each cell's MAE rows follow its range_tve row
+# (earlier rows keep their order), and in runs.csv the earlier columns keep their places
 METRICS = ("mean_mse", "range_mse", "mean_tve", "range_tve", "mean_mae", "range_mae")
 MECHANISMS = {  # name -> (ternary mechanism, level weights)
     "exsub": ("exsub", "uniform"),
