@@ -162,6 +162,7 @@ class Ledger:
         self._amount_codes: dict[tuple[int, int], int] = {}  # (numerator, denominator) -> code
         self._parts: _Interner[str] = _Interner()
         self._mechanisms: _Interner[str] = _Interner()
+        self._label_codes: dict[tuple[str, str], tuple[int, int]] = {}  # (part, mechanism)
         self._evidences: _Interner[Evidence] = _Interner()
 
     # ------------------------------------------------------------------ groups and users
@@ -301,6 +302,11 @@ class Ledger:
     def has_group(self, group: str) -> bool:
         return group in self._groups.index
 
+    @property
+    def group_index(self) -> Mapping[str, int]:
+        """Every defined group's code by name (read only: `define_group` adds to it)."""
+        return self._groups.index
+
     def group_code(self, group: str) -> int:
         """The index of a defined group (raises `BudgetError` for an undefined one)."""
         code = self._groups.index.get(group)
@@ -407,11 +413,15 @@ class Ledger:
         amount_code = self._amount_codes.get(pair)
         if amount_code is None:
             amount_code = self._amount_codes[pair] = self._amounts.code(amount)
+        labels = self._label_codes.get((part, mechanism))
+        if labels is None:  # interned codes never change: the pair's codes can be kept
+            labels = (self._parts.code(part), self._mechanisms.code(mechanism))
+            self._label_codes[part, mechanism] = labels
         self._slot.append(slot)
         self._subject.append(subject)
         self._amount.append(amount_code)
-        self._part.append(self._parts.code(part))
-        self._mechanism.append(self._mechanisms.code(mechanism))
+        self._part.append(labels[0])
+        self._mechanism.append(labels[1])
         self._evidence.append(ev)
 
     def evidence_code(self, evidence: Evidence) -> int | None:

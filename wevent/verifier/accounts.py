@@ -8,6 +8,7 @@ accounts each, in Python per member. One of the guard's engines
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from wevent.accounting.ledger import Ledger
@@ -127,6 +128,10 @@ class AccountEngine:
     def commit(self, slot: int, asked: int, plan: tuple[list[_Account], str | None]) -> None:
         for acc in plan[0]:
             acc.state.commit(slot, asked)
+
+    def charge_whole_classes(self, slot: int, charges: Sequence[tuple[int, int]]) -> int:
+        """No shortcut: every charge goes through `check` and `commit`."""
+        return 0
 
     def group_defined(self, group_code: int, codes: Any, indices: Any) -> None:
         """Nothing to prepare: accounts are found (and split) when a group is charged."""

@@ -31,7 +31,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from wevent.accounting.budget import Budget, BudgetError, check_common_denominator, check_slot
+from wevent.accounting.budget import (
+    MAX_SLOT,
+    Budget,
+    BudgetError,
+    check_common_denominator,
+    check_slot,
+)
 from wevent.accounting.evidence import CostCheck, Evidence, certify_cost
 from wevent.accounting.ledger import Charge, Ledger, distinct
 from wevent.accounting.population import Population
@@ -100,6 +106,10 @@ class Guard:
         self._positions: npt.NDArray[np.int32] | None = None  # scratch of `_distinct_indices`
         self._evidence_checks: dict[tuple[Evidence, Fraction], CostCheck] = {}
         self._checks_by_code: dict[tuple[int, int, int], CostCheck] = {}
+        # (id of the evidence, amount) -> (the evidence, its ledger code) for evidence the
+        # ledger holds and certified for that amount: the ledger keeps it alive, so the id
+        # stays its own (checked by identity anyway).
+        self._certified: dict[tuple[int, int, int], tuple[Evidence, int]] = {}
         self._slot = 0
         self._sink: LedgerSink | None = None
         self._batch = 0  # open spend_many calls: their charges commit together at the end
@@ -140,14 +150,14 @@ class Guard:
 
     def spend_charge(self, charge: Charge) -> None:
         """`spend` with the fields of a ledger charge (replaying a stored ledger)."""
-        self.spend(
+        self._spend(
             charge.slot,
             charge.amount,
-            user=charge.user,
-            group=charge.group,
-            part=charge.part,
-            mechanism=charge.mechanism,
-            evidence=charge.evidence,
+            charge.user,
+            charge.group,
+            charge.part,
+            charge.mechanism,
+            charge.evidence,
         )
 
     @property
@@ -270,12 +280,27 @@ class Guard:
     ) -> None:
         """Check the spend against every constraint it touches; record it or raise and record
         nothing (`BudgetExceeded`, `EvidenceRejected`, or `BudgetError` for malformed input)."""
+        self._spend(slot, amount, user, group, part, mechanism, evidence)
+
+    def _spend(
+        self,
+        slot: int,
+        amount: Budget | Fraction | int | str,
+        user: str | None,
+        group: str | None,
+        part: str,
+        mechanism: str,
+        evidence: Evidence | None,
+    ) -> None:
+        """`spend` with positional arguments: the path every spend takes (`spend_many` calls it
+        once per charge, without keyword passing)."""
         if self._broken is not None:
             raise SinkFailed(
                 f"the durable ledger failed to commit ({self._broken!r}); every spend is refused "
                 "until it is recovered (wevent run --resume, Guard.recover)"
             )
-        check_slot(slot)
+        if type(slot) is not int or not 0 < slot <= MAX_SLOT:
+            check_slot(slot)  # raises for anything but a valid slot (an int subclass may pass)
         if slot < self._slot:
             raise BudgetError(
                 f"slot {slot} is before the guard's current slot {self._slot}: "
@@ -296,7 +321,11 @@ class Guard:
         evidence_code: int | None = None
         if evidence is not None and self.check_evidence:
             evidence_code = self._check_evidence(evidence, budget, user, group, slot)
-        asked = self._numerator(budget)
+        den = budget.denominator
+        if self._scale % den:
+            asked = self._numerator(budget)
+        else:
+            asked = budget.numerator * (self._scale // den)
         engine = self._engine
         plan = engine.plan(user, group)
         refusal = engine.check(slot, asked, plan)
@@ -331,9 +360,67 @@ class Guard:
         commit) before returning. If one is refused, the ones before it stay charged and are
         committed (conservative: nothing is released for any of them), then the refusal is
         raised."""
+        spend = self._spend
         with self.batch():
-            for charge in charges:
-                self.spend_charge(charge)
+            done = 0
+            if isinstance(charges, list | tuple):
+                done = self._charge_whole_classes(charges)
+                charges = charges[done:] if done else charges
+            for c in charges:
+                spend(c.slot, c.amount, c.user, c.group, c.part, c.mechanism, c.evidence)
+
+    def _charge_whole_classes(self, charges: Sequence[Charge]) -> int:
+        """`spend_many`'s shortcut for its leading charges that are to whole requirement
+        classes at one slot (a class-level allocator's slot): what `_spend` would do for each,
+        with the engine's checks and commits in one call (`charge_whole_classes`). It takes
+        a charge only where that is certainly what `_spend` would accept and record: an exact
+        `Budget` over the guard's denominator, a defined group, evidence this guard already
+        certified for this amount. It stops at the first other charge and returns how many it
+        took; `_spend` handles the rest (and refuses there what must be refused)."""
+        if self._broken is not None or not charges:
+            return 0
+        slot = charges[0].slot
+        if type(slot) is not int or not self._slot <= slot <= MAX_SLOT or slot < 1:
+            return 0
+        ledger, scale, certified = self.ledger, self._scale, self._certified
+        check_evidence = self.check_evidence
+        groups = ledger.group_index
+        items: list[tuple[int, int]] = []
+        codes: list[int | None] = []
+        for c in charges:
+            amount = c.amount
+            if c.slot != slot or c.user is not None or type(amount) is not Budget:
+                break
+            code = groups.get(c.group) if isinstance(c.group, str) else None
+            den = amount.denominator
+            if code is None or scale % den:
+                break
+            evidence, evidence_code = c.evidence, None
+            if evidence is not None and check_evidence:
+                hit = certified.get((id(evidence), amount.numerator, den))
+                if hit is None or hit[0] is not evidence:
+                    break
+                evidence_code = hit[1]
+            items.append((code, amount.numerator * (scale // den)))
+            codes.append(evidence_code)
+        taken = self._engine.charge_whole_classes(slot, items) if items else 0
+        sink = self._sink
+        for i in range(taken):
+            c = charges[i]
+            ledger.append_validated(
+                slot,
+                c.amount,
+                -items[i][0] - 1,
+                c.part,
+                c.mechanism,
+                c.evidence,
+                evidence_code=codes[i],
+            )
+            if sink is not None:
+                sink.append_charge(ledger.charge(len(ledger) - 1))
+        if taken:
+            self._slot = slot
+        return taken
 
     @contextmanager
     def batch(self) -> Iterator[None]:
@@ -381,7 +468,12 @@ class Guard:
         the ledger when it is already there (so the append skips hashing it again).
 
         Certification results are cached by (ledger code, amount) for evidence the ledger holds
-        (one hash of the evidence, none for a reused object), else by the evidence itself."""
+        (one hash of the evidence, none for a reused object), else by the evidence itself; an
+        accepted pair of a held evidence object and an amount is found by the object's identity."""
+        key = (id(evidence), amount.numerator, amount.denominator)
+        hit = self._certified.get(key)
+        if hit is not None and hit[0] is evidence:
+            return hit[1]
         code = self.ledger.evidence_code(evidence)
         if code is not None:
             by_code = (code, amount.numerator, amount.denominator)
@@ -394,6 +486,8 @@ class Guard:
         if not result.ok:
             subject = _subject(user, group)
             raise EvidenceRejected(subject=subject, slot=slot, amount=amount, lower=result.lower)
+        if code is not None:
+            self._certified[key] = (evidence, code)
         return code
 
     def _certify(self, evidence: Evidence, amount: Budget) -> CostCheck:

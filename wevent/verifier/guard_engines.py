@@ -21,7 +21,7 @@ the built-ins to each other and to a brute-force model). A new engine is one mor
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -64,6 +64,14 @@ class GuardEngine(Protocol):
 
     def headroom(self, slot: int, user: str | None, group: str | None) -> int:
         """The largest amount a charge at ``slot`` could take now (changes nothing)."""
+        ...
+
+    def charge_whole_classes(self, slot: int, charges: Sequence[tuple[int, int]]) -> int:
+        """Check and commit, in order, charges of ``(group code, asked)`` at ``slot`` while each
+        is to a group the engine knows to be exactly one requirement class whose members hold
+        no partial charge, and fits; return how many it took (0: none; an engine without this
+        shortcut always returns 0). The guard sends the rest, from the first one not taken,
+        through `check` and `commit`, which refuse or accept it exactly as they would have."""
         ...
 
     def rescale(self, factor: int) -> None:

@@ -1,7 +1,7 @@
 """The runtime guard's vectorized state for fixed-window and whole-stream requirements.
 
 Every user's spend in a window is the sum of two parts: what was charged to their whole
-requirement class (kept once per class, as a `_Prefix` of scaled integers) and what was charged
+requirement class (kept once per class, in scaled integers) and what was charged
 to them with only part of their class (population sampling: the drawn users). The second part is
 one integer per user, ``own[code]`` over the ledger's user codes, plus the partial charges still
 inside a window (``events``, one queue per window length), which leave ``own`` when the window
@@ -24,6 +24,7 @@ kept for the commit that follows an accepted check, which then only writes.
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +34,7 @@ import numpy.typing as npt
 from wevent.accounting.ledger import Ledger
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Fixed, WholeStream
-from wevent.verifier.state import Window, _Prefix, _scaled
+from wevent.verifier.state import Window, _scaled
 
 __all__ = ["Refusal", "VectorEngine", "vectorizable"]
 
@@ -63,6 +64,51 @@ def vectorizable(population: Population) -> bool:
     return all(isinstance(c.requirement, Fixed | WholeStream) for c in population.classes)
 
 
+class _Common:
+    """What was charged to a whole class: the charges a window can still reach, by slot, and
+    their sum (a fixed window of ``w`` slots), or the running total (``w`` None: the whole
+    stream). Charges arrive in slot order (the guard's); queries at any later slot change
+    nothing, so a look ahead (`Guard.headroom` at a later slot) cannot drop what a spend at an
+    earlier slot still needs."""
+
+    __slots__ = ("recent", "total", "w")
+
+    def __init__(self, w: int | None) -> None:
+        self.w = w
+        self.recent: deque[list[int]] = deque()  # [slot, amount] in slot order, one per slot
+        self.total = 0  # the amounts in ``recent`` (fixed window) or of every charge
+
+    def add(self, slot: int, amount: int) -> None:
+        self.total += amount
+        if self.w is None:
+            return
+        recent = self.recent
+        if recent and recent[-1][0] == slot:
+            recent[-1][1] += amount
+        else:
+            recent.append([slot, amount])
+        horizon = slot - self.w  # no later window reaches a slot <= horizon
+        while recent[0][0] <= horizon:
+            self.total -= recent.popleft()[1]
+
+    def spent(self, slot: int) -> int:
+        """The class-wide spend in the window ending at ``slot`` (no earlier than the last
+        charge's slot)."""
+        total = self.total
+        if self.w is not None:
+            horizon = slot - self.w
+            for s, amount in self.recent:
+                if s > horizon:
+                    break
+                total -= amount
+        return total
+
+    def rescale(self, factor: int) -> None:
+        for entry in self.recent:
+            entry[1] *= factor
+        self.total *= factor
+
+
 class _Class:
     """One requirement class: its bound and the charges made to the whole class."""
 
@@ -73,13 +119,11 @@ class _Class:
         self.eps = _scaled(req.eps, scale)
         self.size = size
         self.describe = req.describe()
-        self.common = _Prefix(req.w if isinstance(req, Fixed) else 1)
+        self.common = _Common(self.w)
         self.partial = False  # whole stream: a member holds a partial charge (for good)
 
     def common_spent(self, slot: int) -> int:
-        if self.w is None:
-            return self.common.total
-        return self.common.total - self.common.through(slot - self.w)
+        return self.common.spent(slot)
 
     def window(self, slot: int, spent: int) -> Window:
         if self.w is None:
@@ -105,6 +149,12 @@ class _Plan:
     partial_codes: I64  # members of registered classes the group does not cover whole
     partial_by_w: tuple[tuple[int, I64], ...]  # those of fixed classes, by window length
     partial_whole: tuple[int, ...]  # whole-stream classes with partial members
+    whole: int  # the class the group is exactly (all its members, nobody else), else -1
+
+
+def _whole(present: tuple[int, ...], full: tuple[bool, ...]) -> int:
+    """`_Plan.whole` of a plan with these present classes and coverage."""
+    return present[0] if len(present) == 1 and present[0] >= 0 and full[0] else -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,6 +307,7 @@ class VectorEngine:
             partial_codes,
             tuple(by_w),
             tuple(whole),
+            _whole(present, full),
         )
 
     def _plan_runs(self, codes: I64, indices: I64) -> _Plan:
@@ -304,6 +355,7 @@ class VectorEngine:
             partial_codes,
             tuple(by_w),
             tuple(c for c, _, _ in partial if classes[c].w is None),
+            _whole(tuple(present), tuple(full)),
         )
 
     def group_defined(self, group_code: int, codes: I64, indices: I64) -> None:
@@ -381,6 +433,13 @@ class VectorEngine:
         """The refusal of the spend (its first breaking member in group order), or None. The
         windows' expiries it applies are what `commit` keeps (a refused check has undone them)."""
         self._pending = None
+        if type(plan) is _Plan and plan.whole >= 0:
+            # A whole class whose members hold no partial charge: the class-wide spend decides
+            # (refusals take the general path below, which names the member).
+            k = self.classes[plan.whole]
+            held = k.partial if k.w is None else self._events[k.w]
+            if not held and k.common_spent(slot) + asked <= k.eps:
+                return None
         log: Log = []
         if isinstance(plan, _UserPlan):
             return self._check_user(slot, asked, plan, log)
@@ -413,6 +472,30 @@ class VectorEngine:
         k = self.classes[c]
         window = k.window(slot, k.common_spent(slot) + int(own[i]))
         return Refusal(window, name, len(bad), k.describe)
+
+    def charge_whole_classes(self, slot: int, charges: Sequence[tuple[int, int]]) -> int:
+        """Check and commit charges of ``(group code, asked)`` at ``slot``, in order, while each
+        is to a group planned as exactly one whole class (`_Plan.whole`) whose members hold no
+        partial charge, and fits its class-wide window; return how many were taken. This is
+        `check` and `commit`'s own fast path for such a plan, without the calls in between;
+        the first charge not taken goes through them (and is refused there if it must be)."""
+        self._pending = None
+        plans, classes, events = self._plans, self.classes, self._events
+        taken = 0
+        for code, asked in charges:
+            plan = plans.get(code)
+            if plan is None or plan.whole < 0:
+                break
+            k = classes[plan.whole]
+            if k.partial if k.w is None else events[k.w]:
+                break
+            if asked:
+                common = k.common
+                if common.spent(slot) + asked > k.eps:
+                    break
+                common.add(slot, asked)
+            taken += 1
+        return taken
 
     def _check_user(self, slot: int, asked: int, plan: _UserPlan, log: Log) -> Refusal | None:
         if plan.cls < 0:
@@ -450,6 +533,9 @@ class VectorEngine:
         """Record an accepted spend (after `check` and the ledger append)."""
         pending, self._pending = self._pending, None
         if asked == 0:
+            return
+        if type(plan) is _Plan and plan.whole >= 0:  # a whole class: only its class-wide spend
+            self.classes[plan.whole].common.add(slot, asked)
             return
         if isinstance(plan, _UserPlan):
             self._commit_user(slot, asked, plan)
