@@ -41,12 +41,18 @@ import numpy.typing as npt
 
 from wevent.accounting.budget import Budget, BudgetError
 from wevent.accounting.population import Population
-from wevent.accounting.spending import Spender, batched
+from wevent.accounting.spending import Spender, batched, spend_all
 from wevent.mechanisms.allocators import status_of
 from wevent.mechanisms.allocators.kernel import Plan
 from wevent.mechanisms.allocators.population import Draw, PopulationKernel, PopulationSetup
 from wevent.mechanisms.central import KernelRunner, SlotRecord
-from wevent.mechanisms.oracles import GRR, OUE, FrequencyOracle, charge_reporters
+from wevent.mechanisms.oracles import (
+    GRR,
+    OUE,
+    FrequencyOracle,
+    charge_reporters,
+    reporters_charge,
+)
 from wevent.mechanisms.personalized import PersonalizedFO, sampling_variance
 from wevent.mechanisms.pool import UserPool
 from wevent.mechanisms.pue import pue
@@ -184,18 +190,22 @@ class LocalBudgetRunner(KernelRunner):
         self, t: int, budgets: Sequence[Fraction], part: str, personalized: bool
     ) -> None:
         d = self.stream.domain
-        for c, b in enumerate(budgets):
-            if b > 0 and self.sizes[c] > 0:
-                charge_reporters(
-                    self.spender,
-                    t,
-                    Budget(b),
-                    _evidence(self.oracle, d, b, personalized),
-                    reports=self.sizes[c],
-                    group=self.groups[c],
-                    part=part,
-                    mechanism=self.mechanism,
-                )
+        charges = [
+            reporters_charge(
+                self.spender,
+                t,
+                Budget(b),
+                _evidence(self.oracle, d, b, personalized),
+                reports=self.sizes[c],
+                group=self.groups[c],
+                part=part,
+                mechanism=self.mechanism,
+            )
+            for c, b in enumerate(budgets)
+            if b > 0 and self.sizes[c] > 0
+        ]
+        # every class's charge in one call (the guard takes a class-level slot in one pass)
+        spend_all(self.spender, [c for c in charges if c is not None])
 
     def _round(
         self, t: int, budgets: Sequence[Fraction], hist: IntArray, part: str

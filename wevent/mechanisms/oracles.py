@@ -36,6 +36,7 @@ import numpy.typing as npt
 from wevent.accounting.budget import Budget, BudgetError
 from wevent.accounting.evidence import GRR as GRREvidence
 from wevent.accounting.evidence import OUE as OUEEvidence
+from wevent.accounting.ledger import Charge
 from wevent.accounting.spending import Spender
 from wevent.mechanisms.rounding import exp_lower, exp_upper, grid_down, grid_up
 
@@ -47,6 +48,7 @@ __all__ = [
     "check_values",
     "randomized_response",
     "randomized_response_counts",
+    "reporters_charge",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -85,7 +87,7 @@ def _check_counts(counts: npt.ArrayLike, d: int) -> IntArray:
     return arr.astype(np.int64, copy=False)
 
 
-def charge_reporters(
+def reporters_charge(
     spender: Spender,
     slot: int,
     eps: Budget,
@@ -98,9 +100,9 @@ def charge_reporters(
     mechanism: str = "",
     table: Sequence[str] | None = None,
     indices: IntArray | None = None,
-) -> None:
-    """Charge every reporting user ``eps`` in one atomic spend (a group charge), before any
-    report is drawn. The reporters are ``users`` (one per report), or ``table[i] for i in
+) -> Charge | None:
+    """The charge of ``eps`` to every reporting user as one group (None: no reporter), for
+    `charge_reporters` or for a batch of such charges (`spend_all`). The reporters are ``users`` (one per report), or ``table[i] for i in
     indices`` (no per-user work when ``table`` is the population's canonical order), either
     defining a group named after the slot, the mechanism and the members; or ``group`` names one
     already defined, whose size must equal ``reports``."""
@@ -112,7 +114,7 @@ def charge_reporters(
         if count != reports:
             raise BudgetError(f"{reports} reports but {count} reporting users")
         if not count:
-            return
+            return None
         if users is not None:
             key = "\x00".join(users).encode()
         else:
@@ -130,7 +132,42 @@ def charge_reporters(
         size = spender.group_size(group)
         if size != reports:
             raise BudgetError(f"{reports} reports but group {group!r} has {size} members")
-    spender.spend(slot, eps, group=group, part=part, mechanism=mechanism, evidence=evidence)
+    return Charge(slot, eps, group=group, part=part, mechanism=mechanism, evidence=evidence)
+
+
+def charge_reporters(
+    spender: Spender,
+    slot: int,
+    eps: Budget,
+    evidence: Any,
+    *,
+    reports: int,
+    users: list[str] | None = None,
+    group: str | None = None,
+    part: str = "report",
+    mechanism: str = "",
+    table: Sequence[str] | None = None,
+    indices: IntArray | None = None,
+) -> None:
+    """Charge every reporting user ``eps`` in one atomic spend (a group charge), before any
+    report is drawn (`reporters_charge` names the reporters)."""
+    charge = reporters_charge(
+        spender,
+        slot,
+        eps,
+        evidence,
+        reports=reports,
+        users=users,
+        group=group,
+        part=part,
+        mechanism=mechanism,
+        table=table,
+        indices=indices,
+    )
+    if charge is not None:
+        spender.spend(
+            slot, eps, group=charge.group, part=part, mechanism=mechanism, evidence=evidence
+        )
 
 
 def randomized_response_counts(counts: IntArray, keep: float, rng: np.random.Generator) -> IntArray:
