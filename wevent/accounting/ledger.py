@@ -52,6 +52,11 @@ def distinct(values: npt.NDArray[np.int64]) -> bool:
     return bool((ordered[1:] != ordered[:-1]).all())
 
 
+# A row `Ledger.append_validated_rows` takes: amount, subject code, part, mechanism, evidence,
+# and the evidence's code in the ledger when the caller knows it.
+ValidatedRow = tuple[Budget, int, str, str, Evidence | None, int | None]
+
+
 class _Interner(Generic[T]):
     """Dictionary encoding: equal values share one small integer code."""
 
@@ -399,30 +404,46 @@ class Ledger:
         """`append` for a caller that has validated the slot and the amount and resolved the
         subject to its code (a user code, or ``-group_code - 1``): the runtime guard's path.
         ``evidence_code``: what `evidence_code` returned for this ``evidence`` (trusted)."""
+        self.append_validated_rows(
+            slot, ((amount, subject, part, mechanism, evidence, evidence_code),)
+        )
+
+    def append_validated_rows(self, slot: int, rows: Iterable[ValidatedRow]) -> None:
+        """`append_validated` for each of ``rows`` (amount, subject code, part, mechanism,
+        evidence, evidence code or None), all at ``slot``, in order."""
         if self._bulk is not None:
             self._thaw()
-        if evidence is None:
-            ev = -1
-        elif evidence_code is not None:
-            if not 0 <= evidence_code < len(self._evidences.values):
-                raise BudgetError("evidence code out of range")
-            ev = evidence_code  # the caller's `evidence_code(evidence)`: not compared again
-        else:
-            ev = self._evidences.code_of(evidence)
-        pair = (amount.numerator, amount.denominator)  # ints hash and compare cheaply
-        amount_code = self._amount_codes.get(pair)
-        if amount_code is None:
-            amount_code = self._amount_codes[pair] = self._amounts.code(amount)
-        labels = self._label_codes.get((part, mechanism))
-        if labels is None:  # interned codes never change: the pair's codes can be kept
-            labels = (self._parts.code(part), self._mechanisms.code(mechanism))
-            self._label_codes[part, mechanism] = labels
-        self._slot.append(slot)
-        self._subject.append(subject)
-        self._amount.append(amount_code)
-        self._part.append(labels[0])
-        self._mechanism.append(labels[1])
-        self._evidence.append(ev)
+        evidences, amount_codes, label_codes = (
+            self._evidences,
+            self._amount_codes,
+            self._label_codes,
+        )
+        slots, subjects, amounts = self._slot, self._subject, self._amount
+        parts, mechanisms, evidence_col = self._part, self._mechanism, self._evidence
+        for amount, subject, part, mechanism, evidence, evidence_code in rows:
+            if evidence is None:
+                ev = -1
+            elif evidence_code is not None:
+                if not 0 <= evidence_code < len(evidences.values):
+                    raise BudgetError("evidence code out of range")
+                ev = evidence_code  # the caller's `evidence_code(evidence)`: not compared again
+            else:
+                ev = evidences.code_of(evidence)
+            pair = (amount.numerator, amount.denominator)  # ints hash and compare cheaply
+            amount_code = amount_codes.get(pair)
+            if amount_code is None:
+                amount_code = amount_codes[pair] = self._amounts.code(amount)
+            labels = label_codes.get((part, mechanism))
+            if labels is None:  # interned codes never change: the pair's codes can be kept
+                labels = (self._parts.code(part), self._mechanisms.code(mechanism))
+                label_codes[part, mechanism] = labels
+            # Every check is done: the row's six columns are appended together.
+            slots.append(slot)
+            subjects.append(subject)
+            amounts.append(amount_code)
+            parts.append(labels[0])
+            mechanisms.append(labels[1])
+            evidence_col.append(ev)
 
     def evidence_code(self, evidence: Evidence) -> int | None:
         """The code of evidence equal to ``evidence`` already in the ledger, or None (nothing

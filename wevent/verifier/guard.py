@@ -39,7 +39,7 @@ from wevent.accounting.budget import (
     check_slot,
 )
 from wevent.accounting.evidence import CostCheck, Evidence, certify_cost
-from wevent.accounting.ledger import Charge, Ledger, distinct
+from wevent.accounting.ledger import Charge, Ledger, ValidatedRow, distinct
 from wevent.accounting.population import Population
 from wevent.accounting.recovery import Recovered, open_durable
 from wevent.accounting.requirements import requirement_bounds
@@ -386,7 +386,7 @@ class Guard:
         check_evidence = self.check_evidence
         groups = ledger.group_index
         items: list[tuple[int, int]] = []
-        codes: list[int | None] = []
+        rows: list[ValidatedRow] = []
         for c in charges:
             amount = c.amount
             if c.slot != slot or c.user is not None or type(amount) is not Budget:
@@ -402,23 +402,14 @@ class Guard:
                     break
                 evidence_code = hit[1]
             items.append((code, amount.numerator * (scale // den)))
-            codes.append(evidence_code)
+            rows.append((amount, -code - 1, c.part, c.mechanism, evidence, evidence_code))
         taken = self._engine.charge_whole_classes(slot, items) if items else 0
-        sink = self._sink
-        for i in range(taken):
-            c = charges[i]
-            ledger.append_validated(
-                slot,
-                c.amount,
-                -items[i][0] - 1,
-                c.part,
-                c.mechanism,
-                c.evidence,
-                evidence_code=codes[i],
-            )
-            if sink is not None:
-                sink.append_charge(ledger.charge(len(ledger) - 1))
         if taken:
+            first = len(ledger)
+            ledger.append_validated_rows(slot, rows[:taken] if taken < len(rows) else rows)
+            if self._sink is not None:
+                for row in range(first, first + taken):
+                    self._sink.append_charge(ledger.charge(row))
             self._slot = slot
         return taken
 
