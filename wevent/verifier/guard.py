@@ -346,6 +346,8 @@ class Guard:
         ledger.append_validated(
             slot, budget, subject_code, part, mechanism, evidence, evidence_code=evidence_code
         )
+        if evidence_code is None and evidence is not None and self.check_evidence:
+            self._remember_certified(evidence, budget)  # certified above, held from now on
         engine.commit(slot, asked, plan)
         self._slot = slot
         if self._sink is not None:
@@ -362,12 +364,23 @@ class Guard:
         raised."""
         spend = self._spend
         with self.batch():
-            done = 0
-            if isinstance(charges, list | tuple):
-                done = self._charge_whole_classes(charges)
-                charges = charges[done:] if done else charges
-            for c in charges:
+            if not isinstance(charges, list | tuple):
+                for c in charges:
+                    spend(c.slot, c.amount, c.user, c.group, c.part, c.mechanism, c.evidence)
+                return
+            # The shortcut takes what it can; a charge it leaves goes through `_spend`, then
+            # the shortcut tries the rest (until it has left two charges in a row).
+            i, n, misses = 0, len(charges), 0
+            while i < n:
+                if misses < 2:
+                    taken = self._charge_whole_classes(charges[i:] if i else charges)
+                    misses = 0 if taken else misses + 1
+                    i += taken
+                    if i == n:
+                        break
+                c = charges[i]
                 spend(c.slot, c.amount, c.user, c.group, c.part, c.mechanism, c.evidence)
+                i += 1
 
     def _charge_whole_classes(self, charges: Sequence[Charge]) -> int:
         """`spend_many`'s shortcut for its leading charges that are to whole requirement
@@ -387,6 +400,7 @@ class Guard:
         groups = ledger.group_index
         items: list[tuple[int, int]] = []
         rows: list[ValidatedRow] = []
+        fresh: list[tuple[Evidence, Budget]] = []  # certified, but not in the ledger yet
         for c in charges:
             amount = c.amount
             if c.slot != slot or c.user is not None or type(amount) is not Budget:
@@ -398,15 +412,22 @@ class Guard:
             evidence, evidence_code = c.evidence, None
             if evidence is not None and check_evidence:
                 hit = certified.get((id(evidence), amount.numerator, den))
-                if hit is None or hit[0] is not evidence:
-                    break
-                evidence_code = hit[1]
+                if hit is not None and hit[0] is evidence:
+                    evidence_code = hit[1]
+                else:  # certified here (a refusal is `_spend`'s to raise, in its turn)
+                    evidence_code, failed = self._evidence_check(evidence, amount)
+                    if failed is not None:
+                        break
+                    if evidence_code is None:
+                        fresh.append((evidence, amount))
             items.append((code, amount.numerator * (scale // den)))
             rows.append((amount, -code - 1, c.part, c.mechanism, evidence, evidence_code))
         taken = self._engine.charge_whole_classes(slot, items) if items else 0
         if taken:
             first = len(ledger)
             ledger.append_validated_rows(slot, rows[:taken] if taken < len(rows) else rows)
+            for evidence, amount in fresh:  # (one not taken is not in the ledger: skipped)
+                self._remember_certified(evidence, amount)
             if self._sink is not None:
                 for row in range(first, first + taken):
                     self._sink.append_charge(ledger.charge(row))
@@ -456,15 +477,26 @@ class Guard:
         self, evidence: Evidence, amount: Budget, user: str | None, group: str | None, slot: int
     ) -> int | None:
         """Refuse evidence that certifies a cost above ``amount``; return the evidence's code in
-        the ledger when it is already there (so the append skips hashing it again).
+        the ledger when it is already there (so the append skips hashing it again)."""
+        code, failed = self._evidence_check(evidence, amount)
+        if failed is not None:
+            subject = _subject(user, group)
+            raise EvidenceRejected(subject=subject, slot=slot, amount=amount, lower=failed.lower)
+        return code
+
+    def _evidence_check(
+        self, evidence: Evidence, amount: Budget
+    ) -> tuple[int | None, CostCheck | None]:
+        """The evidence's code in the ledger (None if it is not there), and the failed
+        certification if it does not certify a cost of at most ``amount`` (else None).
 
         Certification results are cached by (ledger code, amount) for evidence the ledger holds
         (one hash of the evidence, none for a reused object), else by the evidence itself; an
-        accepted pair of a held evidence object and an amount is found by the object's identity."""
-        key = (id(evidence), amount.numerator, amount.denominator)
-        hit = self._certified.get(key)
+        accepted pair of a held evidence object and an amount is found by the object's identity
+        (`_remember_certified` adds the pair once the ledger holds the evidence)."""
+        hit = self._certified.get((id(evidence), amount.numerator, amount.denominator))
         if hit is not None and hit[0] is evidence:
-            return hit[1]
+            return hit[1], None
         code = self.ledger.evidence_code(evidence)
         if code is not None:
             by_code = (code, amount.numerator, amount.denominator)
@@ -475,11 +507,17 @@ class Guard:
         else:
             result = self._certify(evidence, amount)
         if not result.ok:
-            subject = _subject(user, group)
-            raise EvidenceRejected(subject=subject, slot=slot, amount=amount, lower=result.lower)
+            return code, result
         if code is not None:
-            self._certified[key] = (evidence, code)
-        return code
+            self._certified[id(evidence), amount.numerator, amount.denominator] = (evidence, code)
+        return code, None
+
+    def _remember_certified(self, evidence: Evidence, amount: Budget) -> None:
+        """After the append of a charge whose evidence was certified before the ledger held it:
+        the next charge with this evidence object and amount finds it by identity."""
+        code = self.ledger.evidence_code(evidence)
+        if code is not None:
+            self._certified[id(evidence), amount.numerator, amount.denominator] = (evidence, code)
 
     def _certify(self, evidence: Evidence, amount: Budget) -> CostCheck:
         key = (evidence, Fraction(amount))
