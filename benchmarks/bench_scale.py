@@ -124,7 +124,7 @@ def one(cfg: dict[str, Any]) -> dict[str, Any]:
     import wevent.experiments.running as running
     from wevent.mechanisms.streams import SyntheticStream
 
-    inside = [0.0]  # seconds spent inside the guard's methods (guard on)
+    inside = [0.0, 0.0]  # wall and thread CPU seconds inside the guard's methods (guard on)
     if not cfg["guard"]:
         setattr(running, "Guard", UncheckedSpender)  # noqa: B010 - this child process only
     else:
@@ -141,13 +141,15 @@ def one(cfg: dict[str, Any]) -> dict[str, Any]:
     gc.collect()
     gc.freeze()
     marks: list[float] = []
-    guard_marks: list[float] = []
+    cpu_marks: list[float] = []
+    guard_marks: list[tuple[float, float]] = []
 
     def progress(_: int) -> None:
         if not marks:  # the objects set-up made (the guard's 10^7 user ids) are traversed by
             gc.collect()  # the next full collection once: a set-up cost, not one slot's
         marks.append(time.perf_counter())
-        guard_marks.append(inside[0])
+        cpu_marks.append(time.thread_time())
+        guard_marks.append((inside[0], inside[1]))
 
     begin = time.perf_counter()
     summary = running.run_mechanism(
@@ -157,7 +159,11 @@ def one(cfg: dict[str, Any]) -> dict[str, Any]:
     if not summary.ok:
         raise SystemExit(f"refused: {summary.refusal}")
     per_slot = (marks[-1] - marks[0]) / (len(marks) - 1)
-    guard_per_slot = (guard_marks[-1] - guard_marks[0]) / (len(marks) - 1)
+    guard_per_slot = (guard_marks[-1][0] - guard_marks[0][0]) / (len(marks) - 1)
+    # Thread CPU time: what this process computed, without the time other processes of the
+    # shared machine took the core from it (wall time counts that wherever it lands).
+    cpu_per_slot = (cpu_marks[-1] - cpu_marks[0]) / (len(marks) - 1)
+    guard_cpu_per_slot = (guard_marks[-1][1] - guard_marks[0][1]) / (len(marks) - 1)
     return {
         **cfg,
         "users": len(pop),
@@ -166,6 +172,8 @@ def one(cfg: dict[str, Any]) -> dict[str, Any]:
         "run_s": end - begin,  # the whole run: set-up and every slot
         "per_slot_ms": per_slot * 1e3,
         "guard_per_slot_ms": guard_per_slot * 1e3,  # inside the guard (0 with guard off)
+        "cpu_per_slot_ms": cpu_per_slot * 1e3,
+        "guard_cpu_per_slot_ms": guard_cpu_per_slot * 1e3,
         "guard_run_s": inside[0],  # inside the guard over the whole run, set-up included
         "reports_per_slot": summary.reports / cfg["slots"],
         "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -173,7 +181,7 @@ def one(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def _time_guard(inside: list[float]) -> None:
-    """Accumulate, in ``inside[0]``, the time spent in the guard methods mechanisms call (this
+    """Accumulate, in ``inside`` (wall, thread CPU), the time spent in the guard methods mechanisms call (this
     child process only): a direct measure of the guard's cost, beside the on/off difference.
     A call made from inside another timed call (a spend inside `spend_many`) is not counted
     twice; `batch` is timed on entry and exit (its exit is where a durable guard commits)."""
@@ -186,11 +194,12 @@ def _time_guard(inside: list[float]) -> None:
             if depth[0]:
                 return fn(*args, **kwargs)
             depth[0] += 1
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.thread_time()
             try:
                 return fn(*args, **kwargs)
             finally:
                 inside[0] += time.perf_counter() - t
+                inside[1] += time.thread_time() - c
                 depth[0] -= 1
 
         return wrapper
@@ -198,23 +207,30 @@ def _time_guard(inside: list[float]) -> None:
     def timed_batch(fn: Any) -> Any:
         @contextlib.contextmanager
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            t = time.perf_counter()
+            if depth[0]:  # inside a timed call (spend_many's own batch): counted there
+                with fn(*args, **kwargs):
+                    yield
+                return
+            t, c = time.perf_counter(), time.thread_time()
             manager = fn(*args, **kwargs)
             manager.__enter__()
             inside[0] += time.perf_counter() - t
+            inside[1] += time.thread_time() - c
             try:
                 yield
             except BaseException as exc:
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.thread_time()
                 try:
                     if not manager.__exit__(type(exc), exc, exc.__traceback__):
                         raise
                 finally:
                     inside[0] += time.perf_counter() - t
+                    inside[1] += time.thread_time() - c
             else:
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.thread_time()
                 manager.__exit__(None, None, None)
                 inside[0] += time.perf_counter() - t
+                inside[1] += time.thread_time() - c
 
         return wrapper
 
@@ -291,11 +307,11 @@ def families(sizes: Sequence[int], slots: int, repeat: int, mechs: Sequence[str]
     print(
         "| family | allocator | n | set-up | per slot, guard | per slot, no guard | "
         "overhead per slot (on/off) | in the guard per slot | overhead per slot (in guard) | "
-        "whole run, guard | whole run, no guard | overhead, whole run (on/off) | "
-        "overhead, whole run (in guard) | reports per slot | peak memory, guard | "
-        "peak memory, no guard |"
+        "overhead per slot (in guard, CPU) | whole run, guard | whole run, no guard | "
+        "overhead, whole run (on/off) | overhead, whole run (in guard) | reports per slot | "
+        "peak memory, guard | peak memory, no guard |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in sizes:
         for family, mech in FAMILIES:
             if mech not in mechs:
@@ -313,12 +329,14 @@ def families(sizes: Sequence[int], slots: int, repeat: int, mechs: Sequence[str]
             overhead = on["per_slot_ms"] / off["per_slot_ms"] - 1
             inside = on["guard_per_slot_ms"]
             direct = inside / (on["per_slot_ms"] - inside)
+            cpu_inside = on.get("guard_cpu_per_slot_ms", float("nan"))
+            cpu_direct = cpu_inside / (on.get("cpu_per_slot_ms", float("nan")) - cpu_inside)
             direct_run = fast_run["guard_run_s"] / (run_on - fast_run["guard_run_s"])
             print(
                 f"| {family} | {mech} | {n:,} | {on['setup_s']:.2f} s | "
                 f"{on['per_slot_ms']:.1f} ms | {off['per_slot_ms']:.1f} ms | "
                 f"{overhead * 100:+.1f}% | {inside:.2f} ms | {direct * 100:.1f}% | "
-                f"{run_on:.2f} s | {run_off:.2f} s | {(run_on / run_off - 1) * 100:+.1f}% | "
+                f"{cpu_direct * 100:.1f}% | {run_on:.2f} s | {run_off:.2f} s | {(run_on / run_off - 1) * 100:+.1f}% | "
                 f"{direct_run * 100:.1f}% | {on['reports_per_slot']:,.0f} | "
                 f"{on['peak_mb']:,.0f} MB | {off['peak_mb']:,.0f} MB |",
                 flush=True,

@@ -2,7 +2,9 @@
 charges recorded, the same refusal (type and message) at the same charge, the same window state
 afterwards, the same durable records. Its shortcut for class-level slots
 (`Guard._charge_whole_classes`, `VectorEngine.charge_whole_classes`) is held to that here,
-with negative controls that break it."""
+with negative controls that break it. A shortcut that refuses too much is invisible to the
+property (what it leaves goes through `spend`, which takes it): that it takes a class-level
+slot whole is a test of its own."""
 
 from __future__ import annotations
 

@@ -362,25 +362,31 @@ class Guard:
         commit) before returning. If one is refused, the ones before it stay charged and are
         committed (conservative: nothing is released for any of them), then the refusal is
         raised."""
+        if self._sink is None:  # nothing to commit: no batch to open
+            self._spend_each(charges)
+        else:
+            with self.batch():
+                self._spend_each(charges)
+
+    def _spend_each(self, charges: Iterable[Charge]) -> None:
         spend = self._spend
-        with self.batch():
-            if not isinstance(charges, list | tuple):
-                for c in charges:
-                    spend(c.slot, c.amount, c.user, c.group, c.part, c.mechanism, c.evidence)
-                return
-            # The shortcut takes what it can; a charge it leaves goes through `_spend`, then
-            # the shortcut tries the rest (until it has left two charges in a row).
-            i, n, misses = 0, len(charges), 0
-            while i < n:
-                if misses < 2:
-                    taken = self._charge_whole_classes(charges[i:] if i else charges)
-                    misses = 0 if taken else misses + 1
-                    i += taken
-                    if i == n:
-                        break
-                c = charges[i]
+        if not isinstance(charges, list | tuple):
+            for c in charges:
                 spend(c.slot, c.amount, c.user, c.group, c.part, c.mechanism, c.evidence)
-                i += 1
+            return
+        # The shortcut takes what it can; a charge it leaves goes through `_spend`, then the
+        # shortcut tries the rest (until it has left two charges in a row).
+        i, n, misses = 0, len(charges), 0
+        while i < n:
+            if misses < 2:
+                taken = self._charge_whole_classes(charges[i:] if i else charges)
+                misses = 0 if taken else misses + 1
+                i += taken
+                if i == n:
+                    break
+            c = charges[i]
+            spend(c.slot, c.amount, c.user, c.group, c.part, c.mechanism, c.evidence)
+            i += 1
 
     def _charge_whole_classes(self, charges: Sequence[Charge]) -> int:
         """`spend_many`'s shortcut for its leading charges that are to whole requirement
@@ -406,12 +412,12 @@ class Guard:
             if c.slot != slot or c.user is not None or type(amount) is not Budget:
                 break
             code = groups.get(c.group) if isinstance(c.group, str) else None
-            den = amount.denominator
+            num, den = amount.as_integer_ratio()
             if code is None or scale % den:
                 break
             evidence, evidence_code = c.evidence, None
             if evidence is not None and check_evidence:
-                hit = certified.get((id(evidence), amount.numerator, den))
+                hit = certified.get((id(evidence), num, den))
                 if hit is not None and hit[0] is evidence:
                     evidence_code = hit[1]
                 else:  # certified here (a refusal is `_spend`'s to raise, in its turn)
@@ -420,7 +426,7 @@ class Guard:
                         break
                     if evidence_code is None:
                         fresh.append((evidence, amount))
-            items.append((code, amount.numerator * (scale // den)))
+            items.append((code, num * (scale // den)))
             rows.append((amount, -code - 1, c.part, c.mechanism, evidence, evidence_code))
         taken = self._engine.charge_whole_classes(slot, items) if items else 0
         if taken:

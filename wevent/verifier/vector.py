@@ -490,10 +490,26 @@ class VectorEngine:
             if k.partial if k.w is None else events[k.w]:
                 break
             if asked:
+                # `_Common.spent` and `_Common.add`, inline (the loop's hot path)
                 common = k.common
-                if common.spent(slot) + asked > k.eps:
+                total = common.total
+                if k.w is not None:
+                    recent, horizon = common.recent, slot - k.w
+                    for s, amount in recent:
+                        if s > horizon:
+                            break
+                        total -= amount
+                    if total + asked > k.eps:
+                        break
+                    if recent and recent[-1][0] == slot:
+                        recent[-1][1] += asked
+                    else:
+                        recent.append([slot, asked])
+                    while recent[0][0] <= horizon:
+                        common.total -= recent.popleft()[1]
+                elif total + asked > k.eps:
                     break
-                common.add(slot, asked)
+                common.total += asked
             taken += 1
         return taken
 
