@@ -420,16 +420,18 @@ class Ledger:
         )
         slots, subjects, amounts = self._slot, self._subject, self._amount
         parts, mechanisms, evidence_col = self._part, self._mechanism, self._evidence
+        held = len(evidences.values)
         for amount, subject, part, mechanism, evidence, evidence_code in rows:
             if evidence is None:
                 ev = -1
             elif evidence_code is not None:
-                if not 0 <= evidence_code < len(evidences.values):
+                if not 0 <= evidence_code < held:
                     raise BudgetError("evidence code out of range")
                 ev = evidence_code  # the caller's `evidence_code(evidence)`: not compared again
             else:
                 ev = evidences.code_of(evidence)
-            pair = (amount.numerator, amount.denominator)  # ints hash and compare cheaply
+                held = len(evidences.values)
+            pair = amount.as_integer_ratio()  # ints hash and compare cheaply
             amount_code = amount_codes.get(pair)
             if amount_code is None:
                 amount_code = amount_codes[pair] = self._amounts.code(amount)

@@ -150,6 +150,7 @@ class _Plan:
     partial_by_w: tuple[tuple[int, I64], ...]  # those of fixed classes, by window length
     partial_whole: tuple[int, ...]  # whole-stream classes with partial members
     whole: int  # the class the group is exactly (all its members, nobody else), else -1
+    whole_class: _Class | None  # that class (None: -1)
 
 
 def _whole(present: tuple[int, ...], full: tuple[bool, ...]) -> int:
@@ -308,6 +309,7 @@ class VectorEngine:
             tuple(by_w),
             tuple(whole),
             _whole(present, full),
+            self._class_or_none(_whole(present, full)),
         )
 
     def _plan_runs(self, codes: I64, indices: I64) -> _Plan:
@@ -356,7 +358,11 @@ class VectorEngine:
             tuple(by_w),
             tuple(c for c, _, _ in partial if classes[c].w is None),
             _whole(tuple(present), tuple(full)),
+            self._class_or_none(_whole(tuple(present), tuple(full))),
         )
+
+    def _class_or_none(self, c: int) -> _Class | None:
+        return self.classes[c] if c >= 0 else None
 
     def group_defined(self, group_code: int, codes: I64, indices: I64) -> None:
         """Plan a group just defined by population index (its members' classes are known)."""
@@ -480,13 +486,13 @@ class VectorEngine:
         `check` and `commit`'s own fast path for such a plan, without the calls in between;
         the first charge not taken goes through them (and is refused there if it must be)."""
         self._pending = None
-        plans, classes, events = self._plans, self.classes, self._events
+        plans, events = self._plans, self._events
         taken = 0
         for code, asked in charges:
             plan = plans.get(code)
-            if plan is None or plan.whole < 0:
+            k = None if plan is None else plan.whole_class
+            if k is None:
                 break
-            k = classes[plan.whole]
             if k.partial if k.w is None else events[k.w]:
                 break
             if asked:
