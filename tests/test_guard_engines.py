@@ -348,3 +348,53 @@ def test_a_caller_reusing_its_index_array_changes_no_group(engine: str) -> None:
         guard.spend(1, "1", user=pop.users[0])
     guard.spend(1, "1", user=pop.users[3])
     assert check(guard.ledger, pop).ok
+
+
+def _plan_fields(engine: VectorEngine, plan: _Plan) -> tuple[object, ...]:
+    """What a plan decides, however it is laid out: each member's class, which classes it
+    covers whole, and the partial members (all, by window length, whole-stream classes)."""
+    if plan.runs is not None:
+        lengths = np.diff(plan.runs, append=len(plan.codes))
+        classes = np.repeat(np.array(plan.present, np.int64), lengths)
+    elif plan.member_shifted is not None:
+        classes = plan.member_shifted - 1
+    else:
+        classes = np.full(len(plan.codes), plan.present[0], np.int64)
+    return (
+        plan.codes.tolist(),
+        classes.tolist(),
+        plan.present,
+        plan.full,
+        plan.windows,
+        plan.partial_codes.tolist(),
+        [(w, codes.tolist()) for w, codes in plan.partial_by_w],
+        plan.partial_whole,
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 4), min_size=1, max_size=6),
+    lengths=st.lists(st.sampled_from([None, 2, 3]), min_size=6, max_size=6),
+    data=st.data(),
+)
+def test_planning_by_class_runs_matches_planning_by_member(
+    sizes: list[int], lengths: list[int | None], data: st.DataObject
+) -> None:
+    # The class-run plan (its shortcut for a part of every class included, with classes of
+    # one window length apart from each other) decides what the per-member plan decides.
+    reqs = [
+        WholeStream(Budget(Fraction(i + 1, 7)))
+        if w is None
+        else Fixed(w, Budget(Fraction(i + 1, 7)))
+        for i, w in enumerate(lengths[: len(sizes)])
+    ]
+    pop = Population.from_classes(dict(zip(reqs, sizes, strict=True)))
+    n = len(pop)
+    drawn = sorted(data.draw(st.lists(st.integers(0, n - 1), min_size=1, unique=True)))
+    engine = VectorEngine(pop, Guard(pop).ledger, 7)
+    idx = np.array(drawn, np.int64)
+    runs = engine._plan_runs(idx, idx)
+    by_member = engine._plan_codes(idx, pop.classes_at(idx))
+    assert _plan_fields(engine, runs) == _plan_fields(engine, by_member)
+    assert runs.runs is not None or len(runs.present) == 1

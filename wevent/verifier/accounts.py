@@ -128,7 +128,9 @@ class AccountEngine:
         for acc in plan[0]:
             acc.state.commit(slot, asked)
 
-    def group_defined(self, group_code: int, codes: Any, indices: Any) -> None:
+    def group_defined(
+        self, group_code: int, codes: Any, indices: Any, *, ascending: bool | None = None
+    ) -> None:
         """Nothing to prepare: accounts are found (and split) when a group is charged."""
 
     def users_interned(self, codes: Any, indices: Any) -> None:

@@ -147,6 +147,20 @@ class VectorEngine:
             + [len(self._windows) if k.w is None else at[k.w] for k in self.classes],
             np.int16,  # small keys: the stable sort below is a radix sort
         )
+        # For `_plan_runs`: per window length, the runs [a, b) of consecutive classes with it.
+        self._spans: list[tuple[int, list[tuple[int, int]]]] = []
+        for w in self._windows:
+            spans: list[tuple[int, int]] = []
+            for i, kind in enumerate(self.classes):
+                if kind.w == w:
+                    if spans and spans[-1][1] == i:
+                        spans[-1] = (spans[-1][0], i + 1)
+                    else:
+                        spans.append((i, i + 1))
+            self._spans.append((w, spans))
+        self._every_class = tuple(range(len(self.classes)))
+        self._none_full = (False,) * len(self.classes)
+        self._whole_classes = tuple(i for i, kind in enumerate(self.classes) if kind.w is None)
         self._dtype: Any = np.int32
         self._own: npt.NDArray[Any] = np.zeros(0, np.int32)
         self._cls_of: npt.NDArray[np.int32] = np.zeros(0, np.int32)
@@ -264,6 +278,25 @@ class VectorEngine:
         each class's members are one run of ``codes``, found by a binary search per class."""
         ends = np.searchsorted(indices, self._class_ends).tolist()
         sizes, classes = self._sizes, self.classes
+        starts_all = [0, *ends[:-1]]
+        if all(0 < b - a < n for a, b, n in zip(starts_all, ends, sizes, strict=True)):
+            # The usual draw: a part of every class. Which classes share a window length is
+            # static (`_spans`): each length's members are slices of ``codes``, no merging.
+            every: list[tuple[int, I64]] = []
+            for length, runs in self._spans:
+                cut = [codes[starts_all[a] : ends[b - 1]] for a, b in runs]
+                every.append((length, cut[0] if len(cut) == 1 else np.concatenate(cut)))
+            return _Plan(
+                codes,
+                self._every_class,
+                None,
+                self._none_full,
+                tuple(self._windows),
+                np.array(starts_all, np.int64) if len(classes) > 1 else None,
+                codes,
+                tuple(every),
+                self._whole_classes,
+            )
         present: list[int] = []
         starts: list[int] = []
         full: list[bool] = []
@@ -306,9 +339,14 @@ class VectorEngine:
             tuple(c for c, _, _ in partial if classes[c].w is None),
         )
 
-    def group_defined(self, group_code: int, codes: I64, indices: I64) -> None:
-        """Plan a group just defined by population index (its members' classes are known)."""
-        if len(indices) > 1 and bool((indices[1:] > indices[:-1]).all()):
+    def group_defined(
+        self, group_code: int, codes: I64, indices: I64, *, ascending: bool | None = None
+    ) -> None:
+        """Plan a group just defined by population index (its members' classes are known;
+        ``ascending``: whether ``indices`` ascend, None to find out)."""
+        if ascending is None:
+            ascending = bool((indices[1:] > indices[:-1]).all())
+        if ascending and len(indices) > 1:
             plan = self._plan_runs(codes, indices)
         else:
             plan = self._plan_codes(codes, self.population.classes_at(indices))
