@@ -3,9 +3,16 @@
 Every user's spend in a window is the sum of two parts: what was charged to their whole
 requirement class (kept once per class, as a `_Prefix` of scaled integers) and what was charged
 to them with only part of their class (population sampling: the drawn users). The second part is
-one integer per user, ``own[code]`` over the ledger's user codes, plus the partial charges still
-inside a window (``events``, one queue per window length), which leave ``own`` when the window
-slides past them.
+kept per user over the ledger's user codes: ``held[code]``, how many partial charges the user
+holds (those still inside their window, queued in ``events``, one queue per window length, and
+every one to a whole-stream member), and their sum ``own[code]``, which is only kept while the
+charges held have different amounts: while they all have one amount, a user's own spend is their
+count times it. A charge leaving the window takes one from its members' counts (and, when kept,
+its amount from ``own`` of those still holding another). The counts are one byte per user (wider
+only once a count would pass 255), so the arrays a drawn group's check reads and writes are a
+quarter of ``own``'s size, and while no member of a charge leaving the window was charged again
+since (how population sampling draws: a user is not drawn twice within their window) it leaves
+by setting their counts to 0, with no read.
 
 So a charge to ``k`` drawn users, whatever their classes, is a handful of numpy operations over
 ``k`` integers, and a charge to a whole class is O(1) while no member of a class with its window
@@ -17,8 +24,9 @@ overflow), and Python integers (object arrays) beyond that.
 A group defined by ascending population index (how the mechanisms draw reporting users) has its
 members sorted by class: its plan keeps where each class's run starts instead of a class per
 member, so planning it is a binary search per class (not per member), its split by window
-length is slices, and its check is one gather and a maximum per run. The gathered spends are
-kept for the commit that follows an accepted check, which then only writes.
+length is slices, and its check is one gather of counts (and of ``own`` only for members
+holding a charge) and a maximum per run. The gathered spends are kept for the commit that
+follows an accepted check, which then only writes.
 """
 
 from __future__ import annotations
@@ -44,8 +52,9 @@ _UNKNOWN = -2  # class of a user code not resolved yet (-1: a user without a req
 _PLANS = 64  # group plans kept (class groups are charged every slot; drawn groups once)
 
 _EMPTY: I64 = np.zeros(0, np.int64)
-Event = tuple[int, I64, int]  # (slot, user codes, amount): a partial charge in its window
-Log = list[tuple[deque[Event], Event]]  # events taken out of ``own`` by a check (to undo)
+Event = tuple[int, I64, int, int]  # (slot, user codes, amount, number): a partial charge in
+# its window; numbers grow in commit order
+Log = list[tuple[int, Event]]  # (window length, event) left the window in a check (to undo)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,10 +172,30 @@ class VectorEngine:
         self._whole_classes = tuple(i for i, kind in enumerate(self.classes) if kind.w is None)
         self._dtype: Any = np.int32
         self._own: npt.NDArray[Any] = np.zeros(0, np.int32)
+        # Per user: how many partial charges they hold (those in their window, and every one to
+        # a whole-stream member); uint8, widened when a count would pass its top.
+        self._held: npt.NDArray[Any] = np.zeros(0, np.uint8)
+        # While every partial charge held has the same amount, a user's own spend is their count
+        # times it and ``own`` is not kept (``_amount``: that amount, None before any charge);
+        # else ``_materialized`` and ``own`` holds the own spend of every user whose count is
+        # above zero (stale elsewhere).
+        self._amount: int | None = None
+        self._materialized = False
+        self._whole = [k for k in self.classes if k.w is None]
+        self._seq = 0  # the next partial charge's number
+        # Per window length: the number of the last queued charge that found one of its
+        # members already holding one (-1: none). A charge leaves its window first in its
+        # queue; if it is not older than that one, no later charge has a member of it, so each
+        # holds only it: it leaves by setting their counts to 0 (no read, no ``own``).
+        self._again: dict[int, int] = dict.fromkeys(self._events, -1)
+        self._w_of = [k.w for k in self.classes]
         self._cls_of: npt.NDArray[np.int32] = np.zeros(0, np.int32)
         self._plans: OrderedDict[int, _Plan] = OrderedDict()
         # An accepted check's gathered own spends (None: all zero), for the commit right after.
-        self._pending: tuple[_Plan, int, npt.NDArray[Any] | None] | None = None
+        # ... and their counts (both None: nobody held a partial charge).
+        self._pending: (
+            tuple[_Plan, int, npt.NDArray[Any] | None, npt.NDArray[Any] | None] | None
+        ) = None
         self._widen_if_needed()
 
     # ------------------------------------------------------------------ user codes and classes
@@ -179,9 +208,11 @@ class VectorEngine:
         size = max(n, 2 * have, 1024)
         own = np.zeros(size, self._dtype)
         own[:have] = self._own
+        held = np.zeros(size, self._held.dtype)
+        held[:have] = self._held
         cls = np.full(size, _UNKNOWN, np.int32)
         cls[:have] = self._cls_of
-        self._own, self._cls_of = own, cls
+        self._own, self._held, self._cls_of = own, held, cls
 
     def users_interned(self, codes: I64, indices: I64) -> None:
         """Record the classes of users the guard interned by population index (``codes[i]`` is
@@ -219,8 +250,12 @@ class VectorEngine:
             c.eps *= factor
             c.common.rescale(factor)
         for w, events in self._events.items():
-            self._events[w] = deque((s, codes, a * factor) for s, codes, a in events)
+            self._events[w] = deque((s, codes, a * factor, q) for s, codes, a, q in events)
+        if self._amount is not None:
+            self._amount *= factor
         self._widen_if_needed()
+        if not self._materialized:
+            return  # ``own`` is not read until it is materialized again (from the counts)
         if self._dtype is object or factor <= np.iinfo(self._dtype).max:
             self._own *= factor
         else:  # every stored value fits after the product (it is at most a bound), not factor
@@ -385,15 +420,75 @@ class VectorEngine:
         holds out of ``own`` (logged, so `_restore` can put them back)."""
         events = self._events[w]
         horizon = slot - w
+        held = self._held
+        again = self._again[w]
         while events and events[0][0] <= horizon:
             ev = events.popleft()
-            self._own[ev[1]] -= ev[2]
-            log.append((events, ev))
+            codes = ev[1]
+            if again <= ev[3]:  # each member holds this charge only (the older ones left)
+                held[codes] = 0
+            else:
+                held[codes] -= 1
+                if self._materialized:  # a user whose count reaches 0 holds nothing: no write
+                    still = codes[held[codes] > 0]
+                    if len(still):
+                        self._own[still] -= ev[2]
+            log.append((w, ev))
 
     def _restore(self, log: Log) -> None:
-        for events, ev in reversed(log):
-            self._own[ev[1]] += ev[2]
-            events.appendleft(ev)
+        held = self._held
+        for w, ev in reversed(log):
+            codes, a = ev[1], ev[2]
+            if self._again[w] <= ev[3]:
+                held[codes] = 1
+                if self._materialized:
+                    self._own[codes] = a
+            else:
+                held[codes] += 1
+                if self._materialized:  # a count back at 1: this charge is all the user holds
+                    self._own[codes] = np.where(held[codes] == 1, a, self._own[codes] + a)
+            self._events[w].appendleft(ev)
+
+    def _gather(self, codes: I64) -> tuple[npt.NDArray[Any] | None, npt.NDArray[Any] | None]:
+        """The own spends of ``codes`` and their counts of partial charges held (None, None:
+        nobody holds one, so every own spend is 0). Reads ``own`` only for users holding
+        one, and not at all while every charge held has one amount."""
+        held = self._held[codes]
+        if not held.any():
+            return None, None
+        if not self._materialized:
+            return held.astype(self._dtype) * self._amount, held
+        own = np.zeros(len(codes), self._dtype)
+        at = np.flatnonzero(held)
+        own[at] = self._own[codes[at]]
+        return own, held
+
+    def _note_amount(self, asked: int) -> None:
+        """Before a partial charge of ``asked`` is committed: keep the counts' amount, or start
+        keeping ``own`` (materialized from the counts) when ``asked`` is another amount."""
+        if not self._materialized and self._amount == asked:
+            return
+        if not any(self._events.values()) and not any(k.partial for k in self._whole):
+            self._materialized, self._amount = False, asked  # nobody holds anything
+            return
+        if not self._materialized:
+            at = np.flatnonzero(self._held)
+            self._own[at] = self._held[at].astype(self._dtype) * self._amount
+            self._materialized = True
+
+    def _count(self, codes: I64, held: npt.NDArray[Any] | None) -> None:
+        """Add one partial charge to the counts of ``codes`` (``held``: their counts now, None
+        if all 0), widening the counts first if one would pass the top of its type."""
+        if held is None:
+            self._held[codes] = 1
+            return
+        if int(held.max()) >= np.iinfo(self._held.dtype).max:
+            self._widen_held()
+        self._held[codes] = held.astype(self._held.dtype) + 1
+
+    def _widen_held(self) -> None:
+        order = (np.uint8, np.uint16, np.uint32, np.uint64)
+        self._held = self._held.astype(order[order.index(self._held.dtype.type) + 1])
 
     def _has_partial(self, c: int) -> bool:
         """Whether a member of class ``c`` may hold a partial charge (else all own spends are 0;
@@ -405,14 +500,19 @@ class VectorEngine:
         """Per present class: what each member's own spend may be after ``asked`` (bound minus
         the class-wide spend minus ``asked``; -1 stands for any negative room), and whether any
         member may hold an own spend."""
-        rooms, partial = [], False
+        rooms: list[int] = []
+        partial = False
+        classes = self.classes
         for c in present:
             if c < 0:  # no requirement: only a zero charge fits
                 rooms.append(0 if asked == 0 else -1)
                 continue
-            k = self.classes[c]
-            rooms.append(max(k.eps - k.common_spent(slot) - asked, -1))
-            partial = partial or self._has_partial(c)
+            k = classes[c]
+            # (nothing charged to the whole class: nothing of it in any window)
+            room = k.eps - (k.common_spent(slot) if k.common.total else 0) - asked
+            rooms.append(room if room > -1 else -1)
+            if not partial:
+                partial = self._has_partial(c)
         return rooms, partial
 
     def check(self, slot: int, asked: int, plan: _Plan | _UserPlan) -> Refusal | None:
@@ -425,19 +525,24 @@ class VectorEngine:
         for w in plan.windows:
             self._expire(w, slot, log)
         rooms, partial = self._rooms(slot, asked, plan.present)
-        if not partial and min(rooms, default=0) >= 0:  # no member (an empty group) fits
-            self._pending = (plan, slot, None)
-            return None
-        own = self._own[plan.codes] if partial else np.zeros(len(plan.codes), self._dtype)
-        if plan.runs is not None and all(  # the largest own spend of each class's run
-            m <= r for m, r in zip(np.maximum.reduceat(own, plan.runs).tolist(), rooms, strict=True)
-        ):
-            self._pending = (plan, slot, own if partial else None)
-            return None
+        gathered, held = self._gather(plan.codes) if partial else (None, None)
+        if gathered is None:  # every own spend is 0
+            if min(rooms, default=0) >= 0:  # no member (an empty group) fits
+                self._pending = (plan, slot, None, None)
+                return None
+            own = np.zeros(len(plan.codes), self._dtype)
+        else:
+            own = gathered
+            if plan.runs is not None and all(  # the largest own spend of each class's run
+                m <= r
+                for m, r in zip(np.maximum.reduceat(own, plan.runs).tolist(), rooms, strict=True)
+            ):
+                self._pending = (plan, slot, own, held)
+                return None
         member_room = self._member_rooms(plan, rooms, self._dtype)
         bad = np.flatnonzero(own > member_room)
         if not len(bad):
-            self._pending = (plan, slot, own if partial else None)
+            self._pending = (plan, slot, gathered, held)
             return None
         self._restore(log)
         i = int(bad[0])
@@ -478,7 +583,15 @@ class VectorEngine:
 
     def _own_of(self, code: int | None) -> int:
         """A user's own spend in window (0 for a user nothing was committed to yet)."""
-        return 0 if code is None or code >= len(self._own) else int(self._own[code])
+        if code is None or code >= len(self._held):
+            return 0
+        held = int(self._held[code])
+        if not held:
+            return 0
+        if self._materialized:
+            return int(self._own[code])
+        assert self._amount is not None  # a count above 0: a partial charge was committed
+        return held * self._amount
 
     @staticmethod
     def _unregistered(slot: int, name: str | None, affected: int) -> Refusal:
@@ -496,18 +609,30 @@ class VectorEngine:
             if full:
                 self.classes[c].common.add(slot, asked)
         if len(plan.partial_codes):
+            codes = plan.partial_codes
             if (
                 pending is not None
                 and pending[0] is plan
                 and pending[1] == slot
-                and plan.partial_codes is plan.codes
+                and codes is plan.codes
             ):  # the check just gathered these spends and nothing ran since: only write
-                own = pending[2]
-                self._own[plan.codes] = asked if own is None else own + asked
+                own, held = pending[2], pending[3]
             else:
-                self._own[plan.partial_codes] += asked
-            for w, codes in plan.partial_by_w:
-                self._events[w].append((slot, codes, asked))
+                own, held = self._gather(codes)
+            self._note_amount(asked)
+            if self._materialized:
+                self._own[codes] = asked if own is None else own + asked
+            self._count(codes, held)
+            numbers = {}
+            for w, members in plan.partial_by_w:
+                q = numbers[w] = self._seq
+                self._seq += 1
+                self._events[w].append((slot, members, asked, q))
+            if held is not None:  # members charged again: their window lengths' numbers
+                for c in np.unique(self._cls_of[codes[held > 0]]).tolist():
+                    w = self._w_of[c]
+                    if w is not None:
+                        self._again[w] = numbers[w]
             for c in plan.partial_whole:
                 self.classes[c].partial = True
 
@@ -522,11 +647,21 @@ class VectorEngine:
         if k.size == 1:  # the user is the whole class
             k.common.add(slot, asked)
             return
-        self._own[code] += asked
+        own = self._own_of(code)
+        codes = np.array([code], np.int64)
+        held = self._held[codes]
+        self._note_amount(asked)
+        if self._materialized:
+            self._own[code] = own + asked
+        self._count(codes, held if held[0] else None)
         if k.w is None:
             k.partial = True
         else:
-            self._events[k.w].append((slot, np.array([code], np.int64), asked))
+            q = self._seq
+            self._seq += 1
+            self._events[k.w].append((slot, codes, asked, q))
+            if held[0]:
+                self._again[k.w] = q
 
     def headroom(self, slot: int, user: str | None, group: str | None) -> int:
         """The smallest room (bound minus spent, scaled) over the windows of ``user`` or of the
@@ -553,7 +688,10 @@ class VectorEngine:
             if not partial:
                 return min(rooms)
             member_room = self._member_rooms(plan, rooms, object)  # exact, any magnitude
-            return int(np.min(member_room - self._own[plan.codes].astype(object)))
+            spent, _ = self._gather(plan.codes)
+            if spent is None:
+                return min(rooms)
+            return int(np.min(member_room - spent.astype(object)))
         finally:
             self._restore(log)
 
