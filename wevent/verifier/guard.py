@@ -191,8 +191,8 @@ class Guard:
             codes = self._intern_by_index(table, idx)
         # idx is in range and distinct, and index -> code is one-to-one: codes need no check
         self.ledger.define_group_codes(name, codes, validated=True)
-        # The engine keeps the ledger's copy of the codes (read-only): ``codes`` may be the
-        # caller's own array, which it is free to change afterwards.
+        # The engine keeps the ledger's (read-only) codes: ``codes`` may be the caller's own
+        # array, which it is free to change afterwards.
         group = self.ledger.group_code(name)
         self._engine.group_defined(group, self.ledger.member_codes(name), idx, ascending=ascending)
         if self._sink is not None:
