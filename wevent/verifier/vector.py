@@ -605,9 +605,10 @@ class VectorEngine:
         if isinstance(plan, _UserPlan):
             self._commit_user(slot, asked, plan)
             return
-        for c, full in zip(plan.present, plan.full, strict=True):
-            if full:
-                self.classes[c].common.add(slot, asked)
+        if True in plan.full:
+            for c, full in zip(plan.present, plan.full, strict=True):
+                if full:
+                    self.classes[c].common.add(slot, asked)
         if len(plan.partial_codes):
             codes = plan.partial_codes
             if (
