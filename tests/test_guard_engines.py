@@ -404,10 +404,9 @@ def _engine_state(guard: Guard) -> tuple[object, ...]:
     """The vector engine's partial-charge state (``own`` only where it is read)."""
     engine = guard._engine
     assert isinstance(engine, VectorEngine)
-    held = engine._held.copy()
-    own = np.where(held > 0, engine._own, 0).tolist() if engine._materialized else None
+    kept = engine._own if engine._materialized else engine._held  # (the other is not read)
     events = {w: [(s, c.tolist(), a, q) for s, c, a, q in e] for w, e in engine._events.items()}
-    return held.tolist(), held.dtype, own, events, engine._materialized, engine._amount
+    return kept.tolist(), kept.dtype, events, engine._materialized, engine._amount
 
 
 def _both(pop: Population) -> tuple[Guard, Guard]:

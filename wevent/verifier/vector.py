@@ -3,16 +3,17 @@
 Every user's spend in a window is the sum of two parts: what was charged to their whole
 requirement class (kept once per class, as a `_Prefix` of scaled integers) and what was charged
 to them with only part of their class (population sampling: the drawn users). The second part is
-kept per user over the ledger's user codes: ``held[code]``, how many partial charges the user
-holds (those still inside their window, queued in ``events``, one queue per window length, and
-every one to a whole-stream member), and their sum ``own[code]``, which is only kept while the
-charges held have different amounts: while they all have one amount, a user's own spend is their
-count times it. A charge leaving the window takes one from its members' counts (and, when kept,
-its amount from ``own`` of those still holding another). The counts are one byte per user (wider
-only once a count would pass 255), so the arrays a drawn group's check reads and writes are a
-quarter of ``own``'s size, and while no member of a charge leaving the window was charged again
-since (how population sampling draws: a user is not drawn twice within their window) it leaves
-by setting their counts to 0, with no read.
+kept per user over the ledger's user codes, for the partial charges the user holds (those still
+inside their window, queued in ``events``, one queue per window length, and every one to a
+whole-stream member). While every charge held has one amount (population division: the same
+budget for every drawn user) it is ``held[code]``, how many they hold, one byte per user (wider
+only once a count would pass 255), and their own spend is that count times the amount; once two
+amounts are held it is ``own[code]``, their own spend itself (built once from the counts; back to
+counts when nothing is held). A charge leaving the window takes one from its members' counts, or
+its amount from their ``own``; while no member of it was charged again since (how population
+sampling draws: a user is not drawn twice within their window) it leaves by setting them to 0,
+with no read. The counts are a quarter of ``own``'s size, so the check and commit of a drawn
+group and the expiry of its charges touch a quarter of the memory.
 
 So a charge to ``k`` drawn users, whatever their classes, is a handful of numpy operations over
 ``k`` integers, and a charge to a whole class is O(1) while no member of a class with its window
@@ -177,8 +178,8 @@ class VectorEngine:
         self._held: npt.NDArray[Any] = np.zeros(0, np.uint8)
         # While every partial charge held has the same amount, a user's own spend is their count
         # times it and ``own`` is not kept (``_amount``: that amount, None before any charge);
-        # else ``_materialized`` and ``own`` holds the own spend of every user whose count is
-        # above zero (stale elsewhere).
+        # else ``_materialized``: ``own`` holds every user's own spend and the counts are not
+        # kept (they are 0 again when nothing is held).
         self._amount: int | None = None
         self._materialized = False
         self._whole = [k for k in self.classes if k.w is None]
@@ -420,48 +421,40 @@ class VectorEngine:
         holds out of ``own`` (logged, so `_restore` can put them back)."""
         events = self._events[w]
         horizon = slot - w
-        held = self._held
+        kept = self._own if self._materialized else self._held
         again = self._again[w]
         while events and events[0][0] <= horizon:
             ev = events.popleft()
             codes = ev[1]
             if again <= ev[3]:  # each member holds this charge only (the older ones left)
-                held[codes] = 0
+                kept[codes] = 0
             else:
-                held[codes] -= 1
-                if self._materialized:  # a user whose count reaches 0 holds nothing: no write
-                    still = codes[held[codes] > 0]
-                    if len(still):
-                        self._own[still] -= ev[2]
+                kept[codes] -= ev[2] if self._materialized else 1
             log.append((w, ev))
 
     def _restore(self, log: Log) -> None:
-        held = self._held
+        kept = self._own if self._materialized else self._held
         for w, ev in reversed(log):
-            codes, a = ev[1], ev[2]
+            codes = ev[1]
+            step = ev[2] if self._materialized else 1
             if self._again[w] <= ev[3]:
-                held[codes] = 1
-                if self._materialized:
-                    self._own[codes] = a
+                kept[codes] = step
             else:
-                held[codes] += 1
-                if self._materialized:  # a count back at 1: this charge is all the user holds
-                    self._own[codes] = np.where(held[codes] == 1, a, self._own[codes] + a)
+                kept[codes] += step
             self._events[w].appendleft(ev)
 
     def _gather(self, codes: I64) -> tuple[npt.NDArray[Any] | None, npt.NDArray[Any] | None]:
-        """The own spends of ``codes`` and their counts of partial charges held (None, None:
-        nobody holds one, so every own spend is 0). Reads ``own`` only for users holding
-        one, and not at all while every charge held has one amount."""
+        """The own spends of ``codes`` and which of them hold a partial charge (their counts,
+        or a mask while ``own`` is kept); (None, None) when none does (every own spend is 0).
+        While every charge held has one amount this reads the counts only."""
+        if self._materialized:
+            own = self._own[codes]
+            holds = own > 0  # (a charge committed is never 0)
+            return (own, holds) if holds.any() else (None, None)
         held = self._held[codes]
         if not held.any():
             return None, None
-        if not self._materialized:
-            return held.astype(self._dtype) * self._amount, held
-        own = np.zeros(len(codes), self._dtype)
-        at = np.flatnonzero(held)
-        own[at] = self._own[codes[at]]
-        return own, held
+        return held.astype(self._dtype) * self._amount, held
 
     def _note_amount(self, asked: int) -> None:
         """Before a partial charge of ``asked`` is committed: keep the counts' amount, or start
@@ -469,11 +462,14 @@ class VectorEngine:
         if not self._materialized and self._amount == asked:
             return
         if not any(self._events.values()) and not any(k.partial for k in self._whole):
-            self._materialized, self._amount = False, asked  # nobody holds anything
+            if self._materialized:  # nobody holds anything: counts again, all 0
+                self._held = np.zeros(len(self._held), self._held.dtype)
+            self._materialized, self._amount = False, asked
             return
-        if not self._materialized:
-            at = np.flatnonzero(self._held)
-            self._own[at] = self._held[at].astype(self._dtype) * self._amount
+        if not self._materialized:  # every own spend, exactly, from the counts
+            self._own = (self._held.astype(self._dtype) * self._amount).astype(
+                self._dtype, copy=False
+            )
             self._materialized = True
 
     def _count(self, codes: I64, held: npt.NDArray[Any] | None) -> None:
@@ -485,6 +481,21 @@ class VectorEngine:
         if int(held.max()) >= np.iinfo(self._held.dtype).max:
             self._widen_held()
         self._held[codes] = held.astype(self._held.dtype) + 1
+
+    def _classes_holding(self, plan: _Plan, codes: I64, held: npt.NDArray[Any]) -> list[int]:
+        """The classes of the members among ``codes`` (part of ``plan``; ``held``: their
+        counts, some above 0) that hold a partial charge, from the plan's layout if it can."""
+        if codes is plan.codes:
+            if plan.runs is not None:
+                top = np.maximum.reduceat(held, plan.runs).tolist()
+                return [c for c, t in zip(plan.present, top, strict=True) if t]
+            if plan.member_shifted is None:
+                return [plan.present[0]]
+            shifted = plan.member_shifted[held > 0]
+        else:
+            shifted = self._cls_of[codes[held > 0]].astype(np.int64) + 1
+        found = np.bincount(shifted, minlength=len(self.classes) + 1)
+        return (np.flatnonzero(found) - 1).tolist()
 
     def _widen_held(self) -> None:
         order = (np.uint8, np.uint16, np.uint32, np.uint64)
@@ -585,11 +596,11 @@ class VectorEngine:
         """A user's own spend in window (0 for a user nothing was committed to yet)."""
         if code is None or code >= len(self._held):
             return 0
+        if self._materialized:
+            return int(self._own[code])
         held = int(self._held[code])
         if not held:
             return 0
-        if self._materialized:
-            return int(self._own[code])
         assert self._amount is not None  # a count above 0: a partial charge was committed
         return held * self._amount
 
@@ -623,15 +634,16 @@ class VectorEngine:
             self._note_amount(asked)
             if self._materialized:
                 self._own[codes] = asked if own is None else own + asked
-            self._count(codes, held)
-            numbers = {}
-            for w, members in plan.partial_by_w:
-                q = numbers[w] = self._seq
+            else:
+                self._count(codes, held)
+            numbers: dict[int, int] = {}
+            for length, members in plan.partial_by_w:
+                q = numbers[length] = self._seq
                 self._seq += 1
-                self._events[w].append((slot, members, asked, q))
+                self._events[length].append((slot, members, asked, q))
             if held is not None:  # members charged again: their window lengths' numbers
-                for c in np.unique(self._cls_of[codes[held > 0]]).tolist():
-                    w = self._w_of[c]
+                for c in self._classes_holding(plan, codes, held):
+                    w = self._w_of[c] if c >= 0 else None
                     if w is not None:
                         self._again[w] = numbers[w]
             for c in plan.partial_whole:
@@ -649,19 +661,20 @@ class VectorEngine:
             k.common.add(slot, asked)
             return
         own = self._own_of(code)
-        codes = np.array([code], np.int64)
-        held = self._held[codes]
+        held = self._held[code : code + 1].copy()  # (a count, read while counts are kept)
         self._note_amount(asked)
+        codes = np.array([code], np.int64)
         if self._materialized:
             self._own[code] = own + asked
-        self._count(codes, held if held[0] else None)
+        else:
+            self._count(codes, held if own else None)
         if k.w is None:
             k.partial = True
         else:
             q = self._seq
             self._seq += 1
             self._events[k.w].append((slot, codes, asked, q))
-            if held[0]:
+            if own:  # the user held a charge already
                 self._again[k.w] = q
 
     def headroom(self, slot: int, user: str | None, group: str | None) -> int:
