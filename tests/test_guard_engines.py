@@ -348,3 +348,136 @@ def test_a_caller_reusing_its_index_array_changes_no_group(engine: str) -> None:
         guard.spend(1, "1", user=pop.users[0])
     guard.spend(1, "1", user=pop.users[3])
     assert check(guard.ledger, pop).ok
+
+
+def _plan_fields(engine: VectorEngine, plan: _Plan) -> tuple[object, ...]:
+    """What a plan decides, however it is laid out: each member's class, which classes it
+    covers whole, and the partial members (all, by window length, whole-stream classes)."""
+    if plan.runs is not None:
+        lengths = np.diff(plan.runs, append=len(plan.codes))
+        classes = np.repeat(np.array(plan.present, np.int64), lengths)
+    elif plan.member_shifted is not None:
+        classes = plan.member_shifted - 1
+    else:
+        classes = np.full(len(plan.codes), plan.present[0], np.int64)
+    return (
+        plan.codes.tolist(),
+        classes.tolist(),
+        plan.present,
+        plan.full,
+        plan.windows,
+        plan.partial_codes.tolist(),
+        [(w, codes.tolist()) for w, codes in plan.partial_by_w],
+        plan.partial_whole,
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 4), min_size=1, max_size=6),
+    lengths=st.lists(st.sampled_from([None, 2, 3]), min_size=6, max_size=6),
+    data=st.data(),
+)
+def test_planning_by_class_runs_matches_planning_by_member(
+    sizes: list[int], lengths: list[int | None], data: st.DataObject
+) -> None:
+    # The class-run plan (its shortcut for a part of every class included, with classes of
+    # one window length apart from each other) decides what the per-member plan decides.
+    reqs = [
+        WholeStream(Budget(Fraction(i + 1, 7)))
+        if w is None
+        else Fixed(w, Budget(Fraction(i + 1, 7)))
+        for i, w in enumerate(lengths[: len(sizes)])
+    ]
+    pop = Population.from_classes(dict(zip(reqs, sizes, strict=True)))
+    n = len(pop)
+    drawn = sorted(data.draw(st.lists(st.integers(0, n - 1), min_size=1, unique=True)))
+    engine = VectorEngine(pop, Guard(pop).ledger, 7)
+    idx = np.array(drawn, np.int64)
+    runs = engine._plan_runs(idx, idx)
+    by_member = engine._plan_codes(idx, pop.classes_at(idx))
+    assert _plan_fields(engine, runs) == _plan_fields(engine, by_member)
+    assert runs.runs is not None or len(runs.present) == 1
+
+
+def _engine_state(guard: Guard) -> tuple[object, ...]:
+    """The vector engine's partial-charge state (``own`` only where it is read)."""
+    engine = guard._engine
+    assert isinstance(engine, VectorEngine)
+    kept = engine._own if engine._materialized else engine._held  # (the other is not read)
+    events = {w: [(s, c.tolist(), a, q) for s, c, a, q in e] for w, e in engine._events.items()}
+    return kept.tolist(), kept.dtype, events, engine._materialized, engine._amount
+
+
+def _both(pop: Population) -> tuple[Guard, Guard]:
+    fast, ref = Guard(pop), Guard(pop, engine="accounts")
+    assert fast.engine == "vector"
+    return fast, ref
+
+
+def _same_verdict(guards: tuple[Guard, Guard], slot: int, amount: str, **who: Any) -> bool:
+    """Spend on both engines; they must agree (refusal fields included). True if accepted."""
+    fast, ref = guards
+    before, scale = _engine_state(fast), fast._scale
+    got = refusal(fast, slot, Budget(amount), who.get("user"), who.get("group"))
+    assert got == refusal(ref, slot, Budget(amount), who.get("user"), who.get("group"))
+    if got is not None and fast._scale == scale:  # (a finer amount rescales: not undone)
+        assert _engine_state(fast) == before  # a refused check leaves the state as it was
+    return got is None
+
+
+def test_counts_widen_past_a_byte_and_stay_exact() -> None:
+    # A whole-stream member and a member with a 300-slot window each hold 300 partial charges
+    # (past a byte's 255): the counts widen, nothing wraps, and the bounds still bind exactly.
+    pop = Population.from_classes({WholeStream(Budget(3)): 2, Fixed(300, Budget(3)): 2})
+    guards = _both(pop)
+    table = pop.users
+    for g in guards:
+        g.define_group_by_index("one", table, np.array([0], np.int64))
+    for slot in range(1, 301):
+        assert _same_verdict(guards, slot, "1/100", group="one")
+        assert _same_verdict(guards, slot, "1/100", user=table[2])
+    engine = guards[0]._engine
+    assert isinstance(engine, VectorEngine) and engine._held.dtype == np.uint16
+    code = guards[0].ledger.user_code(table[2])
+    assert code is not None and int(engine._held[0]) == int(engine._held[code]) == 300
+    assert not _same_verdict(guards, 300, "1/100", group="one")  # 3 of 3 spent
+    assert not _same_verdict(guards, 300, "1/100", user=table[2])
+    assert _same_verdict(guards, 301, "1/100", user=table[2])  # slot 1 left the window
+    for g in guards[1:]:
+        assert g.headroom(301, user=table[2]) == guards[0].headroom(301, user=table[2]) == 0
+
+
+def test_own_spends_are_kept_only_while_charges_held_differ() -> None:
+    # One amount held: own spends are counts times it. A second amount while the first is held
+    # starts keeping ``own``; once nothing is held, one amount again. Every verdict and headroom
+    # agrees with the accounts engine, through expiries and refusals that must undo them.
+    pop = Population.from_classes({Fixed(3, Budget(1)): 6, Fixed(2, Budget("0.5")): 4})
+    guards = _both(pop)
+    fast = guards[0]
+    engine = fast._engine
+    assert isinstance(engine, VectorEngine)
+    table = pop.users
+    drawn = {"a": [0, 2, 6], "b": [2, 3, 7], "c": [0, 1, 2, 6, 7, 8]}
+    for g in guards:
+        for name, idx in drawn.items():
+            g.define_group_by_index(name, table, np.array(idx, np.int64))
+    assert _same_verdict(guards, 1, "0.25", group="a")
+    assert _same_verdict(guards, 1, "0.25", group="b")  # table[2] twice: counts 2, one amount
+    assert not engine._materialized and engine._amount == fast._numerator(Budget("0.25"))
+    assert not _same_verdict(guards, 2, "0.5", group="b")  # table[7]: 0.25 + 0.5 > 0.5
+    assert _same_verdict(guards, 2, "0.1", group="c")  # another amount: ``own`` is kept
+    assert engine._materialized
+    assert not _same_verdict(guards, 3, "0.5", group="c")  # table[2]: 0.6 + 0.5 > 1
+    assert _same_verdict(guards, 3, "0.4", group="c")  # table[2] holds exactly 1 in [1, 3]
+    assert not _same_verdict(guards, 4, "0.5", group="c")  # [2, 4]: 0.5 + 0.5 > 1 for table[2]
+    for who in ("a", "b", "c"):
+        assert fast.headroom(4, group=who) == guards[1].headroom(4, group=who)
+    assert _same_verdict(guards, 7, "0.3", group="b")  # everything left: one amount again
+    assert not engine._materialized
+    assert _same_verdict(guards, 7, "0.2", user=table[2])  # a user charge: counts 2
+    assert not _same_verdict(guards, 8, "0.6", group="c")
+    for who in ("a", "b", "c"):
+        assert fast.headroom(8, group=who) == guards[1].headroom(8, group=who)
+        for u in table:
+            assert fast.headroom(9, user=u) == guards[1].headroom(9, user=u)

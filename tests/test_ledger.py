@@ -144,6 +144,9 @@ def test_groups_defined_by_code_materialize_their_members() -> None:
     assert ledger.group_size("g") == 2 and ledger.has_group("g") and not ledger.has_group("h")
     codes = ledger.member_codes("g")
     assert codes.tolist() == [2, 0] and not codes.flags.writeable
+    assert codes.dtype == np.int64  # (kept as int32: every code fits; handed out as int64)
+    assert [m.dtype for m in ledger.columns().group_members] == [np.int64]
+    assert ledger.columns().group_members[0].tolist() == [2, 0]
     assert ledger.members("g") == ("c", "a") and ledger.groups == {"g": ("c", "a")}
     ledger.define_group_codes("g", [2, 0])  # the same members again: fine
     ledger.define_group("g", ["c", "a"])

@@ -162,7 +162,9 @@ class Ledger:
         self._users: _Interner[str] = _Interner()
         self._groups: _Interner[str] = _Interner()
         self._members: list[tuple[str, ...] | None] = []  # None: materialized on demand
-        self._member_codes: list[I64] = []
+        # int64, or int32 for groups defined by codes while every code fits (`member_codes`
+        # widens them): half the memory each drawn group's record takes for good.
+        self._member_codes: list[I64 | I32] = []
         self._amounts: _Interner[Budget] = _Interner()
         self._amount_codes: dict[tuple[int, int], int] = {}  # (numerator, denominator) -> code
         self._parts: _Interner[str] = _Interner()
@@ -288,12 +290,16 @@ class Ledger:
         arr = np.asarray(codes)
         if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
             raise BudgetError(f"group {name!r}: member codes must be a 1-D integer array")
-        code_arr = arr.astype(np.int64)  # a copy: the caller may reuse its array
-        if not validated and code_arr.size:
-            if int(code_arr.min()) < 0 or int(code_arr.max()) >= len(self._users.values):
+        if not validated and arr.size:
+            wide = arr.astype(np.int64)
+            if int(wide.min()) < 0 or int(wide.max()) >= len(self._users.values):
                 raise BudgetError(f"group {name!r}: member code out of range")
-            if not distinct(code_arr):
+            if not distinct(wide):
                 raise BudgetError(f"group {name!r} lists a member twice")
+        # a copy: the caller may reuse its array
+        code_arr: I64 | I32 = (
+            arr.astype(np.int32) if len(self._users.values) <= 2**31 else arr.astype(np.int64)
+        )
         existing = self._groups.index.get(name)
         if existing is not None:
             if not np.array_equal(self._member_codes[existing], code_arr):
@@ -320,8 +326,14 @@ class Ledger:
         return code
 
     def member_codes(self, group: str) -> I64:
-        """The user codes of a defined group's members, in its order (a read-only array)."""
-        return self._member_codes[self.group_code(group)]
+        """The user codes of a defined group's members, in its order (a read-only int64
+        array)."""
+        stored = self._member_codes[self.group_code(group)]
+        if stored.dtype == np.int64:
+            return stored.view(np.int64)
+        codes = stored.astype(np.int64)
+        codes.flags.writeable = False
+        return codes
 
     def group_size(self, group: str) -> int:
         """How many members a defined group has."""
@@ -535,7 +547,7 @@ class Ledger:
                 evidence=evidence,
                 users=list(self._users.values),
                 groups=list(self._groups.values),
-                group_members=[m.copy() for m in self._member_codes],
+                group_members=[m.astype(np.int64) for m in self._member_codes],
                 amounts=list(self._amounts.values),
                 parts=list(self._parts.values),
                 mechanisms=list(self._mechanisms.values),
@@ -557,7 +569,7 @@ class Ledger:
             evidence=i32(self._evidence),
             users=list(self._users.values),
             groups=list(self._groups.values),
-            group_members=[m.copy() for m in self._member_codes],
+            group_members=[m.astype(np.int64) for m in self._member_codes],
             amounts=list(self._amounts.values),
             parts=list(self._parts.values),
             mechanisms=list(self._mechanisms.values),

@@ -133,7 +133,9 @@ class AccountEngine:
         """No shortcut: every charge goes through `check` and `commit`."""
         return 0
 
-    def group_defined(self, group_code: int, codes: Any, indices: Any) -> None:
+    def group_defined(
+        self, group_code: int, codes: Any, indices: Any, *, ascending: bool | None = None
+    ) -> None:
         """Nothing to prepare: accounts are found (and split) when a group is charged."""
 
     def users_interned(self, codes: Any, indices: Any) -> None:

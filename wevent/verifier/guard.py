@@ -182,9 +182,14 @@ class Guard:
             idx = idx.astype(np.int64)  # np.array([]) is float: no member, whatever its type
         if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
             raise BudgetError(f"group {name!r}: indices must be a 1-D integer array")
-        if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= len(table)):
-            raise BudgetError(f"group {name!r}: index out of range of the user table")
-        if not self._distinct_indices(idx, len(table)):
+        # How the mechanisms draw members: ascending, so distinct, with the extremes at the ends
+        # (one pass over the indices answers all three questions).
+        ascending = len(idx) < 2 or bool((idx[1:] > idx[:-1]).all())
+        if idx.size:
+            lo, hi = (idx[0], idx[-1]) if ascending else (idx.min(), idx.max())
+            if int(lo) < 0 or int(hi) >= len(table):
+                raise BudgetError(f"group {name!r}: index out of range of the user table")
+        if not ascending and not self._distinct_indices(idx, len(table)):
             raise BudgetError(f"group {name!r} lists a member twice")
         if not self._is_canonical(table) or self.ledger.has_group(name):
             # By id: validated before anything is interned (a redefinition must match).
@@ -196,19 +201,20 @@ class Guard:
             codes = self._intern_by_index(table, idx)
         # idx is in range and distinct, and index -> code is one-to-one: codes need no check
         self.ledger.define_group_codes(name, codes, validated=True)
-        # The engine keeps the ledger's copy of the codes (read-only): ``codes`` may be the
-        # caller's own array, which it is free to change afterwards.
+        # The engine keeps the ledger's (read-only) codes: ``codes`` may be the caller's own
+        # array, which it is free to change afterwards.
         group = self.ledger.group_code(name)
-        self._engine.group_defined(group, self.ledger.member_codes(name), idx)
+        self._engine.group_defined(group, self.ledger.member_codes(name), idx, ascending=ascending)
         if self._sink is not None:
             self._sink.define_group(name, self.ledger.members(name))
 
     def _distinct_indices(self, idx: npt.NDArray[np.int64], size: int) -> bool:
-        """Whether ``idx`` (in range of a table of ``size``) lists no index twice, in linear
-        time: each index writes its position into a scratch array, and reads it back; an index
-        listed twice reads the position of its last listing at its first. (A sort, what
-        `distinct` does for arbitrary values, took most of a 10,000-member group's definition.)"""
-        if len(idx) < 2 or bool((idx[1:] > idx[:-1]).all()):
+        """Whether ``idx`` (in range of a table of ``size``; not ascending, which would answer
+        at once) lists no index twice, in linear time: each index writes its position into a
+        scratch array, and reads it back; an index listed twice reads the position of its last
+        listing at its first. (A sort, what `distinct` does for arbitrary values, took most of a
+        10,000-member group's definition.)"""
+        if len(idx) < 2:
             return True
         if len(idx) >= 2**31 - 1:
             return distinct(idx)

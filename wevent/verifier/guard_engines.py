@@ -78,9 +78,12 @@ class GuardEngine(Protocol):
         """Multiply every stored value by ``factor`` (the common denominator grew)."""
         ...
 
-    def group_defined(self, group_code: int, codes: Any, indices: Any) -> None:
+    def group_defined(
+        self, group_code: int, codes: Any, indices: Any, *, ascending: bool | None = None
+    ) -> None:
         """A group was defined by population index: its members' ledger ``codes`` are those
-        of the population users at ``indices``."""
+        of the population users at ``indices`` (``ascending``: whether the indices ascend,
+        when the caller knows; None: unknown)."""
         ...
 
     def users_interned(self, codes: Any, indices: Any) -> None:

@@ -3,9 +3,17 @@
 Every user's spend in a window is the sum of two parts: what was charged to their whole
 requirement class (kept once per class, in scaled integers) and what was charged
 to them with only part of their class (population sampling: the drawn users). The second part is
-one integer per user, ``own[code]`` over the ledger's user codes, plus the partial charges still
-inside a window (``events``, one queue per window length), which leave ``own`` when the window
-slides past them.
+kept per user over the ledger's user codes, for the partial charges the user holds (those still
+inside their window, queued in ``events``, one queue per window length, and every one to a
+whole-stream member). While every charge held has one amount (population division: the same
+budget for every drawn user) it is ``held[code]``, how many they hold, one byte per user (wider
+only once a count would pass 255), and their own spend is that count times the amount; once two
+amounts are held it is ``own[code]``, their own spend itself (built once from the counts; back to
+counts when nothing is held). A charge leaving the window takes one from its members' counts, or
+its amount from their ``own``; while no member of it was charged again since (how population
+sampling draws: a user is not drawn twice within their window) it leaves by setting them to 0,
+with no read. The counts are a quarter of ``own``'s size, so the check and commit of a drawn
+group and the expiry of its charges touch a quarter of the memory.
 
 So a charge to ``k`` drawn users, whatever their classes, is a handful of numpy operations over
 ``k`` integers, and a charge to a whole class is O(1) while no member of a class with its window
@@ -17,8 +25,9 @@ overflow), and Python integers (object arrays) beyond that.
 A group defined by ascending population index (how the mechanisms draw reporting users) has its
 members sorted by class: its plan keeps where each class's run starts instead of a class per
 member, so planning it is a binary search per class (not per member), its split by window
-length is slices, and its check is one gather and a maximum per run. The gathered spends are
-kept for the commit that follows an accepted check, which then only writes.
+length is slices, and its check is one gather of counts (and of ``own`` only for members
+holding a charge) and a maximum per run. The gathered spends are kept for the commit that
+follows an accepted check, which then only writes.
 """
 
 from __future__ import annotations
@@ -45,8 +54,9 @@ _UNKNOWN = -2  # class of a user code not resolved yet (-1: a user without a req
 _PLANS = 64  # group plans kept (class groups are charged every slot; drawn groups once)
 
 _EMPTY: I64 = np.zeros(0, np.int64)
-Event = tuple[int, I64, int]  # (slot, user codes, amount): a partial charge in its window
-Log = list[tuple[deque[Event], Event]]  # events taken out of ``own`` by a check (to undo)
+Event = tuple[int, I64, int, int]  # (slot, user codes, amount, number): a partial charge in
+# its window; numbers grow in commit order
+Log = list[tuple[int, Event]]  # (window length, event) left the window in a check (to undo)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,12 +208,46 @@ class VectorEngine:
             + [len(self._windows) if k.w is None else at[k.w] for k in self.classes],
             np.int16,  # small keys: the stable sort below is a radix sort
         )
+        # For `_plan_runs`: per window length, the runs [a, b) of consecutive classes with it.
+        self._spans: list[tuple[int, list[tuple[int, int]]]] = []
+        for w in self._windows:
+            spans: list[tuple[int, int]] = []
+            for i, kind in enumerate(self.classes):
+                if kind.w == w:
+                    if spans and spans[-1][1] == i:
+                        spans[-1] = (spans[-1][0], i + 1)
+                    else:
+                        spans.append((i, i + 1))
+            self._spans.append((w, spans))
+        self._every_class = tuple(range(len(self.classes)))
+        self._none_full = (False,) * len(self.classes)
+        self._whole_classes = tuple(i for i, kind in enumerate(self.classes) if kind.w is None)
         self._dtype: Any = np.int32
         self._own: npt.NDArray[Any] = np.zeros(0, np.int32)
+        # Per user: how many partial charges they hold (those in their window, and every one to
+        # a whole-stream member); uint8, widened when a count would pass its top.
+        self._held: npt.NDArray[Any] = np.zeros(0, np.uint8)
+        # While every partial charge held has the same amount, a user's own spend is their count
+        # times it and ``own`` is not kept (``_amount``: that amount, None before any charge);
+        # else ``_materialized``: ``own`` holds every user's own spend and the counts are not
+        # kept (they are 0 again when nothing is held).
+        self._amount: int | None = None
+        self._materialized = False
+        self._whole = [k for k in self.classes if k.w is None]
+        self._seq = 0  # the next partial charge's number
+        # Per window length: the number of the last queued charge that found one of its
+        # members already holding one (-1: none). A charge leaves its window first in its
+        # queue; if it is not older than that one, no later charge has a member of it, so each
+        # holds only it: it leaves by setting their counts to 0 (no read, no ``own``).
+        self._again: dict[int, int] = dict.fromkeys(self._events, -1)
+        self._w_of = [k.w for k in self.classes]
         self._cls_of: npt.NDArray[np.int32] = np.zeros(0, np.int32)
         self._plans: OrderedDict[int, _Plan] = OrderedDict()
         # An accepted check's gathered own spends (None: all zero), for the commit right after.
-        self._pending: tuple[_Plan, int, npt.NDArray[Any] | None] | None = None
+        # ... and their counts (both None: nobody held a partial charge).
+        self._pending: (
+            tuple[_Plan, int, npt.NDArray[Any] | None, npt.NDArray[Any] | None] | None
+        ) = None
         self._widen_if_needed()
 
     # ------------------------------------------------------------------ user codes and classes
@@ -216,9 +260,11 @@ class VectorEngine:
         size = max(n, 2 * have, 1024)
         own = np.zeros(size, self._dtype)
         own[:have] = self._own
+        held = np.zeros(size, self._held.dtype)
+        held[:have] = self._held
         cls = np.full(size, _UNKNOWN, np.int32)
         cls[:have] = self._cls_of
-        self._own, self._cls_of = own, cls
+        self._own, self._held, self._cls_of = own, held, cls
 
     def users_interned(self, codes: I64, indices: I64) -> None:
         """Record the classes of users the guard interned by population index (``codes[i]`` is
@@ -256,8 +302,12 @@ class VectorEngine:
             c.eps *= factor
             c.common.rescale(factor)
         for w, events in self._events.items():
-            self._events[w] = deque((s, codes, a * factor) for s, codes, a in events)
+            self._events[w] = deque((s, codes, a * factor, q) for s, codes, a, q in events)
+        if self._amount is not None:
+            self._amount *= factor
         self._widen_if_needed()
+        if not self._materialized:
+            return  # ``own`` is not read until it is materialized again (from the counts)
         if self._dtype is object or factor <= np.iinfo(self._dtype).max:
             self._own *= factor
         else:  # every stored value fits after the product (it is at most a bound), not factor
@@ -317,6 +367,27 @@ class VectorEngine:
         each class's members are one run of ``codes``, found by a binary search per class."""
         ends = np.searchsorted(indices, self._class_ends).tolist()
         sizes, classes = self._sizes, self.classes
+        starts_all = [0, *ends[:-1]]
+        if all(0 < b - a < n for a, b, n in zip(starts_all, ends, sizes, strict=True)):
+            # The usual draw: a part of every class. Which classes share a window length is
+            # static (`_spans`): each length's members are slices of ``codes``, no merging.
+            every: list[tuple[int, I64]] = []
+            for length, runs in self._spans:
+                cut = [codes[starts_all[a] : ends[b - 1]] for a, b in runs]
+                every.append((length, cut[0] if len(cut) == 1 else np.concatenate(cut)))
+            return _Plan(
+                codes,
+                self._every_class,
+                None,
+                self._none_full,
+                tuple(self._windows),
+                np.array(starts_all, np.int64) if len(classes) > 1 else None,
+                codes,
+                tuple(every),
+                self._whole_classes,
+                -1,  # part of every class: no class whole
+                None,
+            )
         present: list[int] = []
         starts: list[int] = []
         full: list[bool] = []
@@ -364,9 +435,14 @@ class VectorEngine:
     def _class_or_none(self, c: int) -> _Class | None:
         return self.classes[c] if c >= 0 else None
 
-    def group_defined(self, group_code: int, codes: I64, indices: I64) -> None:
-        """Plan a group just defined by population index (its members' classes are known)."""
-        if len(indices) > 1 and bool((indices[1:] > indices[:-1]).all()):
+    def group_defined(
+        self, group_code: int, codes: I64, indices: I64, *, ascending: bool | None = None
+    ) -> None:
+        """Plan a group just defined by population index (its members' classes are known;
+        ``ascending``: whether ``indices`` ascend, None to find out)."""
+        if ascending is None:
+            ascending = bool((indices[1:] > indices[:-1]).all())
+        if ascending and len(indices) > 1:
             plan = self._plan_runs(codes, indices)
         else:
             plan = self._plan_codes(codes, self.population.classes_at(indices))
@@ -405,15 +481,85 @@ class VectorEngine:
         holds out of ``own`` (logged, so `_restore` can put them back)."""
         events = self._events[w]
         horizon = slot - w
+        kept = self._own if self._materialized else self._held
+        again = self._again[w]
         while events and events[0][0] <= horizon:
             ev = events.popleft()
-            self._own[ev[1]] -= ev[2]
-            log.append((events, ev))
+            codes = ev[1]
+            if again <= ev[3]:  # each member holds this charge only (the older ones left)
+                kept[codes] = 0
+            else:
+                kept[codes] -= ev[2] if self._materialized else 1
+            log.append((w, ev))
 
     def _restore(self, log: Log) -> None:
-        for events, ev in reversed(log):
-            self._own[ev[1]] += ev[2]
-            events.appendleft(ev)
+        kept = self._own if self._materialized else self._held
+        for w, ev in reversed(log):
+            codes = ev[1]
+            step = ev[2] if self._materialized else 1
+            if self._again[w] <= ev[3]:
+                kept[codes] = step
+            else:
+                kept[codes] += step
+            self._events[w].appendleft(ev)
+
+    def _gather(self, codes: I64) -> tuple[npt.NDArray[Any] | None, npt.NDArray[Any] | None]:
+        """The own spends of ``codes`` and which of them hold a partial charge (their counts,
+        or a mask while ``own`` is kept); (None, None) when none does (every own spend is 0).
+        While every charge held has one amount this reads the counts only."""
+        if self._materialized:
+            own = self._own[codes]
+            holds = own > 0  # (a charge committed is never 0)
+            return (own, holds) if holds.any() else (None, None)
+        held = self._held[codes]
+        if not held.any():
+            return None, None
+        return held.astype(self._dtype) * self._amount, held
+
+    def _note_amount(self, asked: int) -> None:
+        """Before a partial charge of ``asked`` is committed: keep the counts' amount, or start
+        keeping ``own`` (materialized from the counts) when ``asked`` is another amount."""
+        if not self._materialized and self._amount == asked:
+            return
+        if not any(self._events.values()) and not any(k.partial for k in self._whole):
+            if self._materialized:  # nobody holds anything: counts again, all 0
+                self._held = np.zeros(len(self._held), self._held.dtype)
+            self._materialized, self._amount = False, asked
+            return
+        if not self._materialized:  # every own spend, exactly, from the counts
+            self._own = (self._held.astype(self._dtype) * self._amount).astype(
+                self._dtype, copy=False
+            )
+            self._materialized = True
+
+    def _count(self, codes: I64, held: npt.NDArray[Any] | None) -> None:
+        """Add one partial charge to the counts of ``codes`` (``held``: their counts now, None
+        if all 0), widening the counts first if one would pass the top of its type."""
+        if held is None:
+            self._held[codes] = 1
+            return
+        if int(held.max()) >= np.iinfo(self._held.dtype).max:
+            self._widen_held()
+        self._held[codes] = held.astype(self._held.dtype) + 1
+
+    def _classes_holding(self, plan: _Plan, codes: I64, held: npt.NDArray[Any]) -> list[int]:
+        """The classes of the members among ``codes`` (part of ``plan``; ``held``: their
+        counts, some above 0) that hold a partial charge, from the plan's layout if it can."""
+        if codes is plan.codes:
+            if plan.runs is not None:
+                top = np.maximum.reduceat(held, plan.runs).tolist()
+                return [c for c, t in zip(plan.present, top, strict=True) if t]
+            if plan.member_shifted is None:
+                return [plan.present[0]]
+            shifted = plan.member_shifted[held > 0]
+        else:
+            shifted = self._cls_of[codes[held > 0]].astype(np.int64) + 1
+        found = np.bincount(shifted, minlength=len(self.classes) + 1)
+        return (np.flatnonzero(found) - 1).tolist()
+
+    def _widen_held(self) -> None:
+        order = (np.uint8, np.uint16, np.uint32, np.uint64)
+        self._held = self._held.astype(order[order.index(self._held.dtype.type) + 1])
 
     def _has_partial(self, c: int) -> bool:
         """Whether a member of class ``c`` may hold a partial charge (else all own spends are 0;
@@ -425,14 +571,19 @@ class VectorEngine:
         """Per present class: what each member's own spend may be after ``asked`` (bound minus
         the class-wide spend minus ``asked``; -1 stands for any negative room), and whether any
         member may hold an own spend."""
-        rooms, partial = [], False
+        rooms: list[int] = []
+        partial = False
+        classes = self.classes
         for c in present:
             if c < 0:  # no requirement: only a zero charge fits
                 rooms.append(0 if asked == 0 else -1)
                 continue
-            k = self.classes[c]
-            rooms.append(max(k.eps - k.common_spent(slot) - asked, -1))
-            partial = partial or self._has_partial(c)
+            k = classes[c]
+            # (nothing charged to the whole class: nothing of it in any window)
+            room = k.eps - (k.common_spent(slot) if k.common.total else 0) - asked
+            rooms.append(room if room > -1 else -1)
+            if not partial:
+                partial = self._has_partial(c)
         return rooms, partial
 
     def check(self, slot: int, asked: int, plan: _Plan | _UserPlan) -> Refusal | None:
@@ -443,8 +594,8 @@ class VectorEngine:
             # A whole class whose members hold no partial charge: the class-wide spend decides
             # (refusals take the general path below, which names the member).
             k = self.classes[plan.whole]
-            held = k.partial if k.w is None else self._events[k.w]
-            if not held and k.common_spent(slot) + asked <= k.eps:
+            holding = k.partial if k.w is None else self._events[k.w]
+            if not holding and k.common_spent(slot) + asked <= k.eps:
                 return None
         log: Log = []
         if isinstance(plan, _UserPlan):
@@ -452,19 +603,24 @@ class VectorEngine:
         for w in plan.windows:
             self._expire(w, slot, log)
         rooms, partial = self._rooms(slot, asked, plan.present)
-        if not partial and min(rooms, default=0) >= 0:  # no member (an empty group) fits
-            self._pending = (plan, slot, None)
-            return None
-        own = self._own[plan.codes] if partial else np.zeros(len(plan.codes), self._dtype)
-        if plan.runs is not None and all(  # the largest own spend of each class's run
-            m <= r for m, r in zip(np.maximum.reduceat(own, plan.runs).tolist(), rooms, strict=True)
-        ):
-            self._pending = (plan, slot, own if partial else None)
-            return None
+        gathered, held = self._gather(plan.codes) if partial else (None, None)
+        if gathered is None:  # every own spend is 0
+            if min(rooms, default=0) >= 0:  # no member (an empty group) fits
+                self._pending = (plan, slot, None, None)
+                return None
+            own = np.zeros(len(plan.codes), self._dtype)
+        else:
+            own = gathered
+            if plan.runs is not None and all(  # the largest own spend of each class's run
+                m <= r
+                for m, r in zip(np.maximum.reduceat(own, plan.runs).tolist(), rooms, strict=True)
+            ):
+                self._pending = (plan, slot, own, held)
+                return None
         member_room = self._member_rooms(plan, rooms, self._dtype)
         bad = np.flatnonzero(own > member_room)
         if not len(bad):
-            self._pending = (plan, slot, own if partial else None)
+            self._pending = (plan, slot, gathered, held)
             return None
         self._restore(log)
         i = int(bad[0])
@@ -545,7 +701,15 @@ class VectorEngine:
 
     def _own_of(self, code: int | None) -> int:
         """A user's own spend in window (0 for a user nothing was committed to yet)."""
-        return 0 if code is None or code >= len(self._own) else int(self._own[code])
+        if code is None or code >= len(self._held):
+            return 0
+        if self._materialized:
+            return int(self._own[code])
+        held = int(self._held[code])
+        if not held:
+            return 0
+        assert self._amount is not None  # a count above 0: a partial charge was committed
+        return held * self._amount
 
     @staticmethod
     def _unregistered(slot: int, name: str | None, affected: int) -> Refusal:
@@ -562,22 +726,36 @@ class VectorEngine:
         if isinstance(plan, _UserPlan):
             self._commit_user(slot, asked, plan)
             return
-        for c, full in zip(plan.present, plan.full, strict=True):
-            if full:
-                self.classes[c].common.add(slot, asked)
+        if True in plan.full:
+            for c, full in zip(plan.present, plan.full, strict=True):
+                if full:
+                    self.classes[c].common.add(slot, asked)
         if len(plan.partial_codes):
+            codes = plan.partial_codes
             if (
                 pending is not None
                 and pending[0] is plan
                 and pending[1] == slot
-                and plan.partial_codes is plan.codes
+                and codes is plan.codes
             ):  # the check just gathered these spends and nothing ran since: only write
-                own = pending[2]
-                self._own[plan.codes] = asked if own is None else own + asked
+                own, held = pending[2], pending[3]
             else:
-                self._own[plan.partial_codes] += asked
-            for w, codes in plan.partial_by_w:
-                self._events[w].append((slot, codes, asked))
+                own, held = self._gather(codes)
+            self._note_amount(asked)
+            if self._materialized:
+                self._own[codes] = asked if own is None else own + asked
+            else:
+                self._count(codes, held)
+            numbers: dict[int, int] = {}
+            for length, members in plan.partial_by_w:
+                q = numbers[length] = self._seq
+                self._seq += 1
+                self._events[length].append((slot, members, asked, q))
+            if held is not None:  # members charged again: their window lengths' numbers
+                for c in self._classes_holding(plan, codes, held):
+                    w = self._w_of[c] if c >= 0 else None
+                    if w is not None:
+                        self._again[w] = numbers[w]
             for c in plan.partial_whole:
                 self.classes[c].partial = True
 
@@ -592,11 +770,22 @@ class VectorEngine:
         if k.size == 1:  # the user is the whole class
             k.common.add(slot, asked)
             return
-        self._own[code] += asked
+        own = self._own_of(code)
+        held = self._held[code : code + 1].copy()  # (a count, read while counts are kept)
+        self._note_amount(asked)
+        codes = np.array([code], np.int64)
+        if self._materialized:
+            self._own[code] = own + asked
+        else:
+            self._count(codes, held if own else None)
         if k.w is None:
             k.partial = True
         else:
-            self._events[k.w].append((slot, np.array([code], np.int64), asked))
+            q = self._seq
+            self._seq += 1
+            self._events[k.w].append((slot, codes, asked, q))
+            if own:  # the user held a charge already
+                self._again[k.w] = q
 
     def headroom(self, slot: int, user: str | None, group: str | None) -> int:
         """The smallest room (bound minus spent, scaled) over the windows of ``user`` or of the
@@ -623,7 +812,10 @@ class VectorEngine:
             if not partial:
                 return min(rooms)
             member_room = self._member_rooms(plan, rooms, object)  # exact, any magnitude
-            return int(np.min(member_room - self._own[plan.codes].astype(object)))
+            spent, _ = self._gather(plan.codes)
+            if spent is None:
+                return min(rooms)
+            return int(np.min(member_room - spent.astype(object)))
         finally:
             self._restore(log)
 
