@@ -39,15 +39,21 @@ EVIDENCE = [None, Laplace(Fraction(1), Fraction(10)), Laplace(Fraction(1), Fract
 
 
 class Recorder:
-    """A durable sink that keeps what it is asked to write."""
+    """A durable sink that keeps what it is asked to write; ``fail_at``: the append (counted
+    from 1) that raises, as a disk or a replayed ledger that disagrees would."""
 
-    def __init__(self) -> None:
+    def __init__(self, fail_at: int | None = None) -> None:
         self.events: list[object] = []
+        self.fail_at = fail_at
+        self.appends = 0
 
     def define_group(self, name: str, members: Iterable[str]) -> None:
         self.events.append(("group", name, tuple(members)))
 
     def append_charge(self, charge: Charge) -> None:
+        self.appends += 1
+        if self.appends == self.fail_at:
+            raise OSError(5, "Input/output error")
         self.events.append(charge)
 
     def commit(self) -> int:
@@ -58,7 +64,7 @@ class Recorder:
 def outcome(action: Callable[[], None]) -> str | None:
     try:
         action()
-    except (WeventError, TypeError, ValueError) as exc:
+    except (WeventError, TypeError, ValueError, OSError) as exc:
         return f"{type(exc).__name__}: {exc}"
     return None
 
@@ -85,14 +91,18 @@ def batch(
     odd user charge, other group, later slot, undefined group or non-Budget amount."""
     charges = []
     for _ in range(draw(st.integers(1, 6))):
-        kind = draw(st.sampled_from(["class"] * 5 + ["some"] * 2 + ["user", "later", "odd"]))
+        kind = draw(st.sampled_from(["class"] * 5 + ["some"] * 2 + ["user", "later", "odd"] * 2))
         # Small amounts add up to a bound over a few slots; larger ones are refused at once.
         small = st.sampled_from([Budget("1/10"), Budget("1/5"), Budget("1/7"), Budget(0)])
         amount = draw(st.one_of(small, small, budgets))
         evidence = draw(st.sampled_from(EVIDENCE[:1] * 3 + EVIDENCE))
         if evidence is not None and draw(st.integers(0, 4)) == 0:
             evidence = Laplace(evidence.sensitivity, evidence.scale)  # equal, not the same
-        part, mech = draw(st.sampled_from([("dissimilarity", "pba"), ("publication", "pba")]))
+        part, mech = draw(
+            st.sampled_from(
+                [("dissimilarity", "pba"), ("publication", "pba"), ("publication", "ba")]
+            )
+        )
         if kind == "later":
             slot += draw(st.integers(1, 3))
         if kind == "user":
@@ -100,7 +110,19 @@ def batch(
         elif kind == "some" and "some" in groups:
             target = {"group": "some"}
         elif kind == "odd":
-            odd = draw(st.sampled_from(["undefined", "both", "fraction", "slot0"]))
+            odd = draw(
+                st.sampled_from(
+                    [
+                        "undefined",
+                        "both",
+                        "fraction",
+                        "slot0",
+                        "slot type",
+                        "unregistered evidence",
+                        "unhashable part",
+                    ]
+                )
+            )
             if odd == "undefined":
                 target = {"group": "nobody"}
             elif odd == "both":
@@ -108,6 +130,16 @@ def batch(
             elif odd == "fraction":
                 target = {"group": draw(st.sampled_from(groups))}
                 amount = Fraction(amount)  # type: ignore[assignment]  # not a Budget: converted
+            elif odd == "slot type":  # equal to the slot, not an int: refused as a slot
+                bad = draw(st.sampled_from([np.int64(slot), float(slot), slot == 1]))
+                charges.append(Charge(bad, amount, group=draw(st.sampled_from(groups))))  # type: ignore[arg-type]
+                continue
+            elif odd == "unregistered evidence":  # raises when certified
+                target = {"group": draw(st.sampled_from(groups))}
+                evidence = object()  # type: ignore[assignment]
+            elif odd == "unhashable part":  # raises when the ledger appends it
+                target = {"group": draw(st.sampled_from(groups))}
+                part = ["x"]  # type: ignore[assignment]
             else:
                 charges.append(Charge(0, amount, group=groups[0]))
                 continue
@@ -122,21 +154,26 @@ def batch(
 def test_spend_many_takes_exactly_what_spend_takes(data: st.DataObject) -> None:
     pop = data.draw(populations(max_users=6, reqs=flat_requirements))
     engine = data.draw(st.sampled_from(["vector", "vector", "accounts"]))
-    sinks = (Recorder(), Recorder())
+    fail_at = data.draw(st.one_of(st.none(), st.integers(1, 12)))
+    sinks = (Recorder(fail_at), Recorder(fail_at))
     many, single = (Guard(pop, engine=engine, sink=sinks[i]) for i in range(2))
     groups: list[str] = []
     for g in (many, single):
         groups = class_groups(pop, g)
     table = pop.users
     if len(table) > 1:  # a group of part of a class: its members hold partial charges
-        for g in (many, single):
-            g.define_group_by_index("some", table, np.array([0, len(table) - 1], np.int64))
-        groups.append("some")
+        # the first and the last user (one run of a class, or two), or the first alone
+        some = [0, len(table) - 1] if data.draw(st.booleans()) else [0]
+        if pop.classes[0].count > len(some) or len(some) == 2:
+            for g in (many, single):
+                g.define_group_by_index("some", table, np.array(some, np.int64))
+            groups.append("some")
     users = [*table, "stranger"]
     slot = 1
     for _ in range(data.draw(st.integers(1, 20))):
         slot += data.draw(st.integers(0, 2))
         end, charges = data.draw(batch(slot, groups, users))
+        assert many.broken is None or single.broken is not None
         got = outcome(partial(many.spend_many, charges))
         assert got == outcome(partial(one_by_one, single, charges)), charges
         assert list(many.ledger) == list(single.ledger)
@@ -146,6 +183,7 @@ def test_spend_many_takes_exactly_what_spend_takes(data: st.DataObject) -> None:
         for u in table:
             assert many.headroom(probe, user=u) == single.headroom(probe, user=u)
     assert sinks[0].events == sinks[1].events
+    assert (many.broken is None) == (single.broken is None)
     assert check(many.ledger, pop).ok
 
 
@@ -209,3 +247,63 @@ def test_the_class_window_drops_exactly_what_leaves_it(monkeypatch: pytest.Monke
     whole.add(1, 5)
     whole.add(9, 5)
     assert whole.spent(100) == 10
+
+
+def test_fresh_equal_evidence_is_not_kept_by_identity() -> None:
+    # A mechanism that builds a new (equal) evidence object for every spend: only the object
+    # the ledger holds is remembered by identity, so nothing grows with the number of spends.
+    _, groups, guard = whole_classes()
+    for t in range(1, 401):
+        ev = Laplace(Fraction(1), Fraction(100))  # certifies 0.01: a fresh object each time
+        guard.spend_many([Charge(t, Budget("0.01"), group=g, evidence=ev) for g in groups[:2]])
+    assert len(guard.ledger) == 800
+    assert len(guard._certified) <= 2
+
+
+def test_a_mixed_batch_is_looked_at_a_bounded_number_of_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Whole classes alternating with a partial group: each charge the shortcut leaves goes
+    # through `spend`, and the shortcut's next look is bounded, so the work stays linear.
+    pop = Population.from_classes({Fixed(4000, Budget(4000)): 2, Fixed(4000, Budget(4000)): 3})
+    guard = Guard(pop)
+    groups = class_groups(pop, guard)
+    guard.define_group_by_index("part", pop.users, np.array([2], np.int64))
+    looked: list[int] = []
+    real = VectorEngine.charge_whole_classes
+
+    def counting(self: VectorEngine, slot: int, charges: Any) -> int:
+        looked.append(len(charges))
+        return real(self, slot, charges)
+
+    monkeypatch.setattr(VectorEngine, "charge_whole_classes", counting)
+    n = 2000
+    charges = [Charge(1, Budget(1), group=groups[0] if k % 2 else "part") for k in range(n)]
+    guard.spend_many(charges)
+    assert len(guard.ledger) == n
+    assert len(looked) <= n // 2 + 1 and sum(looked) <= 64 * len(looked)  # not ~n^2 / 4
+
+
+@pytest.mark.parametrize("bad", [True, np.int64(1), 1.0])
+def test_a_later_charge_at_a_slot_that_is_no_int_is_refused(bad: Any) -> None:
+    # Equal to the batch's slot but not an int: `spend` refuses it, after the charge before
+    # (amounts over the guard's denominator, so the shortcut looks at both).
+    _, groups, guard = whole_classes()
+    first = Charge(1, Budget("1/2"), group=groups[0])
+    with pytest.raises(WeventError, match="slots are whole numbers"):
+        guard.spend_many([first, Charge(bad, Budget("1/2"), group=groups[1])])
+    assert [c.group for c in guard.ledger] == [groups[0]]
+
+
+def test_rows_keep_their_own_part_and_mechanism() -> None:
+    # The ledger keeps the codes of each (part, mechanism) pair: rows that share a part but not
+    # a mechanism (or the reverse) keep their own, through both paths.
+    _, groups, guard = whole_classes()
+    labels = [("publication", "pba"), ("publication", "ba"), ("dissimilarity", "ba")]
+    guard.spend_many(
+        [Charge(1, Budget("1/2"), group=groups[1], part=p, mechanism=m) for p, m in labels[:2]]
+        + [Charge(1, Budget("1/2"), group=groups[2], part=p, mechanism=m) for p, m in labels[2:]]
+    )
+    guard.spend(2, Budget("1/2"), group=groups[0], part="publication", mechanism="x")
+    got = [(c.part, c.mechanism) for c in guard.ledger]
+    assert got == [*labels, ("publication", "x")]

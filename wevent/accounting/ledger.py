@@ -468,6 +468,13 @@ class Ledger:
             return found
         return interner.index.get(evidence)
 
+    def holds_evidence_object(self, evidence: Evidence) -> bool:
+        """Whether this very object (not only an equal one) is interned here: the ledger then
+        keeps it alive, so its ``id`` names it for as long as the ledger lives."""
+        interner = self._evidences
+        found = interner.by_id.get(id(evidence))
+        return found is not None and interner.values[found] is evidence
+
     def _subject_code(self, user: str | None, group: str | None) -> int:
         if (user is None) == (group is None):
             raise BudgetError("a charge names exactly one of user or group")

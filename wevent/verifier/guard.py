@@ -56,8 +56,14 @@ Engine = str  # a guard engine's name: "auto" or one of `guard_engines.GUARD_ENG
 I64 = npt.NDArray[np.int64]
 
 
+# How many charges `spend_many`'s shortcut looks at per call: a class-level slot's charges
+# (one per requirement class) fit; a batch that alternates with other charges stays linear.
+_LOOK_AHEAD = 64
+
+
 class SinkFailed(WeventError):
-    """A spend refused because an earlier commit to the guard's durable ledger failed."""
+    """A spend refused because the guard's durable ledger failed to take or commit an earlier
+    charge."""
 
 
 def _subject(user: str | None, group: str | None) -> str:
@@ -302,7 +308,7 @@ class Guard:
         once per charge, without keyword passing)."""
         if self._broken is not None:
             raise SinkFailed(
-                f"the durable ledger failed to commit ({self._broken!r}); every spend is refused "
+                f"the durable ledger failed ({self._broken!r}); every spend is refused "
                 "until it is recovered (wevent run --resume, Guard.recover)"
             )
         if type(slot) is not int or not 0 < slot <= MAX_SLOT:
@@ -359,7 +365,7 @@ class Guard:
         if self._sink is not None:
             # Write ahead: the charge is durable before the caller may draw its noise. A failed
             # commit raises, so no noise is drawn; the charge stays counted here (fail closed).
-            self._sink.append_charge(ledger.charge(len(ledger) - 1))
+            self._append_to_sink(ledger.charge(len(ledger) - 1))
             if not self._batch:
                 self._commit()
 
@@ -385,7 +391,8 @@ class Guard:
         i, n, misses = 0, len(charges), 0
         while i < n:
             if misses < 2:
-                taken = self._charge_whole_classes(charges[i:] if i else charges)
+                # a bounded look ahead keeps a batch that alternates with other charges linear
+                taken = self._charge_whole_classes(charges[i : i + _LOOK_AHEAD])
                 misses = 0 if taken else misses + 1
                 i += taken
                 if i == n:
@@ -398,10 +405,13 @@ class Guard:
         """`spend_many`'s shortcut for its leading charges that are to whole requirement
         classes at one slot (a class-level allocator's slot): what `_spend` would do for each,
         with the engine's checks and commits in one call (`charge_whole_classes`). It takes
-        a charge only where that is certainly what `_spend` would accept and record: an exact
-        `Budget` over the guard's denominator, a defined group, evidence this guard already
-        certified for this amount. It stops at the first other charge and returns how many it
-        took; `_spend` handles the rest (and refuses there what must be refused)."""
+        a charge only where that is certainly what `_spend` would accept and record: a valid
+        slot, an exact `Budget` over the guard's denominator, a defined group, string labels,
+        evidence this guard certifies for this amount (or, unchecked, evidence the ledger can
+        hold). It stops at the first other charge, and at anything that raises (`_spend` raises
+        it in its turn, after the charges before it), and returns how many it took; `_spend`
+        handles the rest (and refuses there what must be refused). Every code a taken row
+        needs is found before the engine commits it, so the ledger append cannot fail on it."""
         if self._broken is not None or not charges:
             return 0
         slot = charges[0].slot
@@ -414,36 +424,54 @@ class Guard:
         rows: list[ValidatedRow] = []
         fresh: list[tuple[Evidence, Budget]] = []  # certified, but not in the ledger yet
         for c in charges:
-            amount = c.amount
-            if c.slot != slot or c.user is not None or type(amount) is not Budget:
+            amount, group, evidence = c.amount, c.group, c.evidence
+            if type(c.slot) is not int or c.slot != slot or c.user is not None:
                 break
-            code = groups.get(c.group) if isinstance(c.group, str) else None
+            if type(amount) is not Budget or type(group) is not str:
+                break
+            if type(c.part) is not str or type(c.mechanism) is not str:
+                break
+            code = groups.get(group)
             num, den = amount.as_integer_ratio()
             if code is None or scale % den:
                 break
-            evidence, evidence_code = c.evidence, None
-            if evidence is not None and check_evidence:
-                hit = certified.get((id(evidence), num, den))
+            evidence_code = None
+            if evidence is not None:
+                hit = certified.get((id(evidence), num, den)) if check_evidence else None
                 if hit is not None and hit[0] is evidence:
                     evidence_code = hit[1]
-                else:  # certified here (a refusal is `_spend`'s to raise, in its turn)
-                    evidence_code, failed = self._evidence_check(evidence, amount)
-                    if failed is not None:
+                else:
+                    try:
+                        if check_evidence:  # certified here
+                            evidence_code, failed = self._evidence_check(evidence, amount)
+                            if failed is not None:
+                                break
+                        else:  # what the append looks up (an unhashable record raises here)
+                            evidence_code = ledger.evidence_code(evidence)
+                    except Exception:  # `_spend` raises it, after the charges before it
                         break
-                    if evidence_code is None:
+                    if evidence_code is None and check_evidence:
                         fresh.append((evidence, amount))
             items.append((code, num * (scale // den)))
             rows.append((amount, -code - 1, c.part, c.mechanism, evidence, evidence_code))
-        taken = self._engine.charge_whole_classes(slot, items) if items else 0
-        if taken:
-            first = len(ledger)
-            ledger.append_validated_rows(slot, rows[:taken] if taken < len(rows) else rows)
-            for evidence, amount in fresh:  # (one not taken is not in the ledger: skipped)
-                self._remember_certified(evidence, amount)
-            if self._sink is not None:
-                for row in range(first, first + taken):
-                    self._sink.append_charge(ledger.charge(row))
-            self._slot = slot
+        if not items:
+            return 0
+        if self._sink is None:
+            taken = self._engine.charge_whole_classes(slot, items)
+            if taken:
+                ledger.append_validated_rows(slot, rows[:taken] if taken < len(rows) else rows)
+                self._slot = slot
+        else:  # write ahead charge by charge, in `_spend`'s order (a failed append stops it)
+            taken = 0
+            for item, row in zip(items, rows, strict=True):
+                if not self._engine.charge_whole_classes(slot, (item,)):
+                    break
+                ledger.append_validated_rows(slot, (row,))
+                taken += 1
+                self._slot = slot
+                self._append_to_sink(ledger.charge(len(ledger) - 1))
+        for evidence, amount in fresh:  # (one not taken is not in the ledger: skipped)
+            self._remember_certified(evidence, amount)
         return taken
 
     @contextmanager
@@ -458,6 +486,17 @@ class Guard:
             self._batch -= 1
             if self._sink is not None and not self._batch and self._broken is None:
                 self._commit()
+
+    def _append_to_sink(self, charge: Charge) -> None:
+        """Hand an accepted charge to the durable sink; if that fails, every later spend is
+        refused (fail closed): the charge counts here but may never reach the disk, and a
+        recovery from the disk would give its budget back."""
+        assert self._sink is not None
+        try:
+            self._sink.append_charge(charge)
+        except BaseException as exc:
+            self._broken = exc
+            raise
 
     def _commit(self) -> None:
         """Commit the sink; after a failed commit every later spend is refused (fail closed):
@@ -520,7 +559,7 @@ class Guard:
             result = self._certify(evidence, amount)
         if not result.ok:
             return code, result
-        if code is not None:
+        if code is not None and self.ledger.holds_evidence_object(evidence):
             self._certified[id(evidence), amount.numerator, amount.denominator] = (evidence, code)
         return code, None
 
@@ -528,7 +567,7 @@ class Guard:
         """After the append of a charge whose evidence was certified before the ledger held it:
         the next charge with this evidence object and amount finds it by identity."""
         code = self.ledger.evidence_code(evidence)
-        if code is not None:
+        if code is not None and self.ledger.holds_evidence_object(evidence):
             self._certified[id(evidence), amount.numerator, amount.denominator] = (evidence, code)
 
     def _certify(self, evidence: Evidence, amount: Budget) -> CostCheck:
