@@ -254,7 +254,11 @@ class SyntheticStream:
     def histograms(self, slot: int, rng: np.random.Generator) -> IntArray:
         """Row c: the value counts of class c's users (see the class docstring)."""
         total = self.total(slot, rng)
-        split = np.random.default_rng(int(rng.integers(2**63)))
+        # The split's seed is drawn at every slot, so the caller's generator advances the same
+        # whatever the partition; the generator itself is built only when a class is drawn (a
+        # single class, or one holding every user, takes the whole histogram).
+        split_seed = int(rng.integers(2**63))
+        split: np.random.Generator | None = None
         out = np.zeros((len(self._sizes), self._d), np.int64)
         remaining = total.copy()
         left = int(self._sizes.sum())
@@ -263,6 +267,8 @@ class SyntheticStream:
                 out[c] = remaining
                 break
             if size:
+                if split is None:
+                    split = np.random.default_rng(split_seed)
                 out[c] = split.multivariate_hypergeometric(remaining, size)
                 remaining -= out[c]
                 left -= size
