@@ -56,6 +56,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_exsub.py
 	$(PY) benchmarks/bench_audit.py
 	$(PY) benchmarks/bench_gate.py
+	$(PY) benchmarks/bench_research_speed.py --breakdown --sweep 10
 
 # Scale: per-slot time and peak memory per allocator family, guard on and off (docs/performance.md).
 bench-scale: $(STAMP)

@@ -208,6 +208,8 @@ class Budget(Fraction):
     _hash: int
 
     def __new__(cls, value: Fraction | int | str = 0, *, what: str = "epsilon") -> Budget:
+        if type(value) is cls:  # already this exact, non-negative budget (immutable): no copy
+            return value
         if isinstance(value, bool):
             raise BudgetError(f"{what}: a boolean is not a budget")
         if isinstance(value, float):

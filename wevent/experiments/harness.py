@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
@@ -36,7 +36,9 @@ __all__ = [
     "RunResult",
     "Size",
     "Sweep",
+    "SweepRun",
     "execute",
+    "execute_many",
     "run_sweep",
     "write_markdown",
     "write_plots",
@@ -310,14 +312,39 @@ def execute(
     run then starts with an empty SM cache (`wevent.mechanisms.central.clear_sm_cache`) and a
     collected heap, so it pays its own OBS computations and no garbage of earlier runs; neither
     changes a release."""
+    stream = _stream(population, dataset, slots, seed, domain, stream_options)
+    return _execute_on(mechanism, population, stream, dataset, slots, seed, oracle, timed)
+
+
+def _stream(
+    population: Population,
+    dataset: str,
+    slots: int,
+    seed: int,
+    domain: int,
+    stream_options: Mapping[str, float] | None,
+) -> SyntheticStream:
+    sizes = [c.count for c in population.classes]
+    return SyntheticStream(dataset, slots, sizes, seed, domain, **dict(stream_options or {}))
+
+
+def _execute_on(
+    mechanism: str,
+    population: Population,
+    stream: Stream,
+    dataset: str,
+    slots: int,
+    seed: int,
+    oracle: str | None,
+    timed: bool,
+) -> RunResult:
+    """`execute` on a stream already built (a synthetic stream draws its data from the run's
+    generator, so one stream object serves any number of runs)."""
     import gc
 
     from wevent.experiments.running import run_mechanism
     from wevent.mechanisms.central import clear_sm_cache
 
-    sizes = [c.count for c in population.classes]
-    options = dict(stream_options or {})
-    stream: Stream = SyntheticStream(dataset, slots, sizes, seed, domain, **options)
     clock = None
     if timed:
         clock = SlotClock()
@@ -339,6 +366,51 @@ def execute(
         tuple(r.status for r in summary.records),
         None if clock is None else clock.result(),
     )
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """One run of `execute_many`: the setting (the key of its population), the mechanism, the
+    seed and the run's result."""
+
+    setting: str
+    mechanism: str
+    seed: int
+    result: RunResult
+
+
+def execute_many(
+    mechanisms: Sequence[str],
+    populations: Population | Mapping[str, Population],
+    dataset: str,
+    slots: int,
+    seeds: Iterable[int],
+    *,
+    domain: int = 2,
+    oracle: str | None = None,
+    stream_options: Mapping[str, float] | None = None,
+    timed: bool = False,
+) -> Iterator[SweepRun]:
+    """Many runs in this process: every mechanism on every seed of every setting, each run
+    exactly `execute`'s with the same arguments (same releases, ledger and statuses).
+
+    ``populations`` is one population (its setting is ``""``) or settings by name. Nothing that
+    does not depend on the seed is built again: the interpreter and its imports, each setting's
+    population, and the OBS computations the SM cache keeps across runs (cleared before each
+    run when ``timed``, as `execute` does); each (setting, seed) builds its synthetic stream
+    once for all mechanisms. ``oracle`` goes to the mechanisms that take one (the local
+    non-personalized allocators) and is left out for the others. Runs come out setting by
+    setting, seed by seed, mechanism by mechanism, as they finish; a refusal raises
+    `GuardRefused`."""
+    settings = {"": populations} if isinstance(populations, Population) else dict(populations)
+    seed_list = list(seeds)
+    for setting, population in settings.items():
+        for seed in seed_list:
+            stream = _stream(population, dataset, slots, seed, domain, stream_options)
+            for mech in mechanisms:
+                chosen = oracle if mech in ORACLE_CHOICE else None
+                result = _execute_on(mech, population, stream, dataset, slots, seed, chosen, timed)
+                yield SweepRun(setting, mech, seed, result)
 
 
 @dataclass

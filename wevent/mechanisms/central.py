@@ -180,7 +180,8 @@ class CentralRunner(KernelRunner):
             return None
         self._charge(t, sm, "dissimilarity")
         sampled = self._sample(sm, hist)
-        mean_abs = float(np.mean(np.abs(sampled - self.last_release)))
+        # the mean as np.mean computes it for float64 (the pairwise sum, then one division)
+        mean_abs = float(np.abs(sampled - self.last_release).sum()) / d
         return mean_abs + float(self.noise_rng.laplace(0.0, sm.mech.laplace.scale))
 
     def step(self) -> SlotRecord:

@@ -135,7 +135,8 @@ class SamplingMechanism:
             if Budget(eps) not in self.keep:
                 raise BudgetError(f"no sampling probability for the class with budget {eps}")
             arr = np.asarray(hist)
-            if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer) or (arr < 0).any():
+            # dtype kinds "i"/"u": the integer types (np.issubdtype is several times slower)
+            if arr.ndim != 1 or arr.dtype.kind not in "iu" or (arr.size and arr.min() < 0):
                 raise BudgetError("class histograms are 1-D arrays of non-negative counts")
             shapes.add(arr.shape)
         if len(shapes) != 1:

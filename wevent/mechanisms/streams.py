@@ -178,7 +178,7 @@ class SyntheticStream:
     scaled by sqrt(Q), so one seed gives the same shape of walk at every sqrt(Q), up to the clip.
     """
 
-    __slots__ = ("_d", "_kind", "_p", "_sizes")
+    __slots__ = ("_d", "_kind", "_n", "_p", "_pvals", "_size_list", "_sizes")
 
     def __init__(
         self,
@@ -214,6 +214,12 @@ class SyntheticStream:
             sizes.append(int(n))
         self._kind = kind
         self._sizes: IntArray = np.array(sizes, dtype=np.int64)
+        self._size_list = tuple(sizes)
+        self._n = sum(sizes)
+        # the multinomial's probabilities over the values 1..d-1 (read-only, drawn from by
+        # every slot)
+        self._pvals = np.full(d - 1, 1.0 / (d - 1))
+        self._pvals.setflags(write=False)
         self._p = probability_sequence(
             kind, slots, np.random.default_rng(seed), sin_omega=omega, lns_sqrt_q=sqrt_q
         )
@@ -244,25 +250,33 @@ class SyntheticStream:
         """The value histogram of all n users at ``slot``: [n - k, ...] with k ~ Binomial(n,
         p_slot) ones (d = 2), or k spread uniformly over the values 1..d-1."""
         p = float(self._p[_slot_index(slot, self.slots) - 1])
-        n = int(self._sizes.sum())
+        n = self._n
         ones = int(rng.binomial(n, p))
         if self._d == 2:
             return np.array([n - ones, ones], np.int64)
-        spread = rng.multinomial(ones, np.full(self._d - 1, 1.0 / (self._d - 1)))
-        return np.concatenate([[n - ones], spread]).astype(np.int64)
+        out = np.empty(self._d, np.int64)
+        out[0] = n - ones
+        out[1:] = rng.multinomial(ones, self._pvals)
+        return out
 
     def histograms(self, slot: int, rng: np.random.Generator) -> IntArray:
         """Row c: the value counts of class c's users (see the class docstring)."""
         total = self.total(slot, rng)
-        split = np.random.default_rng(int(rng.integers(2**63)))
-        out = np.zeros((len(self._sizes), self._d), np.int64)
-        remaining = total.copy()
-        left = int(self._sizes.sum())
-        for c, size in enumerate(self._sizes.tolist()):
+        # The split's seed is drawn at every slot, so the caller's generator advances the same
+        # whatever the partition; the generator itself is built only when a class is drawn (a
+        # single class, or one holding every user, takes the whole histogram).
+        split_seed = int(rng.integers(2**63))
+        split: np.random.Generator | None = None
+        out = np.zeros((len(self._size_list), self._d), np.int64)
+        remaining = total  # a fresh array of this call
+        left = self._n
+        for c, size in enumerate(self._size_list):
             if size == left:  # the last users hold whatever is left
                 out[c] = remaining
                 break
             if size:
+                if split is None:
+                    split = np.random.default_rng(split_seed)
                 out[c] = split.multivariate_hypergeometric(remaining, size)
                 remaining -= out[c]
                 left -= size

@@ -84,12 +84,17 @@ def vmax(alg: Algebra[V, B], first: V, *rest: V) -> V:
     return out
 
 
+_SMALL = {k: Fraction(k) for k in range(-2, 3)}
+
+
 class ExactAlgebra:
     """Exact rationals (`fractions.Fraction`) and Python booleans: the runtime arithmetic."""
 
     name = "exact"
 
     def const(self, q: Fraction | int) -> Fraction:
+        if type(q) is int and -2 <= q <= 2:  # the kernels' 0 and 1 at every slot: shared
+            return _SMALL[q]  # (a Fraction is immutable)
         return Fraction(q)
 
     def add(self, a: Fraction, b: Fraction) -> Fraction:

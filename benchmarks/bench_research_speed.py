@@ -1,0 +1,281 @@
+"""A small research run against the Java peer's loop (run on demand).
+
+The workload: 2,000 users in one class (w = 3, eps = 1), a categorical Sin stream with d = 4
+values, 400 slots, seed 1; every central allocator through
+`wevent.experiments.running.run_mechanism`, the guard in the loop. In one process, after the
+imports and one warm-up run per allocator, each allocator runs ``--runs`` times (seeds 1, 2, ...);
+the table gives the median wall time of a run beside the peer's loop on the same histograms,
+read from ``benchmarks/peer/peer_loop.json`` (written by ``benchmarks/peer/PeerLoopTiming.java``,
+which drives streamdp-benchmark's own classes; see ``benchmarks/peer/README.md``). The peer has
+no personalized or dynamic allocators: pbd and dpbd are set beside its BD, pba and dpba beside its
+BA (with one class they allocate as BD and BA do).
+
+``--breakdown`` splits a run: set-up (a run of 0 slots), then per slot the stream's data, the
+budget kernel (plan and step), the guard's calls, the data path (the rest of the step: SM
+sampling, OBS, noise, records) and what the loop does around the step. ``--sweep N`` times
+`wevent.experiments.harness.execute_many` over N seeds of every allocator in this process.
+``--cli K`` times K processes of ``python -m wevent run bd`` on the same workload and K of the
+bare imports, the start-up a sweep of separate commands pays per run.
+
+Wall times on a shared machine: the load averages are printed with every section, and the thread
+CPU time of each run beside its wall time. Measurements, not tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+from wevent.accounting.budget import Budget
+from wevent.accounting.population import Population
+from wevent.accounting.requirements import Fixed
+from wevent.experiments import running
+from wevent.experiments.harness import execute_many
+from wevent.experiments.timing import SlotClock
+from wevent.mechanisms.central import clear_sm_cache
+from wevent.mechanisms.streams import SyntheticStream
+
+ALLOCATORS = ("uniform", "sample", "bd", "ba", "pbd", "pba", "dpbd", "dpba")
+PEER_OF = {
+    "uniform": "Uniform",
+    "sample": "Sample",
+    "bd": "BD",
+    "ba": "BA",
+    "pbd": "BD",
+    "pba": "BA",
+    "dpbd": "BD",
+    "dpba": "BA",
+}
+USERS, DOMAIN, SLOTS, W, EPS, DATASET = 2000, 4, 400, 3, 1, "sin"
+PEER_FILE = Path(__file__).resolve().parent / "peer" / "peer_loop.json"
+
+
+def population() -> Population:
+    return Population.from_classes({Fixed(W, Budget(EPS)): USERS})
+
+
+def stream(seed: int) -> SyntheticStream:
+    return SyntheticStream(DATASET, SLOTS, [USERS], seed, DOMAIN)
+
+
+def load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load averages {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def timed_run(
+    mechanism: str, pop: Population, seed: int, slots: int = SLOTS
+) -> tuple[float, float]:
+    """Wall and thread CPU seconds of one run (the stream built outside the timing)."""
+    s = stream(seed)
+    wall, cpu = time.perf_counter(), time.thread_time()
+    summary = running.run_mechanism(mechanism, pop, s, slots=slots, seed=seed)
+    cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
+    assert summary.ok, summary.refusal
+    return wall, cpu
+
+
+def per_allocator(pop: Population, runs: int) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for mech in ALLOCATORS:
+        clear_sm_cache()
+        first_wall, _ = timed_run(mech, pop, 1)  # warm-up: its OBS results are cached
+        walls, cpus = [], []
+        for k in range(runs):
+            wall, cpu = timed_run(mech, pop, 1 + k)
+            walls.append(wall)
+            cpus.append(cpu)
+        out[mech] = {
+            "first_ms": first_wall * 1e3,
+            "median_ms": statistics.median(walls) * 1e3,
+            "cpu_ms": statistics.median(cpus) * 1e3,
+            "min_ms": min(walls) * 1e3,
+        }
+    return out
+
+
+class _TimedKernel:
+    """A kernel whose plan and step (and start) are timed into ``ns[0]``."""
+
+    def __init__(self, inner: Any, ns: list[int]) -> None:
+        self._inner, self._ns = inner, ns
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def _timed(self, fn: Callable[..., Any], *args: Any) -> Any:
+        t0 = time.perf_counter_ns()
+        try:
+            return fn(*args)
+        finally:
+            self._ns[0] += time.perf_counter_ns() - t0
+
+    def start(self) -> Any:
+        return self._timed(self._inner.start)
+
+    def plan(self, state: Any, t: int) -> Any:
+        return self._timed(self._inner.plan, state, t)
+
+    def step(self, state: Any, t: int, plan: Any, published: Any) -> Any:
+        return self._timed(self._inner.step, state, t, plan, published)
+
+
+def _kernel_timer(ns: list[int]) -> Any:
+    """Every kernel `run_mechanism` builds while this is entered is a `_TimedKernel`."""
+    original = running.kernel_for  # type: ignore[attr-defined]
+
+    def timed_kernel_for(*args: Any, **kwargs: Any) -> Any:
+        return _TimedKernel(original(*args, **kwargs), ns)
+
+    return mock.patch.object(running, "kernel_for", timed_kernel_for)
+
+
+def breakdown(pop: Population, runs: int) -> dict[str, dict[str, float]]:
+    """Median over ``runs`` instrumented runs of each part (set-up in ms, the rest in us per
+    slot)."""
+    out: dict[str, dict[str, float]] = {}
+    for mech in ALLOCATORS:
+        timed_run(mech, pop, 1)  # warm
+        setup = statistics.median(timed_run(mech, pop, 1 + k, slots=0)[0] for k in range(runs))
+        parts: dict[str, list[float]] = {}
+        for k in range(runs):
+            ns = [0]
+            clock = SlotClock()
+            s = stream(1 + k)
+            with _kernel_timer(ns):
+                wall = time.perf_counter_ns()
+                running.run_mechanism(mech, pop, s, slots=SLOTS, seed=1 + k, clock=clock)
+                wall = time.perf_counter_ns() - wall
+            t = clock.result()
+            kernel = ns[0]
+            values = {
+                "total_ms": wall / 1e6,
+                "stream": t.stream_ns,
+                "kernel": kernel,
+                "guard": t.guard_ns,
+                "data": t.step_ns - t.stream_ns - t.guard_ns - kernel,
+                "loop": wall - setup * 1e9 - t.step_ns,
+            }
+            for name, value in values.items():
+                parts.setdefault(name, []).append(value)
+        row = {"setup_ms": setup * 1e3}
+        for name, values_ in parts.items():
+            med = statistics.median(values_)
+            row[name] = med if name == "total_ms" else med / SLOTS / 1e3  # us per slot
+        out[mech] = row
+    return out
+
+
+def sweep(pop: Population, seeds: int) -> tuple[int, float]:
+    wall = time.perf_counter()
+    count = sum(
+        1 for _ in execute_many(ALLOCATORS, pop, DATASET, SLOTS, range(seeds), domain=DOMAIN)
+    )
+    return count, time.perf_counter() - wall
+
+
+def cli(repeats: int) -> tuple[list[float], list[float]]:
+    """Wall seconds of ``python -m wevent run bd`` on the workload, and of the imports alone."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    with tempfile.TemporaryDirectory() as tmp:
+        req = Path(tmp) / "requirements.csv"
+        req.write_text(
+            "user,w,epsilon\n" + "".join(f"u{i},{W},{EPS}\n" for i in range(USERS)),
+            encoding="utf-8",
+        )
+        run = [sys.executable, "-m", "wevent", "run", "bd", "-r", str(req), "--stream", DATASET]
+        run += ["--slots", str(SLOTS), "--domain", str(DOMAIN), "--seed", "1"]
+        imports = [sys.executable, "-c", "import wevent.cli"]
+        out: tuple[list[float], list[float]] = ([], [])
+        for argv, into in ((run, out[0]), (imports, out[1])):
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                subprocess.run(argv, env=env, check=True, capture_output=True, cwd=tmp)
+                into.append(time.perf_counter() - t0)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=7, help="timed runs per allocator")
+    parser.add_argument("--breakdown", action="store_true", help="where a run's time goes")
+    parser.add_argument("--sweep", type=int, default=0, metavar="N", help="execute_many, N seeds")
+    parser.add_argument("--cli", type=int, default=0, metavar="K", help="K `wevent run` processes")
+    parser.add_argument("--peer", type=Path, default=PEER_FILE, help="the peer's recorded figures")
+    args = parser.parse_args()
+
+    peer = json.loads(args.peer.read_text(encoding="utf-8"))
+    peer_runs = {r["mechanism"]: r for r in peer["runs"]}
+    print(
+        f"{datetime.now(UTC).isoformat(timespec='seconds')}, {platform.python_implementation()} "
+        f"{platform.python_version()}, {os.cpu_count()} cores; {USERS} users, d = {DOMAIN}, "
+        f"{SLOTS} slots, w = {W}, eps = {EPS}, {DATASET} stream"
+    )
+    print(
+        f"peer: {peer['peer']}, {peer['java']}, measured {peer['measured_at']} "
+        f"(load {peer['loadavg_before']}); its Laplace table (start-up) "
+        f"{peer['laplace_table_ms']:.0f} ms"
+    )
+    pop = population()
+    print(f"\n## One run per allocator ({args.runs} runs after a warm-up; {load()})\n")
+    rows = per_allocator(pop, args.runs)
+    print(
+        "| allocator | first run ms | median ms | cpu ms | peer | peer median ms | peer first ms "
+        "| median / peer median | first / peer first | within 10x |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for mech, r in rows.items():
+        p = peer_runs[PEER_OF[mech]]
+        ratio = r["median_ms"] / p["median_ms"]
+        ratio_first = r["first_ms"] / p["first_ms"]
+        print(
+            f"| {mech} | {r['first_ms']:.1f} | {r['median_ms']:.1f} | {r['cpu_ms']:.1f} "
+            f"| {p['mechanism']} | {p['median_ms']:.4f} | {p['first_ms']:.3f} | {ratio:,.0f}x "
+            f"| {ratio_first:,.0f}x | {'yes' if ratio <= 10 else 'no'} |"
+        )
+    print(f"\n({load()})")
+    if args.breakdown:
+        print(f"\n## Where a run's time goes (median of {args.runs} instrumented runs; {load()})\n")
+        print(
+            "| allocator | set-up ms | instrumented run ms | stream us/slot | kernel us/slot "
+            "| guard us/slot | data path us/slot | loop us/slot |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
+        for mech, b in breakdown(pop, args.runs).items():
+            print(
+                f"| {mech} | {b['setup_ms']:.2f} | {b['total_ms']:.1f} | {b['stream']:.1f} "
+                f"| {b['kernel']:.1f} | {b['guard']:.1f} | {b['data']:.1f} | {b['loop']:.1f} |"
+            )
+        print(f"\n({load()})")
+    if args.sweep:
+        count, seconds = sweep(pop, args.sweep)
+        print(
+            f"\n## execute_many: {len(ALLOCATORS)} allocators x {args.sweep} seeds in one process\n"
+        )
+        print(
+            f"{count} runs in {seconds:.2f} s = {seconds / count * 1e3:.1f} ms per run ({load()})"
+        )
+    if args.cli:
+        runs_, imports = cli(args.cli)
+        print(f"\n## The command line: {args.cli} processes each ({load()})\n")
+        print(
+            f"`python -m wevent run bd` on the workload: median {statistics.median(runs_):.2f} s; "
+            f"`python -c 'import wevent.cli'`: median {statistics.median(imports):.2f} s"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+// Times the per-run loop of streamdp-benchmark's central mechanisms (Schaler et al., VLDB 2023).
+//
+// This file is wevent's own driver. It calls the peer's classes (mechanisms.Uniform, Sample, BD,
+// BA and experiment.LaplaceStream), which are NOT part of the wevent repository: see README.md
+// beside this file for where they come from. Nothing of the peer's code is copied here.
+//
+// Arguments: STREAM_CSV W EPSILON REPETITIONS OUT_JSON
+//   STREAM_CSV  one slot per line, the d counts of the slot's histogram (comma separated)
+//   W EPSILON   the w-event window and budget every mechanism gets
+//   REPETITIONS timed runs per mechanism after as many untimed warm-up runs
+//   OUT_JSON    where the figures go (one JSON object)
+
+import experiment.LaplaceStream;
+import mechanisms.BA;
+import mechanisms.BD;
+import mechanisms.Mechansim;
+import mechanisms.Sample;
+import mechanisms.Uniform;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+
+public final class PeerLoopTiming {
+    private static double sink; // keeps every run's result observable
+
+    private PeerLoopTiming() {}
+
+    private static ArrayList<double[]> readStream(Path csv) throws IOException {
+        ArrayList<double[]> rows = new ArrayList<>();
+        for (String line : Files.readAllLines(csv, StandardCharsets.UTF_8)) {
+            String trimmed = line.strip();
+            if (trimmed.isEmpty()) {
+                continue;
+            }
+            String[] cells = trimmed.split(",");
+            double[] row = new double[cells.length];
+            for (int i = 0; i < cells.length; i++) {
+                row[i] = Double.parseDouble(cells[i]);
+            }
+            rows.add(row);
+        }
+        return rows;
+    }
+
+    private static long oneRun(Mechansim m, ArrayList<double[]> stream, int w, double eps) {
+        long start = System.nanoTime();
+        ArrayList<double[]> out = m.run(stream, w, eps);
+        long elapsed = System.nanoTime() - start;
+        sink += out.get(out.size() - 1)[0];
+        return elapsed;
+    }
+
+    private static double quantile(long[] sorted, double q) {
+        double pos = q * (sorted.length - 1);
+        int lo = (int) Math.floor(pos);
+        int hi = Math.min(lo + 1, sorted.length - 1);
+        return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
+    }
+
+    private static String loadAverage() {
+        try {
+            return Files.readString(Path.of("/proc/loadavg")).strip();
+        } catch (IOException e) {
+            return "unknown";
+        }
+    }
+
+    public static void main(String[] args) throws IOException {
+        if (args.length != 5) {
+            System.err.println("usage: PeerLoopTiming STREAM_CSV W EPSILON REPETITIONS OUT_JSON");
+            System.exit(2);
+        }
+        long processStart = System.nanoTime();
+        ArrayList<double[]> stream = readStream(Path.of(args[0]));
+        int w = Integer.parseInt(args[1]);
+        double eps = Double.parseDouble(args[2]);
+        int reps = Integer.parseInt(args[3]);
+        String loadBefore = loadAverage();
+
+        // The peer draws its Laplace noise from a table it fills when the class loads
+        // (10^7 draws); that is start-up, timed apart from the loops.
+        long initStart = System.nanoTime();
+        double first = LaplaceStream.nextNumber();
+        long initNs = System.nanoTime() - initStart;
+        sink += first;
+
+        List<Mechansim> mechanisms = List.of(
+                new Uniform(w, eps), new Sample(w, eps), new BD(w, eps), new BA(w, eps));
+        StringBuilder rows = new StringBuilder();
+        System.out.printf(Locale.ROOT, "%-8s %12s %12s %12s %12s%n",
+                "mechanism", "first ms", "median ms", "p10 ms", "p90 ms");
+        for (Mechansim m : mechanisms) {
+            long firstNs = oneRun(m, stream, w, eps);
+            for (int i = 0; i < reps; i++) {
+                oneRun(m, stream, w, eps); // warm-up: the JIT compiles the loop
+            }
+            long[] times = new long[reps];
+            for (int i = 0; i < reps; i++) {
+                times[i] = oneRun(m, stream, w, eps);
+            }
+            Arrays.sort(times);
+            double median = quantile(times, 0.5) / 1e6;
+            double p10 = quantile(times, 0.1) / 1e6;
+            double p90 = quantile(times, 0.9) / 1e6;
+            System.out.printf(Locale.ROOT, "%-8s %12.4f %12.4f %12.4f %12.4f%n",
+                    m.name(), firstNs / 1e6, median, p10, p90);
+            if (rows.length() > 0) {
+                rows.append(",\n");
+            }
+            rows.append(String.format(Locale.ROOT,
+                    "    {\"mechanism\": \"%s\", \"first_ms\": %.6f, \"median_ms\": %.6f, "
+                            + "\"p10_ms\": %.6f, \"p90_ms\": %.6f, \"timed_runs\": %d, \"warmup_runs\": %d}",
+                    m.name(), firstNs / 1e6, median, p10, p90, reps, reps));
+        }
+        double processMs = (System.nanoTime() - processStart) / 1e6;
+        String json = String.format(Locale.ROOT,
+                "{\n  \"peer\": \"streamdp-benchmark (Schaler et al., VLDB 2023)\",\n"
+                        + "  \"slots\": %d,\n  \"domain\": %d,\n  \"users\": %d,\n"
+                        + "  \"w\": %d,\n  \"epsilon\": %s,\n"
+                        + "  \"laplace_table_ms\": %.3f,\n  \"driver_ms\": %.3f,\n"
+                        + "  \"java\": \"%s %s\",\n  \"measured_at\": \"%s\",\n"
+                        + "  \"loadavg_before\": \"%s\",\n  \"loadavg_after\": \"%s\",\n"
+                        + "  \"runs\": [\n%s\n  ]\n}\n",
+                stream.size(), stream.get(0).length, (long) Arrays.stream(stream.get(0)).sum(),
+                w, Double.toString(eps), initNs / 1e6, processMs,
+                System.getProperty("java.vm.name"), System.getProperty("java.version"),
+                Instant.now().toString(), loadBefore, loadAverage(), rows);
+        Files.writeString(Path.of(args[4]), json, StandardCharsets.UTF_8);
+        System.out.println("laplace table (start-up): " + String.format(Locale.ROOT, "%.1f ms", initNs / 1e6));
+        System.out.println("(checksum " + sink + ")");
+    }
+}
