@@ -72,15 +72,7 @@ def outcome(action: Callable[[], None]) -> str | None:
 def one_by_one(guard: Guard, charges: list[Charge]) -> None:
     with guard.batch():  # spend_many's group commit, without its shortcut
         for c in charges:
-            guard.spend(
-                c.slot,
-                c.amount,
-                user=c.user,
-                group=c.group,
-                part=c.part,
-                mechanism=c.mechanism,
-                evidence=c.evidence,
-            )
+            guard.spend_charge(c)  # `spend` with the charge's fields
 
 
 @st.composite

@@ -136,37 +136,20 @@ def reporters_charge(
 
 
 def charge_reporters(
-    spender: Spender,
-    slot: int,
-    eps: Budget,
-    evidence: Any,
-    *,
-    reports: int,
-    users: list[str] | None = None,
-    group: str | None = None,
-    part: str = "report",
-    mechanism: str = "",
-    table: Sequence[str] | None = None,
-    indices: IntArray | None = None,
+    spender: Spender, slot: int, eps: Budget, evidence: Any, **reporters: Any
 ) -> None:
     """Charge every reporting user ``eps`` in one atomic spend (a group charge), before any
-    report is drawn (`reporters_charge` names the reporters)."""
-    charge = reporters_charge(
-        spender,
-        slot,
-        eps,
-        evidence,
-        reports=reports,
-        users=users,
-        group=group,
-        part=part,
-        mechanism=mechanism,
-        table=table,
-        indices=indices,
-    )
+    report is drawn; ``reporters`` name them as `reporters_charge` takes them (``reports``,
+    and ``users``, ``group`` or ``table`` with ``indices``; ``part``, ``mechanism``)."""
+    charge = reporters_charge(spender, slot, eps, evidence, **reporters)
     if charge is not None:
         spender.spend(
-            slot, eps, group=charge.group, part=part, mechanism=mechanism, evidence=evidence
+            slot,
+            eps,
+            group=charge.group,
+            part=charge.part,
+            mechanism=charge.mechanism,
+            evidence=evidence,
         )
 
 
