@@ -73,10 +73,14 @@ public final class PeerLoopTiming {
     }
 
     public static void main(String[] args) throws IOException {
-        if (args.length != 5) {
-            System.err.println("usage: PeerLoopTiming STREAM_CSV W EPSILON REPETITIONS OUT_JSON");
+        if (args.length != 5 && args.length != 6) {
+            System.err.println(
+                    "usage: PeerLoopTiming STREAM_CSV W EPSILON REPETITIONS OUT_JSON [MECHANISM]");
             System.exit(2);
         }
+        // With MECHANISM, only that one runs: its first run is then in a fresh JVM (without it,
+        // only the first mechanism's is; the others' first runs follow its warm-up in the JVM).
+        String only = args.length == 6 ? args[5] : null;
         long processStart = System.nanoTime();
         ArrayList<double[]> stream = readStream(Path.of(args[0]));
         int w = Integer.parseInt(args[1]);
@@ -91,11 +95,22 @@ public final class PeerLoopTiming {
         long initNs = System.nanoTime() - initStart;
         sink += first;
 
-        List<Mechansim> mechanisms = List.of(
+        List<Mechansim> every = List.of(
                 new Uniform(w, eps), new Sample(w, eps), new BD(w, eps), new BA(w, eps));
+        ArrayList<Mechansim> mechanisms = new ArrayList<>();
+        for (Mechansim m : every) {
+            if (only == null || m.name().equals(only)) {
+                mechanisms.add(m);
+            }
+        }
+        if (mechanisms.isEmpty()) {
+            System.err.println("unknown mechanism " + only + " (Uniform, Sample, BD or BA)");
+            System.exit(2);
+        }
         StringBuilder rows = new StringBuilder();
         System.out.printf(Locale.ROOT, "%-8s %12s %12s %12s %12s%n",
                 "mechanism", "first ms", "median ms", "p10 ms", "p90 ms");
+        boolean fresh = true; // no run of any mechanism before this one in this JVM
         for (Mechansim m : mechanisms) {
             long firstNs = oneRun(m, stream, w, eps);
             for (int i = 0; i < reps; i++) {
@@ -115,9 +130,11 @@ public final class PeerLoopTiming {
                 rows.append(",\n");
             }
             rows.append(String.format(Locale.ROOT,
-                    "    {\"mechanism\": \"%s\", \"first_ms\": %.6f, \"median_ms\": %.6f, "
-                            + "\"p10_ms\": %.6f, \"p90_ms\": %.6f, \"timed_runs\": %d, \"warmup_runs\": %d}",
-                    m.name(), firstNs / 1e6, median, p10, p90, reps, reps));
+                    "    {\"mechanism\": \"%s\", \"first_ms\": %.6f, \"first_in_fresh_jvm\": %b, "
+                            + "\"median_ms\": %.6f, \"p10_ms\": %.6f, \"p90_ms\": %.6f, "
+                            + "\"timed_runs\": %d, \"warmup_runs\": %d}",
+                    m.name(), firstNs / 1e6, fresh, median, p10, p90, reps, reps));
+            fresh = false;
         }
         double processMs = (System.nanoTime() - processStart) / 1e6;
         String json = String.format(Locale.ROOT,
