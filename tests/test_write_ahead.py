@@ -83,6 +83,32 @@ def test_a_failed_commit_fails_closed() -> None:
     assert len(guard.ledger) == 1
 
 
+class RefusingSink(Recorder):
+    """A sink that refuses the charges handed to it (a replayed ledger that disagrees, a
+    writer's validation)."""
+
+    def append_charge(self, charge: Charge) -> None:
+        raise ReplayMismatch(f"slot {charge.slot}: not the recorded charge")
+
+
+@pytest.mark.parametrize("through", ["spend", "spend_many"])
+def test_a_refused_append_fails_closed(through: str) -> None:
+    """A charge counted in memory but never handed to the disk would be given back by a
+    recovery: after a refused append every later spend is refused, as after a failed commit."""
+    guard = Guard(POP, sink=RefusingSink())
+    guard.define_group("both", ["a", "b"])
+    with pytest.raises(ReplayMismatch):
+        if through == "spend":
+            guard.spend(1, "0.1", group="both")
+        else:
+            guard.spend_many([Charge(1, Budget("0.1"), group="both")])
+    assert isinstance(guard.broken, ReplayMismatch)
+    assert guard.headroom(1, user="a") == Budget("0.2")  # the 0.1 still counts
+    with pytest.raises(SinkFailed, match="until it is recovered"):
+        guard.spend(2, "0.1", user="b")
+    assert len(guard.ledger) == 1
+
+
 def test_without_a_sink_nothing_changes() -> None:
     guard = Guard(POP)
     guard.spend_many([Charge(1, Budget("0.1"), user="a")])
