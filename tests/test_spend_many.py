@@ -225,7 +225,7 @@ def test_a_shortcut_that_skips_the_window_check_is_caught(monkeypatch: pytest.Mo
     assert not check(guard.ledger, pop).ok
 
 
-def test_the_class_window_drops_exactly_what_leaves_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_class_window_drops_exactly_what_leaves_it() -> None:
     # A charge leaves a window of w slots w slots later, not one sooner nor one later.
     common = _Common(3)
     common.add(1, 5)

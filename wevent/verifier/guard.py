@@ -333,11 +333,7 @@ class Guard:
         evidence_code: int | None = None
         if evidence is not None and self.check_evidence:
             evidence_code = self._check_evidence(evidence, budget, user, group, slot)
-        den = budget.denominator
-        if self._scale % den:
-            asked = self._numerator(budget)
-        else:
-            asked = budget.numerator * (self._scale // den)
+        asked = self._numerator(budget)
         engine = self._engine
         plan = engine.plan(user, group)
         refusal = engine.check(slot, asked, plan)

@@ -159,13 +159,7 @@ class _Plan:
     partial_codes: I64  # members of registered classes the group does not cover whole
     partial_by_w: tuple[tuple[int, I64], ...]  # those of fixed classes, by window length
     partial_whole: tuple[int, ...]  # whole-stream classes with partial members
-    whole: int  # the class the group is exactly (all its members, nobody else), else -1
-    whole_class: _Class | None  # that class (None: -1)
-
-
-def _whole(present: tuple[int, ...], full: tuple[bool, ...]) -> int:
-    """`_Plan.whole` of a plan with these present classes and coverage."""
-    return present[0] if len(present) == 1 and present[0] >= 0 and full[0] else -1
+    whole: _Class | None  # the class the group is exactly (all its members, nobody else)
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,8 +352,7 @@ class VectorEngine:
             partial_codes,
             tuple(by_w),
             tuple(whole),
-            _whole(present, full),
-            self._class_or_none(_whole(present, full)),
+            self._whole_class(present, full),
         )
 
     def _plan_runs(self, codes: I64, indices: I64) -> _Plan:
@@ -385,8 +378,7 @@ class VectorEngine:
                 codes,
                 tuple(every),
                 self._whole_classes,
-                -1,  # part of every class: no class whole
-                None,
+                None,  # part of every class: no class whole
             )
         present: list[int] = []
         starts: list[int] = []
@@ -428,12 +420,13 @@ class VectorEngine:
             partial_codes,
             tuple(by_w),
             tuple(c for c, _, _ in partial if classes[c].w is None),
-            _whole(tuple(present), tuple(full)),
-            self._class_or_none(_whole(tuple(present), tuple(full))),
+            self._whole_class(tuple(present), tuple(full)),
         )
 
-    def _class_or_none(self, c: int) -> _Class | None:
-        return self.classes[c] if c >= 0 else None
+    def _whole_class(self, present: tuple[int, ...], full: tuple[bool, ...]) -> _Class | None:
+        """`_Plan.whole` of a plan with these present classes and coverage."""
+        one = len(present) == 1 and present[0] >= 0 and full[0]
+        return self.classes[present[0]] if one else None
 
     def group_defined(
         self, group_code: int, codes: I64, indices: I64, *, ascending: bool | None = None
@@ -590,10 +583,10 @@ class VectorEngine:
         """The refusal of the spend (its first breaking member in group order), or None. The
         windows' expiries it applies are what `commit` keeps (a refused check has undone them)."""
         self._pending = None
-        if type(plan) is _Plan and plan.whole >= 0:
+        if type(plan) is _Plan and plan.whole is not None:
             # A whole class whose members hold no partial charge: the class-wide spend decides
             # (refusals take the general path below, which names the member).
-            k = self.classes[plan.whole]
+            k = plan.whole
             holding = k.partial if k.w is None else self._events[k.w]
             if not holding and k.common_spent(slot) + asked <= k.eps:
                 return None
@@ -646,32 +639,16 @@ class VectorEngine:
         taken = 0
         for code, asked in charges:
             plan = plans.get(code)
-            k = None if plan is None else plan.whole_class
+            k = None if plan is None else plan.whole
             if k is None:
                 break
             if k.partial if k.w is None else events[k.w]:
                 break
             if asked:
-                # `_Common.spent` and `_Common.add`, inline (the loop's hot path)
                 common = k.common
-                total = common.total
-                if k.w is not None:
-                    recent, horizon = common.recent, slot - k.w
-                    for s, amount in recent:
-                        if s > horizon:
-                            break
-                        total -= amount
-                    if total + asked > k.eps:
-                        break
-                    if recent and recent[-1][0] == slot:
-                        recent[-1][1] += asked
-                    else:
-                        recent.append([slot, asked])
-                    while recent[0][0] <= horizon:
-                        common.total -= recent.popleft()[1]
-                elif total + asked > k.eps:
+                if common.spent(slot) + asked > k.eps:
                     break
-                common.total += asked
+                common.add(slot, asked)
             taken += 1
         return taken
 
@@ -720,8 +697,8 @@ class VectorEngine:
         pending, self._pending = self._pending, None
         if asked == 0:
             return
-        if type(plan) is _Plan and plan.whole >= 0:  # a whole class: only its class-wide spend
-            self.classes[plan.whole].common.add(slot, asked)
+        if type(plan) is _Plan and plan.whole is not None:  # a whole class: its class-wide spend
+            plan.whole.common.add(slot, asked)
             return
         if isinstance(plan, _UserPlan):
             self._commit_user(slot, asked, plan)
