@@ -32,7 +32,12 @@ from wevent.experiments import metrics
 from wevent.experiments.timing import SlotClock, TimedSpender, TimedStream
 from wevent.mechanisms.allocators import ORACLE_CHOICE, algebra_for, classes_of
 from wevent.mechanisms.allocators.algebra import ExactAlgebra
-from wevent.mechanisms.allocators.registry import POPULATION_BUILTIN, kernel_for, model_of
+from wevent.mechanisms.allocators.registry import (
+    POPULATION_BUILTIN,
+    data_path_for,
+    kernel_for,
+    model_of,
+)
 from wevent.mechanisms.central import CentralRunner, InvalidAllocation, SlotRecord
 from wevent.mechanisms.local import LocalBudgetRunner, PopulationRunner, population_arrays
 from wevent.mechanisms.pool import PoolExhausted
@@ -423,7 +428,7 @@ def run_mechanism(
         if model == "local-budget":
             runner = LocalBudgetRunner(**common, oracle=oracle or "grr")
         else:
-            runner = CentralRunner(**common)
+            runner = CentralRunner(**common, data_path=data_path_for(mechanism, stream.domain))
     summary = RunSummary(
         mechanism, variant, arithmetic, len(population), len(population.classes), slots
     )

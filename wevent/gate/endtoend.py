@@ -27,6 +27,7 @@ from wevent.gate.report import ERROR, FAILED, PASSED, UNKNOWN, StageResult
 from wevent.gate.search import Probe, counterexample_of, shrink_case, trace_target
 from wevent.mechanisms.allocators import algebra_for, classes_of
 from wevent.mechanisms.allocators.api import Allocator
+from wevent.mechanisms.allocators.registry import data_path_of
 from wevent.mechanisms.central import CentralRunner, InvalidAllocation, SlotRecord
 from wevent.mechanisms.streams import SYNTHETIC_KINDS, SyntheticStream
 from wevent.proofs.counterexamples import Counterexample
@@ -141,6 +142,7 @@ def run_end_to_end(
                 data_rng=np.random.default_rng(data_seed),
                 noise_rng=np.random.default_rng(noise_seed),
                 mechanism=target,
+                data_path=data_path_of(alloc, stream.domain),
             )
             records: list[SlotRecord] = []
             try:

@@ -1,6 +1,8 @@
-"""The data path of the central allocators, and the runner that drives a kernel over a stream.
+"""The runner that drives a central kernel over a stream, and its default data path.
 
-Per slot (001 Algorithms 2-5, PWSM; Kellaris's BD/BA with one class):
+Per slot (001 Algorithms 2-5, PWSM; Kellaris's BD/BA with one class; a mechanism with a data
+path of its own, `wevent.mechanisms.datapath`, replaces steps 2-4's dissimilarity query,
+decision rule and release, never the charges):
 
 1. the kernel plans the slot's budgets per requirement class;
 2. dissimilarity (001 Algorithm 3, DC): OBS picks a threshold among the classes' dissimilarity
@@ -21,7 +23,6 @@ data-dependent counts.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -36,6 +37,7 @@ from wevent.accounting.spending import Spender, spend_all
 from wevent.errors import WeventError
 from wevent.mechanisms.allocators import status_of
 from wevent.mechanisms.allocators.kernel import Kernel, Plan, first_negative
+from wevent.mechanisms.datapath import DataPath, PwsmPath
 from wevent.mechanisms.sampling import SamplingMechanism, obs
 from wevent.mechanisms.streams import Stream
 
@@ -148,7 +150,16 @@ class KernelRunner:
 
 @dataclass
 class CentralRunner(KernelRunner):
-    """Drives ``kernel`` over ``stream`` with ``spender`` (the guard) in the loop."""
+    """Drives ``kernel`` over ``stream`` with ``spender`` (the guard) in the loop; ``data_path``
+    decides and releases (`wevent.mechanisms.datapath`; None: `PwsmPath`, 001's)."""
+
+    data_path: DataPath | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._path: DataPath = (
+            PwsmPath(self.stream.domain) if self.data_path is None else self.data_path
+        )
 
     def _charge(self, t: int, sm: _SM, part: str) -> None:
         spend_all(  # every class's charge is durable before any noise is drawn (group commit)
@@ -180,9 +191,9 @@ class CentralRunner(KernelRunner):
             return None
         self._charge(t, sm, "dissimilarity")
         sampled = self._sample(sm, hist)
-        # the mean as np.mean computes it for float64 (the pairwise sum, then one division)
-        mean_abs = float(np.abs(sampled - self.last_release).sum()) / d
-        return mean_abs + float(self.noise_rng.laplace(0.0, sm.mech.laplace.scale))
+        return self._path.dissimilarity(
+            t, sampled, self.last_release, sm.mech.laplace.scale, self.noise_rng
+        )
 
     def step(self) -> SlotRecord:
         """Run the next slot (a refused charge raises out of it, nothing more is sampled)."""
@@ -204,7 +215,7 @@ class CentralRunner(KernelRunner):
         pub_sm = _sm(plan.publication, self.sizes, Fraction(1))
         decision = False
         if not plan.forced and not plan.nullified and pub_sm is not None:
-            decision = dis is not None and dis > math.sqrt(pub_sm.err)
+            decision = self._path.decide(t, dis, pub_sm.err, pub_sm.mech.laplace.scale)
         # The kernel's rule (forced, else not nullified and decided); a publication with no
         # positive budget charges nothing and repeats the last release.
         publish = plan.forced or (not plan.nullified and decision)
@@ -212,8 +223,11 @@ class CentralRunner(KernelRunner):
         if publish and pub_sm is not None:
             self._charge(t, pub_sm, "publication")
             sampled = self._sample(pub_sm, hist)
-            noise = self.noise_rng.laplace(0.0, pub_sm.mech.laplace.scale, size=sampled.shape)
-            self.last_release = sampled + noise
+            self.last_release = self._path.publish(
+                t, sampled, pub_sm.mech.laplace.scale, self.noise_rng
+            )
+        else:
+            self.last_release = self._path.approximate(t, self.last_release)
         self._state = self.kernel.step(self._state, t, plan, publish)
         self.slot = t
         return SlotRecord(t, status, self.last_release.copy(), truth)

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, runtime_checkab
 from wevent.errors import AllocatorError, PopulationAllocatorError
 from wevent.mechanisms.allocators.algebra import Algebra
 from wevent.mechanisms.allocators.kernel import ClassReq, Kernel
+from wevent.mechanisms.datapath import DataPathFactory
 
 if TYPE_CHECKING:  # the population family declares its specs with this module's classes
     from wevent.mechanisms.allocators.population import (
@@ -118,6 +119,10 @@ class AllocatorSpec:
     divides: bool = False
     symbolic: bool = True
     variants: tuple[str, ...] = ("sound",)
+    # The data path of a central allocator, a factory of the domain size
+    # (`wevent.mechanisms.datapath`); None: 001's PWSM path. Not part of the `Allocator`
+    # protocol: a third-party allocator may carry one as an attribute of the same name.
+    data_path: DataPathFactory | None = None
 
     def kernel(
         self, alg: Algebra[V, B], classes: Sequence[ClassReq[V]], variant: str = "sound"

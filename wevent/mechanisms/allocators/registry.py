@@ -56,6 +56,7 @@ from wevent.mechanisms.allocators.api import (
     PopulationSpec,
 )
 from wevent.mechanisms.allocators.kernel import ClassReq, DynamicClass, Kernel
+from wevent.mechanisms.datapath import DataPath
 
 __all__ = [
     "BUILTIN",
@@ -73,6 +74,8 @@ __all__ = [
     "PopulationAllocatorError",
     "available_entry_points",
     "builtin_spec",
+    "data_path_for",
+    "data_path_of",
     "is_population",
     "kernel_for",
     "make_kernel",
@@ -361,3 +364,24 @@ def kernel_for(
             f"{target} serves fixed (w, eps) requirements only; its requirement kind is 'fixed'"
         )
     return alloc.kernel(alg, classes, variant)
+
+
+def data_path_of(alloc: object, domain: int) -> DataPath | None:
+    """The data path the allocator object ``alloc`` brings for a domain of ``domain`` cells
+    (its ``data_path`` factory, `wevent.mechanisms.datapath`), or None for 001's PWSM path
+    (every built-in but the benchmark mechanisms, and any allocator without the attribute)."""
+    factory = getattr(alloc, "data_path", None)
+    if factory is None:
+        return None
+    if not callable(factory):
+        raise AllocatorError(
+            f"{getattr(alloc, 'name', alloc)!r}: its data_path is not a factory of the domain size"
+        )
+    path: DataPath = factory(domain)
+    return path
+
+
+def data_path_for(target: str, domain: int) -> DataPath | None:
+    """`data_path_of` the built-in or third-party allocator ``target``."""
+    spec = BUILTIN.get(target)
+    return data_path_of(spec if spec is not None else resolve(target), domain)
