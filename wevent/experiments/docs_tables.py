@@ -4,7 +4,8 @@ A block of the page between ``<!-- results: EXPERIMENT METRIC -->`` and ``<!-- /
 is the experiment's ``table.md`` (docs/reproduction/EXPERIMENT/table.md) rendered for the page:
 its title as a level-3 heading naming the experiment, its header (sizes, seeds, notes), and the
 table of one metric. The claims table between ``<!-- claims -->`` and ``<!-- /claims -->`` is
-`wevent.experiments.claims.evaluate` over the committed results. ``python -m
+`wevent.experiments.claims.evaluate` over the committed results, and the one between
+``<!-- supremacy -->`` and ``<!-- /supremacy -->`` `wevent.experiments.supremacy.evaluate`. ``python -m
 wevent.experiments.docs_tables`` rewrites every block from the files (``--check``: only report
 the blocks that differ, exit 1); the test suite runs the check, so the page cannot quote numbers
 the committed results do not hold.
@@ -17,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from wevent.experiments import claims
+from wevent.experiments import claims, supremacy
 
 __all__ = ["render", "sync"]
 
@@ -27,6 +28,7 @@ _BLOCK = re.compile(
     re.DOTALL,
 )
 _CLAIMS = re.compile(r"(<!-- claims -->\n)(?P<body>.*?)(<!-- /claims -->)", re.DOTALL)
+_SUPREMACY = re.compile(r"(<!-- supremacy -->\n)(?P<body>.*?)(<!-- /supremacy -->)", re.DOTALL)
 
 
 def render(table_md: str, name: str, metric: str) -> str:
@@ -64,7 +66,13 @@ def sync(page: Path, results: Path, *, write: bool) -> list[str]:
             stale.append(f"{page}: the claims table differs from the results under {results}")
         return match.group(1) + want + match.group(3)
 
-    new = _CLAIMS.sub(claims_block, _BLOCK.sub(block, text))
+    def supremacy_block(match: re.Match[str]) -> str:
+        want = "\n".join(supremacy.evaluate(results)) + "\n"
+        if match["body"] != want:
+            stale.append(f"{page}: the baseline table differs from the results under {results}")
+        return match.group(1) + want + match.group(3)
+
+    new = _SUPREMACY.sub(supremacy_block, _CLAIMS.sub(claims_block, _BLOCK.sub(block, text)))
     # A marker the patterns do not take (misspelt, capitalised, unclosed) would leave its
     # numbers unchecked: count anything that looks like one, loosely.
     opened = len(re.findall(r"<!--\s*results?\b", text, re.IGNORECASE))
@@ -83,6 +91,9 @@ def sync(page: Path, results: Path, *, write: bool) -> list[str]:
     claims_markers = re.findall(r"<!--\s*/?\s*claims?\b", text, re.IGNORECASE)
     if len(claims_markers) != 2 * len(list(_CLAIMS.finditer(text))):
         stale.append(f"{page}: a claims marker is not well formed")
+    supremacy_markers = re.findall(r"<!--\s*/?\s*supremacy\b", text, re.IGNORECASE)
+    if len(supremacy_markers) != 2 * len(list(_SUPREMACY.finditer(text))):
+        stale.append(f"{page}: a supremacy marker is not well formed")
     if write and new != text:
         page.write_text(new, encoding="utf-8")
     return stale

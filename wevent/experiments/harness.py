@@ -158,6 +158,10 @@ def _m_mre(r: RunResult) -> float:
     return metrics.mre(*r.freq())
 
 
+def _m_mean_ae(r: RunResult) -> float:
+    return metrics.mean_abs_error(r.release, r.truth)
+
+
 def _m_ajsd(r: RunResult) -> float:
     return metrics.ajsd(*r.freq())
 
@@ -208,6 +212,7 @@ METRICS: dict[str, Callable[[RunResult], float]] = {
     "amse": _m_amse,
     "amre": _m_amre,
     "ajsd": _m_ajsd,
+    "mean-ae": _m_mean_ae,
     "cfpu": _m_cfpu,
     "auc": _m_auc,
     "time-us": _m_time,

@@ -116,6 +116,20 @@ def _pldp(point: Point, mechanism: str, users: int, seed: int) -> Population:
     return pldp_population(users, point.epsilon, point.w, seed)
 
 
+# -- streamdp-benchmark (Schäler et al., VLDB 2023) ---------------------------------------------
+# Its artificial experiments (`Experiment.runArtificalExperiments`): streams of 1,000 slots, eps
+# in {0.1, 0.3, 0.5, 0.7, 0.9, 1.0} at w = 120 and w in {40, 80, 120, 160, 200} at eps = 1, the
+# mean absolute error of counts; its headline: one of the two baselines (Uniform, Sample) is
+# expected to give good or the best utility ("baseline supremacy"). Ours: the same grid on our
+# synthetic streams (one requirement for every user; the benchmark's streams are its own).
+BASELINES = ("uniform", "sample")
+STREAMDP = (*BASELINES, "bd", "ba")
+STREAMDP_POINTS = tuple(
+    Point(F(e, 10), 120, f"eps={format(e / 10, 'g')}") for e in (1, 3, 5, 7, 9, 10)
+) + tuple(Point(F(1), w, f"w={w}") for w in (40, 80, 120, 160, 200))
+STREAMDP_FULL = Size(10_000, 1_000)
+
+
 SWEEPS: dict[str, Sweep] = {
     s.experiment: s
     for s in (
@@ -221,6 +235,21 @@ SWEEPS: dict[str, Sweep] = {
             note="BD and BA serve every user with the smallest budget and largest window "
             "(0.6, 120): o changes only the class sizes, and the stream does not depend on "
             "them (same seed, same data), so their numbers are the same at every o.",
+        ),
+        Sweep(
+            "streamdp-baselines",
+            "streamdp-benchmark (Schäler et al., VLDB 2023): mean absolute error of the central "
+            "w-event mechanisms as eps varies (w = 120) and as w varies (eps = 1)",
+            STREAMDP,
+            SYNTHETIC,
+            "setting",
+            STREAMDP_POINTS,
+            _uniform,
+            ("mean-ae", "amre"),
+            STREAMDP_FULL,
+            Size(5_000, 200, points=(0, 2, 5, 6, 8, 10)),
+            note="mean-ae is the benchmark's MAE (mean over slots and cells of the absolute "
+            "error of the counts); every user holds the same (w, eps).",
         ),
         Sweep(
             "pldp-epsilon",
