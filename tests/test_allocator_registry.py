@@ -48,6 +48,14 @@ OLD_POPULATION = (
     *("plbd-rp", "plba-rp", "plbd-ops", "plba-ops"),
 )
 OLD_ORACLE_CHOICE = ("lbu", "lsp", "lbd", "lba", "lpu", "lpd", "lpa")
+# The central allocators added since, from streamdp-benchmark's code (wevent.mechanisms.streamdp),
+# listed after the old central ones.
+STREAMDP_CENTRAL = tuple(
+    s.name
+    for f in registry.FAMILIES
+    if f.module.startswith("wevent.mechanisms.streamdp.")
+    for s in f.specs
+)
 
 # sha256 of `_budget_traces(name)` / `_population_traces(name)`, computed at the commit before the
 # registry (the string dispatch of `make_kernel` and `local.population_setup`).
@@ -177,10 +185,15 @@ def test_the_digests_see_a_kernel_swapped_in_the_registry(monkeypatch: pytest.Mo
 
 
 def test_the_name_lists_are_unchanged_and_come_from_the_registry() -> None:
-    assert (CENTRAL, LOCAL_BUDGET, POPULATION) == (OLD_CENTRAL, OLD_LOCAL_BUDGET, OLD_POPULATION)
+    assert (CENTRAL, LOCAL_BUDGET, POPULATION) == (
+        OLD_CENTRAL + STREAMDP_CENTRAL,
+        OLD_LOCAL_BUDGET,
+        OLD_POPULATION,
+    )
+    assert "adapub" in STREAMDP_CENTRAL
     assert LOCAL == LOCAL_BUDGET + POPULATION and MECHANISMS == CENTRAL + LOCAL
     assert ORACLE_CHOICE == OLD_ORACLE_CHOICE
-    assert tuple(registry.BUILTIN) == OLD_CENTRAL + OLD_LOCAL_BUDGET
+    assert tuple(registry.BUILTIN) == OLD_CENTRAL + STREAMDP_CENTRAL + OLD_LOCAL_BUDGET
     assert tuple(registry.POPULATION_BUILTIN) == OLD_POPULATION
     # the local module's names (an older import path) are the registry's
     assert (local.LOCAL_BUDGET, local.POPULATION, local.LOCAL, local.ORACLE_CHOICE) == (
@@ -249,9 +262,12 @@ def test_every_path_to_a_kernel_gives_the_same_budgets(
 ) -> None:
     """`make_kernel`, the spec, `kernel_for` and the family's kernel class agree slot by slot."""
     alg = ExactAlgebra()
-    direct: Any = (DynamicKernel if registry.takes_dynamic(name) else FixedKernel)(
-        name, alg, classes, variant
-    )
+    if name in STREAMDP_CENTRAL:  # a family module of its own: its spec's kernel factory
+        direct: Any = registry.BUILTIN[name].factory(alg, classes, variant)
+    else:
+        direct = (DynamicKernel if registry.takes_dynamic(name) else FixedKernel)(
+            name, alg, classes, variant
+        )
     expected = run_trace(direct, decisions)
     assert run_trace(make_kernel(name, alg, classes, variant), decisions) == expected
     assert run_trace(registry.resolve(name).kernel(alg, classes, variant), decisions) == expected

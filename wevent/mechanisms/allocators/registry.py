@@ -5,6 +5,7 @@ requirement kind, scaling, a one-line summary citing the paper, the kernel facto
 
 * `wevent.mechanisms.allocators.fixed.SPECS`: central, fixed windows (uniform ... pba);
 * `wevent.mechanisms.allocators.dynamic.SPECS`: central, dynamic requirements (dpbd, dpba);
+* `wevent.mechanisms.streamdp.adapub.SPECS`: central, streamdp-benchmark's AdaPub (adapub);
 * `wevent.mechanisms.allocators.local.SPECS`: local budget division (lbu ... plbu);
 * `wevent.mechanisms.allocators.population.SPECS`: local population division (lpu ... plba-ops).
 
@@ -57,6 +58,7 @@ from wevent.mechanisms.allocators.api import (
 )
 from wevent.mechanisms.allocators.kernel import ClassReq, DynamicClass, Kernel
 from wevent.mechanisms.datapath import DataPath
+from wevent.mechanisms.streamdp import adapub
 
 __all__ = [
     "BUILTIN",
@@ -108,6 +110,7 @@ class Family:
 FAMILIES: Final = (
     Family(fixed.__name__, "central", fixed.SPECS),
     Family(dynamic.__name__, "central", dynamic.SPECS),
+    Family(adapub.__name__, "central", adapub.SPECS),
     Family(local.__name__, "local-budget", local.SPECS, local.ONE_ORACLE),
     Family(population.__name__, "population", population.SPECS, population.ONE_ORACLE),
 )
