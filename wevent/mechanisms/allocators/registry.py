@@ -5,7 +5,7 @@ requirement kind, scaling, a one-line summary citing the paper, the kernel facto
 
 * `wevent.mechanisms.allocators.fixed.SPECS`: central, fixed windows (uniform ... pba);
 * `wevent.mechanisms.allocators.dynamic.SPECS`: central, dynamic requirements (dpbd, dpba);
-* `wevent.mechanisms.streamdp.adapub.SPECS`: central, streamdp-benchmark's AdaPub (adapub);
+* `wevent.mechanisms.streamdp.*.SPECS`: central, streamdp-benchmark's further mechanisms (fast-w ...);
 * `wevent.mechanisms.allocators.local.SPECS`: local budget division (lbu ... plbu);
 * `wevent.mechanisms.allocators.population.SPECS`: local population division (lpu ... plba-ops).
 
@@ -58,7 +58,7 @@ from wevent.mechanisms.allocators.api import (
 )
 from wevent.mechanisms.allocators.kernel import ClassReq, DynamicClass, Kernel
 from wevent.mechanisms.datapath import DataPath
-from wevent.mechanisms.streamdp import adapub
+from wevent.mechanisms.streamdp import adapub, fast
 
 __all__ = [
     "BUILTIN",
@@ -110,6 +110,7 @@ class Family:
 FAMILIES: Final = (
     Family(fixed.__name__, "central", fixed.SPECS),
     Family(dynamic.__name__, "central", dynamic.SPECS),
+    Family(fast.__name__, "central", fast.SPECS),
     Family(adapub.__name__, "central", adapub.SPECS),
     Family(local.__name__, "local-budget", local.SPECS, local.ONE_ORACLE),
     Family(population.__name__, "population", population.SPECS, population.ONE_ORACLE),
