@@ -174,6 +174,10 @@ class PegasusPath:
         self._tested = 0
         self._joins = np.zeros(domain, dtype=bool)
 
+    def group(self, cell: int) -> tuple[float, ...]:
+        """The perturbed counts of ``cell``'s current group, oldest first."""
+        return tuple(self._groups[cell])
+
     def deviation(self, sampled: IntArray) -> FloatArray:
         """Per cell, Pegasus.java's ``dev`` of the group's perturbed counts with the slot's count
         appended: the total absolute deviation from their mean (0 for a closed group's cell)."""
