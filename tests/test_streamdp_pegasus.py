@@ -82,6 +82,15 @@ def test_in_doubles_the_shares_are_the_codes_products() -> None:
     assert plan.publication == (F(per * 0.8),) and plan.dissimilarity == (F(per * 0.2),)
 
 
+def test_in_doubles_a_window_rounds_past_eps_as_uniforms_does() -> None:
+    """The module docstring's example: w = 8, eps = 0.4, the eighth slot's spend in doubles."""
+    kernel = make_kernel("pegasus", FloatCountAlgebra(), [FixedClass(8, F(2, 5))])
+    window = sum(row[0] for row in _spent(kernel, [True] * 8))
+    assert window - F(2, 5) == F(7, 90071992547409920)
+    exact = make_kernel("pegasus", ALG, [FixedClass(8, F(2, 5))])
+    assert sum(row[0] for row in _spent(exact, [True] * 8)) == F(2, 5)
+
+
 def test_only_the_sound_variant() -> None:
     with pytest.raises(Exception, match="no variant 'published'"):
         make_kernel("pegasus", ALG, [FixedClass(2, F(1))], "published")

@@ -24,7 +24,9 @@ dissimilarity budget ``0.2 eps / w`` (the grouper) and a publication budget ``0.
 perturber), ``eps / w`` being computed first and then multiplied, as ``init`` does (in
 ``--arithmetic float`` the doubles are the code's: ``epsilon / w``, then ``* 0.8`` and ``* 0.2``).
 Any w consecutive slots spend ``w * eps / w = eps`` in exact arithmetic: the code's rule is
-sound, so the kernel has one variant, ``sound``. It is not personalized: every class is served
+sound, so the kernel has one variant, ``sound``. In the code's doubles a window can round past
+eps, as Uniform's does (docs/float.md): with w = 8, eps = 0.4 the eighth slot exceeds the bound
+by 7/90071992547409920 (about 7.8e-17), and ``wevent run --arithmetic float`` stops there. It is not personalized: every class is served
 with the largest window and the smallest budget (`uniform_class`). The code counts slots from
 0; here, from 1 (no rule depends on the slot number).
 
