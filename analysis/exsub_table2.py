@@ -79,13 +79,20 @@ def authors_output_size(eps: Fraction) -> int:
     return exsub_tables.authors_output_size(D_PRIME, S, eps)
 
 
+def lemma1_entry_variances(des: ExSubDesign) -> tuple[float, float]:
+    """(zero, non-zero): the per-user variance of one entry's value estimate (004 Proposition 1)
+    when the user's entry is 0 and when it is +-1, the terms of 004 Lemma 1's sum:
+    2 p_f / (p_t - p_r)^2 and (p_t + p_r - (p_t - p_r)^2) / (p_t - p_r)^2."""
+    pt, pr, pf = (float(v) for v in des.rates())
+    return 2 * pf / (pt - pr) ** 2, (pt + pr - (pt - pr) ** 2) / (pt - pr) ** 2
+
+
 def stub_tve_factor(eps: Fraction, m: int) -> float:
     """Expected TVE with the S stubs left out over expected TVE counting all D_PRIME entries
     (Gaussian approximation). 004 Lemma 1's per-entry terms: a zero entry's estimate has
     variance 2 p_f / (p_t - p_r)^2, a non-zero one's (p_t + p_r - (p_t - p_r)^2) / (p_t - p_r)^2.
     All entries: S non-zero of D_PRIME; stubs out: S non-zero of the D_PRIME - S data entries."""
-    pt, pr, pf = (float(v) for v in design(eps, m).rates())
-    zero, nonzero = 2 * pf / (pt - pr) ** 2, (pt + pr - (pt - pr) ** 2) / (pt - pr) ** 2
+    zero, nonzero = lemma1_entry_variances(design(eps, m))
     data = D_PRIME - S
     everything = D_PRIME * math.sqrt((S * nonzero + (D_PRIME - S) * zero) / D_PRIME)
     return data * math.sqrt((S * nonzero + (data - S) * zero) / data) / everything
@@ -106,12 +113,20 @@ def collision_sigma2(eps: Fraction) -> tuple[int, float]:
     (hits of its + symbol - hits of its - symbol) / (p - q). Per user, with the two symbols' hits
     independent: variance 2 q (1 - q) / (p - q)^2 at a zero entry and
     (p (1 - p) + q (1 - q)) / (p - q)^2 at a non-zero one; averaged with weights s/d'."""
-    m, e = S, math.exp(float(eps))
+    t, zero, nonzero = collision_variances(eps, S)
+    return t, (S / D_PRIME) * nonzero + (1 - S / D_PRIME) * zero
+
+
+def collision_variances(eps: Fraction, s: int) -> tuple[int, float, float]:
+    """(t, zero, non-zero) of `collision_sigma2` for sparsity s: the bucket count and the
+    per-user variance of one entry's value estimate when the user's entry is 0 and when it is
+    +-1 (neither depends on the number of entries)."""
+    m, e = s, math.exp(float(eps))
     t = int(m * e + 2 * m - 1)
     p, q = e / (m * e + t - m), 1 / t
     zero = 2 * q * (1 - q) / (p - q) ** 2
     nonzero = (p * (1 - p) + q * (1 - q)) / (p - q) ** 2
-    return t, (S / D_PRIME) * nonzero + (1 - S / D_PRIME) * zero
+    return t, zero, nonzero
 
 
 def cell(value: float, paper: float) -> str:

@@ -286,3 +286,92 @@ def test_exsub_mae_reads_the_committed_runs() -> None:
         "| synthetic-n20000-T32-d12-s8 | 1/2 | 1.687 | 4.304 | 60.4% [55.3, 65.5] (holds) |" in out
     )
     assert "| range_mae | exsub | sample-oue | 60.1% | 70.1% | 44.6% | 6 of 6 |" in out
+
+
+@pytest.fixture
+def table4() -> Iterator[ModuleType]:
+    """analysis/exsub_table4.py as a module (it imports its sibling exsub_table2)."""
+    sys.path.insert(0, str(ANALYSIS))
+    try:
+        yield importlib.import_module("exsub_table4")
+    finally:
+        sys.path.remove(str(ANALYSIS))
+
+
+def test_exsub_table4_singles_out_512_counted_entries() -> None:
+    out = output("exsub_table4.py")
+
+    def row(start: str) -> str:
+        return next(line for line in out.splitlines() if line.startswith(start))
+
+    # 512 entries counted (stubs or not) fit both printed metrics at eps <= 1; the caption's
+    # 1024, the 412 data entries of `exsub-tables`, the symbols and the halved L1 do not
+    assert row("| 512-all | ExSub, authors' k |").endswith("| 126 | 3.7% | yes | 33.3% |")
+    assert row("| 512-stubs | ExSub, authors' k |").endswith("| 3.7% | yes | 28.0% |")
+    assert row("| 512-all | Collision |").endswith("| 4.4% | yes | 26.8% |")
+    for start in ("| 1024-data | ExSub, authors' k |", "| 512-data | ExSub, authors' k |"):
+        assert "| no |" in row(start)
+    assert "| 45.0% | no |" in row("| 512-symbols | ExSub, authors' k |")
+    assert "| 14.3% | no |" in row("| 1024-all-half | ExSub, authors' k |")
+    assert "| exsub | 0.001 | 126.7 | 516 | 511-521 |" in out  # the count the ratio implies
+    assert "ExSub's best pool P = 192 (0.38 of the entries), Collision's 220" in out
+    assert "Table II's best ExSub pool P = 48 (0.38 of the entries)." in out
+    # Table II counts 128 entries at 50,000 users; 64 (d' as symbols) fits neither n
+    assert "| 128 | 50,000 | 0.99-1.01 | 0.97-1.06 | 0.97-1.01 | 1.00-1.02 |" in out
+    assert "| 64 | 10,000 | 1.08-1.10 | 1.95-2.13 |" in out
+
+
+def test_exsub_table4_model(table4: ModuleType) -> None:
+    from wevent.mechanisms.exsub import ExSubDesign
+
+    t2 = importlib.import_module("exsub_table2")
+    # the maximum of K |N(0,1)| matches exsub_table2's (a wrong count does not)
+    for k in (1, 128, 512):
+        assert table4.expected_max([(k, 1.0)]) == pytest.approx(t2.expected_max_abs(k), rel=1e-4)
+    assert table4.expected_max([(512, 1.0)]) != pytest.approx(t2.expected_max_abs(1024), rel=1e-2)
+    # (|X| + |Y|) / 2 and max(|X|, |Y|) against Monte Carlo; Y -> 0 leaves |X| / 2
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(0, 1.0, (20000, 64)), rng.normal(0, 0.5, (20000, 64))
+    mc = ((np.abs(x) + np.abs(y)) / 2).max(axis=1).mean()
+    assert table4.expected_max_half_sum([(64, 1.0, 0.5)]) == pytest.approx(mc, rel=0.01)
+    assert table4.expected_max_half_sum([(64, 0.5, 1.0)]) == pytest.approx(mc, rel=0.01)
+    assert table4.expected_max_half_sum([(64, 1.0, 1e-9)]) == pytest.approx(
+        table4.expected_max([(64, 0.5)]), rel=1e-3
+    )
+    pair = np.maximum(np.abs(x[:, 0]), np.abs(y[:, 0])).mean()
+    assert table4.expected_max_pair(1.0, 0.5) == pytest.approx(pair, rel=0.02)
+    # with no stubs the predicted TVE is Lemma 1's value MSE spread over the d' entries
+    eps = Fraction(1)
+    m = table4.authors_k(512, 100, eps)
+    var = table4.exsub_variances(512, 100, eps, m)
+    mse = float(ExSubDesign(512, 100, m, table4.exclusion_weight(eps)).value_mse())
+    tve, _ = table4.predict(table4.Reading("all", 512, 512, 512), var, 50_000)
+    assert tve == pytest.approx(512 * np.sqrt(2 / np.pi) * np.sqrt(mse / 512 / 50_000), rel=1e-9)
+    halved, _ = table4.predict(table4.Reading("h", 512, 512, 512, l1=0.5), var, 50_000)
+    fewer, _ = table4.predict(table4.Reading("d", 512, 412, 412), var, 50_000)
+    assert halved == pytest.approx(tve / 2) and fewer < 0.85 * tve
+    # stubs counted: 412 data entries at a non-zero share of 100 / 412, 100 entries always 0
+    stubs, _ = table4.predict(table4.Reading("s", 512, 412, 512), var, 50_000)
+    q = 100 / 412
+    data_sd = np.sqrt((q * var.nonzero + (1 - q) * var.zero) / 50_000)
+    stub_sd = np.sqrt(var.zero / 50_000)
+    assert stubs == pytest.approx(np.sqrt(2 / np.pi) * (412 * data_sd + 100 * stub_sd), rel=1e-9)
+    # the printed rounding: 0.41 stands for [0.405, 0.415]
+    assert table4.miss(0.414, "0.41") == 0.0
+    assert table4.miss(0.42, "0.41") == pytest.approx(0.005 / 0.41)
+    assert table4.miss(5.44e4, "5.4e4") == 0.0 and table4.miss(5.5e4, "5.4e4") > 0
+    with pytest.raises(ValueError, match="need"):
+        table4.Reading("bad", 512, 600, 512)
+
+
+def test_exsub_table4_simulation_matches_the_model(table4: ModuleType) -> None:
+    cell = table4.SimCell(table4.READINGS[6], table4.EXSUB_AUTH, Fraction(1))
+    assert cell.reading.key == "512-all"
+    runs = [table4.simulate_cell(cell, 4000, 0, rep) for rep in range(4)]
+    var = table4.EXSUB_AUTH.variances(512, 100, Fraction(1))
+    tve, _ = table4.predict(cell.reading, var, 4000)
+    sym_tve, _ = table4.predict(table4.READINGS[7], var, 4000)
+    assert np.mean([r["tve"] for r in runs]) == pytest.approx(tve, rel=0.05)
+    assert np.mean([r["symbols-tve"] for r in runs]) == pytest.approx(sym_tve, rel=0.05)
+    # the symbol reading is a different quantity (about 1.4 times the value TVE)
+    assert np.mean([r["symbols-tve"] for r in runs]) > 1.3 * tve
