@@ -9,16 +9,19 @@ data path anything bought with it, and calls the data path for the rest:
    ``sampled`` are the slot's counts as the sampling mechanism kept them (001 Algorithm 1, SM;
    every user kept when every class has the same budget), ``last`` the last release. The path
    may answer **one query of L1 sensitivity at most 1/d** (d the domain size) of ``sampled``
-   (and of anything it kept from earlier answers) with Laplace noise of scale ``scale``: that is
-   what the charge's evidence certifies. 001 Algorithm 3's mean absolute difference to the
-   last release is such a query.
+   (and of anything it kept from earlier releases) with Laplace noise of scale ``scale``, added
+   to each coordinate when the query is a vector (the Laplace mechanism: a vector query of L1
+   sensitivity D answered with scale D / eps per coordinate is eps-DP): that is what the
+   charge's evidence certifies. Raw counts of earlier slots are not among what it may read.
+   001 Algorithm 3's mean absolute difference to the last release is such a query.
 2. ``decide(t, dis, err, scale)``, when the kernel leaves the slot to the data (neither nullified
    nor forced): publish or not, from the noisy dissimilarity (None without a dissimilarity
    budget), the error of a publication at the planned budgets (001 Definition 13, OBS's
    ``err``) and the publication's noise scale. Post-processing only: it sees no raw count.
 3. ``publish(t, sampled, scale, rng)``, when the slot publishes: the release, from **one query of
    L1 sensitivity at most 1** of ``sampled`` (the histogram itself, or sums over a partition of
-   its cells) with Laplace noise of scale ``scale`` per answer, then any post-processing.
+   its cells) with Laplace noise of scale ``scale`` per answer, then any post-processing (which
+   may read earlier releases, never earlier raw counts).
 4. ``approximate(t, last)``, when it does not: the release built from earlier releases only.
 
 A path that reads a raw count outside ``dissimilarity`` and ``publish``, or adds less noise
