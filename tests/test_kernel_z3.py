@@ -20,6 +20,7 @@ from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirem
 from wevent.mechanisms.allocators import CENTRAL, make_kernel, run_trace
 from wevent.mechanisms.allocators.algebra import ExactAlgebra
 from wevent.mechanisms.allocators.kernel import (
+    STREAMDP_CODE,
     ClassReq,
     Decl,
     DynamicClass,
@@ -27,6 +28,7 @@ from wevent.mechanisms.allocators.kernel import (
     classes_of,
     published_now,
 )
+from wevent.mechanisms.allocators.registry import BUILTIN
 from wevent.proofs.algebra import Z3Algebra
 
 HORIZON = 7
@@ -85,8 +87,15 @@ def _value(term: Any) -> Fraction:
     return Fraction(v.numerator_as_long(), v.denominator_as_long())
 
 
-@pytest.mark.parametrize("variant", ["sound", "published"])
-@pytest.mark.parametrize("mechanism", CENTRAL)
+@pytest.mark.parametrize(
+    ("mechanism", "variant"),
+    [
+        (m, v)
+        for m in CENTRAL
+        for v in ("sound", "published", STREAMDP_CODE)
+        if v in BUILTIN[m].variants
+    ],
+)
 def test_kernel_terms_match_exact_runs(mechanism: str, variant: str) -> None:
     pop = Population({f"u{i}": r for i, r in enumerate(_shapes(mechanism))})
     shapes = classes_of(pop, mechanism)
