@@ -183,9 +183,16 @@ def test_the_sound_clip_never_binds_in_exact_arithmetic(
     classes = [FixedClass(w, F(eps))]
     clipped = run_trace(DsatKernel(ALG, classes), decisions)
     plain = run_trace(DsatKernel(ALG, classes, clip=False), decisions)
-    assert [(s.status, s.dissimilarity, s.candidate) for s in clipped] == [
-        (s.status, s.dissimilarity, s.candidate) for s in plain
-    ]
+
+    # what a slot spends, and what it would publish unless nullified (a nullified slot's
+    # candidate is never spent: the clip may lower it)
+    def spent(trace: list[Any]) -> list[tuple[object, ...]]:
+        return [
+            (s.status, s.dissimilarity, s.publication, s.status == "nullified" or s.candidate)
+            for s in trace
+        ]
+
+    assert spent(clipped) == spent(plain)
 
 
 def test_the_window_check_fails_on_the_codes_rule() -> None:
@@ -196,14 +203,29 @@ def test_the_window_check_fails_on_the_codes_rule() -> None:
 # ---------------------------------------------------------------------------- refutations
 
 
-def _overspending(alg: Algebra[Any, Any], classes: Sequence[ClassReq[Any]], variant: str) -> Any:
-    """The sound kernel with each test charged eps_1 / c (the code's own bookkeeping,
-    ``used_budgets_eps_1[t]``) and no clip: w tests then spend w/c times eps_1."""
-    kernel = DsatKernel(alg, classes, variant, clip=False)
+def _inflated(kernel: DsatKernel[Any, Any]) -> DsatKernel[Any, Any]:
+    """Each test charged eps_1 / c (the code's own bookkeeping, ``used_budgets_eps_1[t]``)
+    instead of eps_1 / w: w tests then spend w/c times eps_1."""
     factor = F(kernel.window, kernel.points)
-    kernel.test = alg.scale(kernel.test, factor)
-    kernel.test_first = alg.scale(kernel.test_first, factor)
+    kernel.test = kernel.alg.scale(kernel.test, factor)
+    kernel.test_first = kernel.alg.scale(kernel.test_first, factor)
     return kernel
+
+
+def _overspending(alg: Algebra[Any, Any], classes: Sequence[ClassReq[Any]], variant: str) -> Any:
+    """The sound kernel with inflated tests and no clip."""
+    return _inflated(DsatKernel(alg, classes, variant, clip=False))
+
+
+def test_the_clip_binds_on_an_overspending_kernel() -> None:
+    """Negative control for the clip property: with inflated tests the clip changes the spends
+    (and keeps the windows within eps), without it a window breaks."""
+    classes = [FixedClass(2, F(1))]
+    decisions = [True, False, False, False, True, True]  # slot 4 tests, slot 5 tests and publishes
+    clipped = run_trace(_inflated(DsatKernel(ALG, classes)), decisions)
+    plain = run_trace(_inflated(DsatKernel(ALG, classes, clip=False)), decisions)
+    assert _spends(clipped) != _spends(plain)
+    assert _windows_within(clipped, 2, F(1)) and not _windows_within(plain, 2, F(1))
 
 
 OVERSPENDING = AllocatorSpec("dsat-overspending", "fixed", "global", "mutant", _overspending)

@@ -329,7 +329,7 @@ class DsatPath:
         w = self.window
         if w is None or t <= w + 1:  # the code's first window: every publication so far
             count = len(self.published)
-        else:  # then those of its slots [t-w, t-2], ours [t-w, t-2] shifted by one: [s-w, s-2]
+        else:  # then those of the slots [t-w, t-2] (the same range in the code's 0-based slots)
             count = sum(1 for s in self.published if t - w <= s <= t - 2)
         error = count // (t - 1) - self._rate()  # Java's int / int (t - 1: the code's slot)
         u = abs(abs(error) - TOLERANCE) / TOLERANCE * GAIN
