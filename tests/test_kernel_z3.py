@@ -20,6 +20,7 @@ from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirem
 from wevent.mechanisms.allocators import CENTRAL, make_kernel, run_trace
 from wevent.mechanisms.allocators.algebra import ExactAlgebra
 from wevent.mechanisms.allocators.kernel import (
+    STREAMDP_CODE,
     ClassReq,
     Decl,
     DynamicClass,
@@ -88,7 +89,12 @@ def _value(term: Any) -> Fraction:
 
 @pytest.mark.parametrize(
     ("mechanism", "variant"),
-    [(m, v) for v in ("sound", "published") for m in CENTRAL if v in BUILTIN[m].variants],
+    [
+        (m, v)
+        for m in CENTRAL
+        for v in ("sound", "published", STREAMDP_CODE)
+        if v in BUILTIN[m].variants
+    ],
 )
 def test_kernel_terms_match_exact_runs(mechanism: str, variant: str) -> None:
     pop = Population({f"u{i}": r for i, r in enumerate(_shapes(mechanism))})

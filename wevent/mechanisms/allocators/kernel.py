@@ -26,6 +26,7 @@ from wevent.mechanisms.allocators.algebra import Algebra, vmin
 
 __all__ = [
     "DU_CODE",
+    "STREAMDP_CODE",
     "VARIANTS",
     "ClassReq",
     "Decl",
@@ -49,6 +50,10 @@ VARIANTS: Final = ("sound", "published")
 # (DynamicWEventCode) for BD, BA, PBD and PBA (`wevent.mechanisms.allocators.fixed`, docs/peers.md).
 # Only the allocators that have such a rule accept it; `sound` stays every allocator's default.
 DU_CODE: Final = "du-code"
+
+# Another peer's rules: Schäler et al.'s streamdp-benchmark (its mechanisms in
+# `wevent.mechanisms.streamdp`), kept as a fixture where its rule breaks a window (docs/peers.md).
+STREAMDP_CODE: Final = "streamdp-code"
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +229,7 @@ def check_variant(name: str, variant: str, variants: Sequence[str] = VARIANTS) -
     no allocator has ("unknown variant", listing the ones ``name`` has)."""
     if variant in variants:
         return
-    if variant in (*VARIANTS, DU_CODE):
+    if variant in (*VARIANTS, DU_CODE, STREAMDP_CODE):
         raise BudgetError(f"{name}: no variant {variant!r} (it has: {', '.join(variants)})")
     expected = f"{', '.join(variants[:-1])} or {variants[-1]}" if len(variants) > 1 else variants[0]
     raise BudgetError(f"{name}: unknown variant {variant!r} (expected {expected})")
