@@ -39,9 +39,13 @@ from wevent.mechanisms.allocators.dynamic import DynamicKernel
 from wevent.mechanisms.allocators.fixed import FixedKernel
 from wevent.mechanisms.allocators.kernel import ClassReq, Decl, DynamicClass, FixedClass
 from wevent.mechanisms.allocators.population import PopulationKernel, population_setup
+from wevent.mechanisms.streamdp import shift
+from wevent.mechanisms.streamdp.shift import ShiftKernel
 
 # The names and their order as the string dispatch listed them (the command line shows them so).
 OLD_CENTRAL = ("uniform", "sample", "bd", "ba", "pbd", "pba", "dpbd", "dpba")
+# central families added after the string dispatch (after dynamic, before local)
+ADDED_CENTRAL = ("bd-shift", "ba-shift")  # wevent.mechanisms.streamdp.shift
 OLD_LOCAL_BUDGET = ("lbu", "lsp", "lbd", "lba", "plbu")
 OLD_POPULATION = (
     *("lpu", "lpd", "lpa", "plpd", "plpa", "plpd+", "plpa+"),
@@ -177,10 +181,14 @@ def test_the_digests_see_a_kernel_swapped_in_the_registry(monkeypatch: pytest.Mo
 
 
 def test_the_name_lists_are_unchanged_and_come_from_the_registry() -> None:
-    assert (CENTRAL, LOCAL_BUDGET, POPULATION) == (OLD_CENTRAL, OLD_LOCAL_BUDGET, OLD_POPULATION)
+    assert (CENTRAL, LOCAL_BUDGET, POPULATION) == (
+        OLD_CENTRAL + ADDED_CENTRAL,
+        OLD_LOCAL_BUDGET,
+        OLD_POPULATION,
+    )
     assert LOCAL == LOCAL_BUDGET + POPULATION and MECHANISMS == CENTRAL + LOCAL
     assert ORACLE_CHOICE == OLD_ORACLE_CHOICE
-    assert tuple(registry.BUILTIN) == OLD_CENTRAL + OLD_LOCAL_BUDGET
+    assert tuple(registry.BUILTIN) == OLD_CENTRAL + ADDED_CENTRAL + OLD_LOCAL_BUDGET
     assert tuple(registry.POPULATION_BUILTIN) == OLD_POPULATION
     # the local module's names (an older import path) are the registry's
     assert (local.LOCAL_BUDGET, local.POPULATION, local.LOCAL, local.ORACLE_CHOICE) == (
@@ -249,9 +257,10 @@ def test_every_path_to_a_kernel_gives_the_same_budgets(
 ) -> None:
     """`make_kernel`, the spec, `kernel_for` and the family's kernel class agree slot by slot."""
     alg = ExactAlgebra()
-    direct: Any = (DynamicKernel if registry.takes_dynamic(name) else FixedKernel)(
-        name, alg, classes, variant
-    )
+    kernel_class: Any = DynamicKernel if registry.takes_dynamic(name) else FixedKernel
+    if any(s.name == name for s in shift.SPECS):
+        kernel_class = ShiftKernel
+    direct = kernel_class(name, alg, classes, variant)
     expected = run_trace(direct, decisions)
     assert run_trace(make_kernel(name, alg, classes, variant), decisions) == expected
     assert run_trace(registry.resolve(name).kernel(alg, classes, variant), decisions) == expected
