@@ -135,6 +135,7 @@ class FixedKernel(Generic[V, B]):
             one = uniform_class(classes, alg, name)
             self.served = tuple(one for _ in self.classes)
         self._keep = max(c.w for c in self.served)
+        self._algorithm_5 = name in _ALGORITHM_5
         # du-code: the absorption state is frozen at its start (the code never updates it).
         self._frozen_last = variant == DU_CODE and self.rule == "absorption"
 
@@ -144,6 +145,18 @@ class FixedKernel(Generic[V, B]):
         """One share: ``eps / (2w)`` (001 Algorithm 5 line 13; 002 Algorithm 2 line 9)."""
         return self.alg.scale(c.eps, Fraction(1, 2 * c.w))
 
+    # Two hooks a subclass with another split overrides (`wevent.mechanisms.streamdp.shift`):
+    # the dissimilarity budget of one slot, and the publication budget of one window (BD's
+    # ``eps / 2``; BA's share is this over w).
+
+    def _dis_share(self, c: FixedClass[V]) -> V:
+        """One slot's dissimilarity budget: one share."""
+        return self._share(c)
+
+    def _pub_window(self, c: FixedClass[V]) -> V:
+        """One window's publication budget: ``eps / 2``."""
+        return self.alg.scale(c.eps, Fraction(1, 2))
+
     def start(self) -> FixedState[V]:
         alg = self.alg
         zero = alg.const(0)
@@ -151,7 +164,7 @@ class FixedKernel(Generic[V, B]):
         # 002 Algorithm 2 line 1 starts with eps_{l,2} = 0, so t_N = -1 and slot 1 may absorb two
         # shares (a phantom slot 0; still sound, see docs/deviations.md). du-code starts every
         # class, BA's too, at one share published at slot 0 (the code's slot -1, counting from 0).
-        one_share = self.name in _ALGORITHM_5 or self._frozen_last
+        one_share = self._algorithm_5 or self._frozen_last
         initial = [self._share(c) if one_share else zero for c in self.served]
         return FixedState(
             dis=tuple(Prefix(alg, self._keep) for _ in self.served),
@@ -190,8 +203,8 @@ class FixedKernel(Generic[V, B]):
         dis, pub = [], []
         back = 0 if self.variant == DU_CODE else 1  # the first slot subtracted is t - w + back
         for c, hist in zip(self.served, state.pub, strict=True):
-            dis.append(self._share(c))
-            remaining = alg.sub(alg.scale(c.eps, Fraction(1, 2)), hist.total(t - c.w + back, t - 1))
+            dis.append(self._dis_share(c))
+            remaining = alg.sub(self._pub_window(c), hist.total(t - c.w + back, t - 1))
             pub.append(alg.scale(remaining, Fraction(1, 2)))
         return Plan(alg.truth(False), alg.truth(False), tuple(dis), tuple(pub))
 
@@ -214,12 +227,12 @@ class FixedKernel(Generic[V, B]):
         nullified = alg.le(since, vmax(alg, *t_n))
         pub = []
         for c, share, tn in zip(self.served, shares, t_n, strict=True):
-            if self.name not in _ALGORITHM_5:  # 002 Algorithm 2 line 8: t_A = t - (l + t_N)
+            if not self._algorithm_5:  # 002 Algorithm 2 line 8: t_A = t - (l + t_N)
                 absorbed = alg.count_sub(now, alg.count_add(state.last, tn))
             else:  # 001 Algorithm 5 line 12: t_A = max(t - l - t_N, 0)
                 absorbed = vmax(alg, alg.count_sub(since, tn), zero)
             pub.append(alg.mul(share, vmin(alg, absorbed, alg.const(c.w))))
-        dis = tuple(shares)
+        dis = tuple(self._dis_share(c) for c in self.served)
         return Plan(nullified, alg.truth(False), dis, tuple(pub))
 
     def _clip(self, state: FixedState[V], t: int, plan: Plan[V, B]) -> Plan[V, B]:

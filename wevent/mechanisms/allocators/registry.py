@@ -58,7 +58,7 @@ from wevent.mechanisms.allocators.api import (
 )
 from wevent.mechanisms.allocators.kernel import ClassReq, DynamicClass, Kernel
 from wevent.mechanisms.datapath import DataPath
-from wevent.mechanisms.streamdp import adapub, dsat, fast, pegasus
+from wevent.mechanisms.streamdp import adapub, dsat, fast, pegasus, shift
 
 __all__ = [
     "BUILTIN",
@@ -110,6 +110,7 @@ class Family:
 FAMILIES: Final = (
     Family(fixed.__name__, "central", fixed.SPECS),
     Family(dynamic.__name__, "central", dynamic.SPECS),
+    Family(shift.__name__, "central", shift.SPECS),
     Family(fast.__name__, "central", fast.SPECS),
     Family(pegasus.__name__, "central", pegasus.SPECS),
     Family(dsat.__name__, "central", dsat.SPECS),
