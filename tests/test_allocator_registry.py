@@ -321,3 +321,25 @@ def test_suggestions_include_installed_entry_points(monkeypatch: pytest.MonkeyPa
             registry.resolve("fancy-absorbb")
     finally:
         registry.resolve.cache_clear()
+
+
+@pytest.mark.parametrize(
+    "module",
+    sorted(
+        {f.module for f in registry.FAMILIES if f.module.startswith("wevent.mechanisms.streamdp.")}
+    ),
+)
+def test_a_streamdp_module_imports_first_in_a_fresh_process(module: str) -> None:
+    """The registry imports the streamdp modules, which import the allocators package: importing
+    one of them first must not meet a half-loaded module (the package loads the allocators
+    first)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", f"import {module} as m; print(len(m.SPECS))"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
