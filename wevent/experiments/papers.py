@@ -123,7 +123,21 @@ def _pldp(point: Point, mechanism: str, users: int, seed: int) -> Population:
 # expected to give good or the best utility ("baseline supremacy"). Ours: the same grid on our
 # synthetic streams (one requirement for every user; the benchmark's streams are its own).
 BASELINES = ("uniform", "sample")
-STREAMDP = (*BASELINES, "bd", "ba")
+# The benchmark's artificial runs compare FAST_w, Uniform, Sample, BD, BA, RescueDP (MD), PeGaSus,
+# DSAT and AdaPub; its BD and BA are Kellaris' with budget shifting (`bd-shift`, `ba-shift`: at
+# d = 2 the shift applies at w = 1 only, so they are the half split with the 1/eps threshold).
+# wevent's own `bd`, `ba` (001's sqrt(err) threshold) run beside them.
+STREAMDP = (
+    *BASELINES,
+    "bd",
+    "ba",
+    "bd-shift",
+    "ba-shift",
+    "fast-w",
+    "pegasus",
+    "dsat",
+    "adapub",
+)
 STREAMDP_POINTS = tuple(
     Point(F(e, 10), 120, f"eps={format(e / 10, 'g')}") for e in (1, 3, 5, 7, 9, 10)
 ) + tuple(Point(F(1), w, f"w={w}") for w in (40, 80, 120, 160, 200))
@@ -249,7 +263,10 @@ SWEEPS: dict[str, Sweep] = {
             STREAMDP_FULL,
             Size(5_000, 200, points=(0, 2, 5, 6, 8, 10)),
             note="mean-ae is the benchmark's MAE (mean over slots and cells of the absolute "
-            "error of the counts); every user holds the same (w, eps).",
+            "error of the counts); every user holds the same (w, eps). bd-shift and ba-shift are "
+            "the benchmark's BD and BA (Kellaris' 1/eps publication threshold; their budget "
+            "shifting applies at 2w <= d only, never here at d = 2); bd and ba are 001's rules "
+            "(the sqrt(err) threshold).",
         ),
         Sweep(
             "pldp-epsilon",
