@@ -201,3 +201,46 @@ def test_wevent_run_uses_the_specs_path(monkeypatch: pytest.MonkeyPatch) -> None
     changed: Any = harness.execute("ba", pop, "sin", SLOTS, 1)
     assert changed.statuses.count("published") > base.statuses.count("published")
     assert np.all(changed.release[np.array(changed.statuses) == "published"] == 7.0)
+
+
+class LeakyAllocator:
+    """Uniform's kernel with a data path that releases the raw counts: the budgets are right,
+    the noise is missing. The gate cannot see it and must say so."""
+
+    name = "leaky"
+    requirement = "fixed"
+    scaling = "global"
+    symbolic = True
+    divides = False
+    variants = ("sound",)
+
+    def kernel(self, alg: Any, classes: Sequence[Any], variant: str) -> Any:
+        return BUILTIN["uniform"].kernel(alg, classes, variant)
+
+    @staticmethod
+    def data_path(domain: int) -> DataPath:
+        class Leaky(PwsmPath):
+            def publish(
+                self, t: int, sampled: IntArray, scale: float, rng: np.random.Generator
+            ) -> FloatArray:
+                return sampled.astype(np.float64)
+
+        return Leaky(domain)
+
+
+LEAKY = LeakyAllocator()
+
+
+@pytest.mark.parametrize("target", ["pegasus", "tests.test_datapath:LEAKY"])
+def test_the_gate_says_a_data_path_is_not_checked(target: str) -> None:
+    from wevent.gate import GateOptions, run_gate
+
+    quick = GateOptions(
+        w_max=2, classes=2, examples=20, e2e_runs=1, conformance_inputs=4, search_runs=20
+    )
+    report = run_gate(target, quick)
+    assert report.verdict in ("proved", "passed")  # the budgets are right
+    assert "data path" in report.headline() and "is not checked by the gate" in report.headline()
+    assert report.to_json()["allocator"]["data_path"] in ("PegasusPath", "Leaky")
+    plain = run_gate("uniform", quick)
+    assert "data path" not in plain.headline() and plain.allocator["data_path"] is None

@@ -52,6 +52,7 @@ from wevent.mechanisms.allocators.registry import (
     BUILTIN,
     AllocatorError,
     PopulationAllocatorError,
+    data_path_of,
     resolve,
     resolve_population,
 )
@@ -258,7 +259,17 @@ def _allocator_json(alloc: Allocator) -> dict[str, Any]:
         "divides": alloc.divides,
         "variants": list(alloc.variants),
         "builtin": alloc is BUILTIN.get(alloc.name),
+        # a data path of its own (`wevent.mechanisms.datapath`): its class name, else None
+        "data_path": _data_path_name(alloc),
     }
+
+
+def _data_path_name(alloc: Allocator) -> str | None:
+    try:
+        path = data_path_of(alloc, 2)
+    except Exception as exc:  # a broken factory is named, not raised here
+        return f"unusable ({type(exc).__name__}: {exc})"
+    return None if path is None else type(path).__name__
 
 
 def _names_population(target: str) -> bool:

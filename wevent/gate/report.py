@@ -168,6 +168,17 @@ class GateReport:
                 return "; end to end: never published (the release path was not exercised)"
         return ""
 
+    def _path_unchecked(self) -> str:
+        """An allocator with a data path of its own: the gate checks the budgets its kernel
+        charges, never what the path does with them (whether it adds the noise it is given)."""
+        path = self.allocator.get("data_path") if self.allocator else None
+        if not path:
+            return ""
+        return (
+            f"; its data path {path} is not checked by the gate (the verdict covers the budgets "
+            "charged, not the noise the path adds)"
+        )
+
     def _not_proved_because(self) -> str:
         for s in self.stages:
             if s.name == "proof":
@@ -187,7 +198,9 @@ class GateReport:
             cex = self.counterexample
             why = cex.failure.describe() if cex is not None else bad.detail
             return f"REFUTED by {bad.name}: {why}"
-        searched = _searched_text(self.search_scope()) + self._unexercised()
+        searched = (
+            _searched_text(self.search_scope()) + self._unexercised() + self._path_unchecked()
+        )
         if verdict == "proved":
             return f"PROVED {_proved_text(self.proof_scope() or {})}; {searched}"
         reason = _short(self._not_proved_because())
