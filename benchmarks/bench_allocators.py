@@ -18,7 +18,7 @@ from wevent.accounting.population import Population
 from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirement
 from wevent.mechanisms.allocators import CENTRAL, algebra_for, classes_of, make_kernel
 from wevent.mechanisms.allocators.kernel import published_now
-from wevent.mechanisms.allocators.registry import takes_dynamic
+from wevent.mechanisms.allocators.registry import data_path_for, takes_dynamic
 from wevent.mechanisms.central import CentralRunner
 from wevent.mechanisms.streams import SyntheticStream
 from wevent.verifier.guard import Guard
@@ -85,6 +85,7 @@ def main() -> None:
             data_rng=np.random.default_rng(2),
             noise_rng=np.random.default_rng(3),
             mechanism=name,
+            data_path=data_path_for(name, 2),  # the mechanism's own, where it has one
         )
         start = time.perf_counter()
         for _ in range(slots):
