@@ -375,3 +375,11 @@ def test_exsub_table4_simulation_matches_the_model(table4: ModuleType) -> None:
     assert np.mean([r["symbols-tve"] for r in runs]) == pytest.approx(sym_tve, rel=0.05)
     # the symbol reading is a different quantity (about 1.4 times the value TVE)
     assert np.mean([r["symbols-tve"] for r in runs]) > 1.3 * tve
+
+
+def test_pegasus_grouping_doubles_the_error_of_the_benchmarks_path() -> None:
+    out = output("pegasus_grouping.py", "--seeds", "2", "--users", "5000", "--slots", "60")
+    rows = [line.split("|") for line in out.splitlines()[2:]]
+    means = {(r[1].strip(), r[2].strip()): float(r[4]) for r in rows}
+    for kind in ("lns", "sin", "log"):
+        assert means[(kind, "grouping")] > means[(kind, "no grouping (registered)")]
