@@ -243,6 +243,7 @@ def test_registry_has_every_experiment_of_the_issue() -> None:
         "roc",
         "exsub",
         "exsub-tables",
+        "streamdp-baselines",
     }
     assert SWEEPS["ldp-ids-epsilon"].mechanisms == LDP_IDS
     assert SWEEPS["pwsm-epsilon"].mechanisms == ("bd", "ba", "plbu", "pbd", "pba", "dpbd", "dpba")
