@@ -57,6 +57,7 @@ from wevent.mechanisms.allocators.api import (
 )
 from wevent.mechanisms.allocators.kernel import ClassReq, DynamicClass, Kernel
 from wevent.mechanisms.datapath import DataPath
+from wevent.mechanisms.streamdp import rescuedp
 
 __all__ = [
     "BUILTIN",
@@ -108,6 +109,7 @@ class Family:
 FAMILIES: Final = (
     Family(fixed.__name__, "central", fixed.SPECS),
     Family(dynamic.__name__, "central", dynamic.SPECS),
+    Family(rescuedp.__name__, "central", rescuedp.SPECS),
     Family(local.__name__, "local-budget", local.SPECS, local.ONE_ORACLE),
     Family(population.__name__, "population", population.SPECS, population.ONE_ORACLE),
 )
