@@ -22,14 +22,26 @@ certain). A smaller ``p`` spends less, and whatever ``p`` is in ``[0, 3/5]``, ``
 the slot leaves two fifths of the room free, so every window of w slots spends at most eps
 (below: the window bound). The budget is exactly what is charged and is data-independent.
 
+Variants. ``published`` is the rule above on the exact room: every publication multiplies the
+room by a table entry, so exact budgets gain about six decimal digits of denominator per
+publication and a long run slows down and writes long numbers to its ledger. ``sound`` (the
+default, and the one to run) first rounds the room down to ``BITS`` = 8 bits after its leading one
+(``eps 2^-k (1 + m / 256)``, at most 0.4 % below it), through comparisons with constants only, so a
+proof stays in linear real arithmetic (a floor would bring in integers, which Z3 handles slowly
+here); budgets then keep denominators of the form ``2^a 5^6`` times eps's. Both are sound (a
+smaller room spends less); neither is the code's doubles, which the kernel cannot see.
+
 Window bound (one class ``(w, eps)``, every publish/skip sequence). Let ``S(t)`` be the spend in
 ``[t-w+1, t]``. If every earlier window holds at most eps, then ``room(t) = eps - S'(t) >= 0``
 with ``S'(t)`` the spend of ``[t-w+1, t-1]`` (a part of the window ending at t - 1), and slot t
-spends ``0 <= e <= 3/5 * room(t) <= room(t)``, so ``S(t) = S'(t) + e <= eps``. By induction on
-t every window holds. The kernel keeps the clip ``room >= 0`` (it never binds in exact
-arithmetic); `wevent prove allocator rescuedp` checks the bound with Z3 on this code.
+spends ``0 <= e <= 3/5 * room(t) <= room(t)`` (the sound variant spends p(I) of a smaller room),
+so ``S(t) = S'(t) + e <= eps``. By induction on t every window holds. The kernel keeps the clip
+``room >= 0`` (it never binds in exact arithmetic); `wevent prove allocator rescuedp` checks the
+bound with Z3 on this code.
 
-Departures from the code (all on the data side but the first two):
+Departures from the code (all on the data side but the first three):
+
+* the room rounded down (the sound variant, above);
 
 * the code spends ``phi * ln(I + 1)`` with ``I`` the PID controller's *real* interval, of which
   the slots between publications are the integer part; the kernel sees slots only, so it uses
@@ -73,6 +85,7 @@ from wevent.mechanisms.allocators.algebra import Algebra, vmax, vmin
 from wevent.mechanisms.allocators.api import AllocatorSpec
 from wevent.mechanisms.allocators.fixed import FixedState
 from wevent.mechanisms.allocators.kernel import (
+    VARIANTS,
     ClassReq,
     FixedClass,
     Kernel,
@@ -136,7 +149,7 @@ class RescueKernel(Generic[V, B]):
     def __init__(
         self, alg: Algebra[V, B], classes: Sequence[ClassReq[V]], variant: str = "sound"
     ) -> None:
-        check_variant(NAME, variant, ("sound",))
+        check_variant(NAME, variant, VARIANTS)
         self.name = NAME
         self.variant = variant
         self.alg = alg
@@ -203,7 +216,9 @@ class RescueKernel(Generic[V, B]):
             )
             room = vmax(alg, alg.sub(c.eps, spent), zero)  # the clip never binds (docstring)
             # the room rounded down (a fraction of eps, BITS bits), p(I) of it, capped at eps / 5
-            rounded = alg.mul(self._round_down(alg.ratio(room, c.eps)), c.eps)
+            rounded = room
+            if self.variant == "sound":
+                rounded = alg.mul(self._round_down(alg.ratio(room, c.eps)), c.eps)
             pubs.append(vmin(alg, self._share(rounded, gap, t), alg.scale(c.eps, E_MAX)))
         no = alg.truth(False)
         return Plan(no, no, tuple(zero for _ in self.served), tuple(pubs))
@@ -290,6 +305,15 @@ class RescuePath:
         # Welford's running mean and sum of squares of each cell's noisy answers (for q)
         self._mean = np.zeros(domain)
         self._m2 = np.zeros(domain)
+        self._noise = np.zeros(domain)  # the sum of the answers' Laplace noise variances
+
+    def _process_variance(self) -> FloatArray:
+        """q per cell: the variance of its noisy answers so far less their mean noise variance
+        (the Laplace noise's part of it), never below 0; the code's q is the variance of the
+        cell's raw series."""
+        n = max(self.published, 1)
+        out: FloatArray = np.maximum(self._m2 / n - self._noise / n, 0.0)
+        return out
 
     def dissimilarity(
         self, t: int, sampled: IntArray, last: FloatArray, scale: float, rng: np.random.Generator
@@ -338,10 +362,14 @@ class RescuePath:
         delta = noisy - self._mean
         self._mean = self._mean + delta / n
         self._m2 = self._m2 + delta * (noisy - self._mean)
+        sizes = np.empty(self.domain)
+        for g in groups:
+            sizes[g] = len(g)
+        self._noise = self._noise + 2.0 * (scale / sizes) ** 2  # each answer's noise variance
         if self.published == 0:  # the code's first release is not filtered
             release = noisy
         else:
-            q = self._m2 / n  # population variance of the noisy answers so far
+            q = self._process_variance()
             prev = self.releases[-1]
             self.p = self.p + q
             gain = self.p / (self.p + scale * scale)
@@ -361,7 +389,7 @@ class RescuePath:
         """The last release; each cell's Kalman estimate variance grows by q (the code's
         predict step at a skipped slot)."""
         if self.published:
-            self.p = self.p + self._m2 / self.published
+            self.p = self.p + self._process_variance()
         return last
 
 
@@ -379,6 +407,7 @@ SPECS: Final = (
         "min(phi ln(I+1) of the window's remaining budget, eps/5) at PID-scheduled slots "
         "(RescueDP, Wang et al. 2016, as streamdp-benchmark's RescueDP_MD runs it)",
         rescue_factory,
+        variants=VARIANTS,
         data_path=RescuePath,
     ),
 )
