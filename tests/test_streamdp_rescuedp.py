@@ -120,7 +120,7 @@ def test_every_class_gets_the_uniform_class_budget() -> None:
     assert [s.candidate for s in both] == [(x, x) for x in alone]
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     w=st.integers(1, 12),
     eps=st.fractions(min_value=F(1, 10), max_value=5, max_denominator=20),
@@ -306,16 +306,13 @@ OVERSPEND = dataclasses.replace(
 
 
 def test_an_overspending_rescuedp_is_refuted_by_the_gate() -> None:
+    """The real kernel passes the same gate (tests/test_gate_mutants.py, every built-in)."""
     assert isinstance(OVERSPEND, AllocatorSpec)
-    report = run_gate(
-        "tests.test_streamdp_rescuedp:OVERSPEND",
-        GateOptions(w_max=2, classes=1, examples=50, e2e_runs=1, conformance_inputs=5),
+    options = GateOptions(
+        w_max=2, classes=1, examples=50, e2e_runs=1, conformance_inputs=5, search_runs=20
     )
+    report = run_gate("tests.test_streamdp_rescuedp:OVERSPEND", options)
     assert report.verdict == "refuted", "\n".join(report.describe())
     cex = report.counterexample
     assert cex is not None and cex.replays()
-    # and the same gate proves the real kernel
-    ok = run_gate(
-        "rescuedp", GateOptions(w_max=2, classes=1, examples=50, e2e_runs=1, conformance_inputs=5)
-    )
-    assert ok.verdict == "proved", "\n".join(ok.describe())
+    assert report.stage("proof").status == "failed"
