@@ -42,7 +42,6 @@ bound with Z3 on this code.
 Departures from the code (all on the data side but the first three):
 
 * the room rounded down (the sound variant, above);
-
 * the code spends ``phi * ln(I + 1)`` with ``I`` the PID controller's *real* interval, of which
   the slots between publications are the integer part; the kernel sees slots only, so it uses
   the integer gap (``ln`` is increasing: it spends no more than the code) and the rounded-down
@@ -56,10 +55,12 @@ Departures from the code (all on the data side but the first three):
 * the code's ``lambda_r`` is ``1 / room`` of the slot after a publication (its
   ``USE_LAMBDA_R_PAPER``). A data path does not know eps or w; it reads ``room`` from the
   publication scale the runner offers at that slot: there ``I = 1``, the budget is
-  ``LOG_SHARES[1] * room`` (below eps / 5), so ``lambda_r = LOG_SHARES[1] * scale``;
+  ``LOG_SHARES[1] * room`` (below eps / 5; the sound variant's rounded room, within 0.4 % of
+  it), so ``lambda_r = LOG_SHARES[1] * scale``;
 * Kalman filter: the code sets the process variance ``q`` of each cell to the variance of the
   cell's *raw* series over the whole stream (data read outside any noisy query, future slots
-  included: not private); here ``q`` is the variance of the cell's noisy answers so far. The
+  included: not private); here ``q`` is the variance of the cell's noisy answers so far less
+  their mean Laplace noise variance, never below 0. The
   code's measurement variance ``r = (w / eps)^2`` is the squared scale of Uniform's budget; here
   it is the squared scale of the publication's own noise;
 * grouped cells: the code's filter reads the cell's entry of the current release before it is
