@@ -44,7 +44,7 @@ from wevent.mechanisms.allocators.population import PopulationKernel, population
 OLD_CENTRAL = ("uniform", "sample", "bd", "ba", "pbd", "pba", "dpbd", "dpba")
 # streamdp-benchmark's mechanisms, listed after them (their families: wevent.mechanisms.streamdp,
 # in the benchmark's order); each cites the benchmark and need not have a published variant.
-STREAMDP = ("bd-shift", "ba-shift", "fast-w", "pegasus", "dsat", "adapub")
+STREAMDP = ("bd-shift", "ba-shift", "fast-w", "rescuedp", "pegasus", "dsat", "adapub")
 OLD_LOCAL_BUDGET = ("lbu", "lsp", "lbd", "lba", "plbu")
 OLD_POPULATION = (
     *("lpu", "lpd", "lpa", "plpd", "plpa", "plpd+", "plpa+"),

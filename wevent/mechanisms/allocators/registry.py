@@ -58,7 +58,7 @@ from wevent.mechanisms.allocators.api import (
 )
 from wevent.mechanisms.allocators.kernel import ClassReq, DynamicClass, Kernel
 from wevent.mechanisms.datapath import DataPath
-from wevent.mechanisms.streamdp import adapub, dsat, fast, pegasus, shift
+from wevent.mechanisms.streamdp import adapub, dsat, fast, pegasus, rescuedp, shift
 
 __all__ = [
     "BUILTIN",
@@ -112,6 +112,7 @@ FAMILIES: Final = (
     Family(dynamic.__name__, "central", dynamic.SPECS),
     Family(shift.__name__, "central", shift.SPECS),
     Family(fast.__name__, "central", fast.SPECS),
+    Family(rescuedp.__name__, "central", rescuedp.SPECS),
     Family(pegasus.__name__, "central", pegasus.SPECS),
     Family(dsat.__name__, "central", dsat.SPECS),
     Family(adapub.__name__, "central", adapub.SPECS),
