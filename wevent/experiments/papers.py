@@ -134,6 +134,7 @@ STREAMDP = (
     "bd-shift",
     "ba-shift",
     "fast-w",
+    "rescuedp",
     "pegasus",
     "dsat",
     "adapub",
