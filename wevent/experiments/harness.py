@@ -737,10 +737,11 @@ def write_plots(
                         [i + dodge for i in range(len(points))],
                         ys,
                         yerr=err,
-                        marker="o",
+                        marker="osD^v"[mi // 10 % 5],  # past ten lines the colours repeat
                         markersize=3.5,
                         capsize=2.5,
                         linewidth=1.2,
+                        linestyle="-" if mi < 10 else "--",
                         color=f"C{mi % 10}",
                         label=mech,
                     )
