@@ -60,7 +60,7 @@ from wevent.mechanisms.allocators.kernel import (
     uniform_class,
 )
 
-__all__ = ["SPECS", "FixedKernel", "FixedState", "fixed_factory", "fixed_variants"]
+__all__ = ["SPECS", "FixedKernel", "FixedState", "fixed_factory", "fixed_variants", "window_clip"]
 
 V = TypeVar("V")
 B = TypeVar("B")
@@ -236,29 +236,8 @@ class FixedKernel(Generic[V, B]):
         return Plan(nullified, alg.truth(False), dis, tuple(pub))
 
     def _clip(self, state: FixedState[V], t: int, plan: Plan[V, B]) -> Plan[V, B]:
-        """The sound variant: cap each class by its tightest window's remaining budget (both
-        halves together, ``eps - spent in [t-w+1, t-1]``), never below zero; nullify a slot in
-        which no class has anything left to publish."""
-        alg = self.alg
-        zero = alg.const(0)
-        dis, pub, empty = [], [], []
-        for i, c in enumerate(self.served):
-            spent = alg.add(
-                state.dis[i].total(t - c.w + 1, t - 1), state.pub[i].total(t - c.w + 1, t - 1)
-            )
-            room = vmax(alg, alg.sub(c.eps, spent), zero)
-            d = vmin(alg, vmax(alg, plan.dissimilarity[i], zero), room)
-            p = vmin(alg, vmax(alg, plan.publication[i], zero), alg.sub(room, d))
-            dis.append(d)
-            pub.append(p)
-            empty.append(alg.le(p, zero))
-        nothing = alg.and_(*empty)
-        return Plan(
-            alg.or_(plan.nullified, nothing),
-            alg.and_(plan.forced, alg.not_(nothing)),
-            tuple(dis),
-            tuple(pub),
-        )
+        """The sound variant: `window_clip`."""
+        return window_clip(self.alg, self.served, state, t, plan)
 
     def step(self, state: FixedState[V], t: int, plan: Plan[V, B], published: B) -> FixedState[V]:
         alg = self.alg
@@ -280,6 +259,38 @@ class FixedKernel(Generic[V, B]):
                 for p, old in zip(plan.publication, state.last_pub, strict=True)
             ),
         )
+
+
+def window_clip(
+    alg: Algebra[V, B],
+    served: Sequence[FixedClass[V]],
+    state: FixedState[V],
+    t: int,
+    plan: Plan[V, B],
+) -> Plan[V, B]:
+    """The sound variants' exact safety clip: cap each served class by its tightest window's
+    remaining budget (both halves together, ``eps - spent in [t-w+1, t-1]``, the dissimilarity
+    first), never below zero; nullify a slot in which no class has anything left to publish.
+    Shared by every kernel whose state is a `FixedState` (here, and streamdp's AdaPub)."""
+    zero = alg.const(0)
+    dis, pub, empty = [], [], []
+    for i, c in enumerate(served):
+        spent = alg.add(
+            state.dis[i].total(t - c.w + 1, t - 1), state.pub[i].total(t - c.w + 1, t - 1)
+        )
+        room = vmax(alg, alg.sub(c.eps, spent), zero)
+        d = vmin(alg, vmax(alg, plan.dissimilarity[i], zero), room)
+        p = vmin(alg, vmax(alg, plan.publication[i], zero), alg.sub(room, d))
+        dis.append(d)
+        pub.append(p)
+        empty.append(alg.le(p, zero))
+    nothing = alg.and_(*empty)
+    return Plan(
+        alg.or_(plan.nullified, nothing),
+        alg.and_(plan.forced, alg.not_(nothing)),
+        tuple(dis),
+        tuple(pub),
+    )
 
 
 def fixed_factory(name: str) -> KernelFactory:

@@ -76,9 +76,9 @@ from typing import Any, Final, Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from wevent.mechanisms.allocators.algebra import Algebra, vmax, vmin
+from wevent.mechanisms.allocators.algebra import Algebra
 from wevent.mechanisms.allocators.api import AllocatorSpec
-from wevent.mechanisms.allocators.fixed import FixedState
+from wevent.mechanisms.allocators.fixed import FixedState, window_clip
 from wevent.mechanisms.allocators.kernel import (
     VARIANTS,
     ClassReq,
@@ -166,27 +166,9 @@ class AdaPubKernel(Generic[V, B]):
 
     def _clip(self, state: FixedState[V], t: int, plan: Plan[V, B]) -> Plan[V, B]:
         """Cap each class's spend by what its window ``[t-w+1, t]`` has left (the dissimilarity
-        first); nullify a slot in which no class has anything left to publish."""
-        alg = self.alg
-        zero = alg.const(0)
-        dis, pub, empty = [], [], []
-        for i, c in enumerate(self.served):
-            spent = alg.add(
-                state.dis[i].total(t - c.w + 1, t - 1), state.pub[i].total(t - c.w + 1, t - 1)
-            )
-            room = vmax(alg, alg.sub(c.eps, spent), zero)
-            d = vmin(alg, vmax(alg, plan.dissimilarity[i], zero), room)
-            p = vmin(alg, vmax(alg, plan.publication[i], zero), alg.sub(room, d))
-            dis.append(d)
-            pub.append(p)
-            empty.append(alg.le(p, zero))
-        nothing = alg.and_(*empty)
-        return Plan(
-            alg.or_(plan.nullified, nothing),
-            alg.and_(plan.forced, alg.not_(nothing)),
-            tuple(dis),
-            tuple(pub),
-        )
+        first); nullify a slot in which no class has anything left to publish (`window_clip`,
+        the fixed-window kernels' clip)."""
+        return window_clip(self.alg, self.served, state, t, plan)
 
     def step(self, state: FixedState[V], t: int, plan: Plan[V, B], published: B) -> FixedState[V]:
         alg = self.alg
