@@ -28,7 +28,13 @@ from wevent.gate import GateOptions, run_gate
 from wevent.mechanisms.allocators import run_trace
 from wevent.mechanisms.allocators.algebra import Algebra, ExactAlgebra
 from wevent.mechanisms.allocators.api import AllocatorSpec
-from wevent.mechanisms.allocators.kernel import STREAMDP_CODE, ClassReq, FixedClass, classes_of
+from wevent.mechanisms.allocators.kernel import (
+    STREAMDP_CODE,
+    ClassReq,
+    FixedClass,
+    Plan,
+    classes_of,
+)
 from wevent.mechanisms.allocators.registry import BUILTIN, data_path_for
 from wevent.mechanisms.central import CentralRunner
 from wevent.mechanisms.datapath import DataPath
@@ -382,3 +388,26 @@ def test_wevent_run_dsat_writes_a_ledger_the_checker_accepts(tmp_path: Path) -> 
     assert rows[0] == "slot,status,cell,release,truth" and len(rows) == 1 + 50 * 2
     bad = runner.invoke(cli, [*args, "--variant", "published"])
     assert bad.exit_code == 2 and "dsat: no variant 'published'" in bad.output
+
+
+def test_the_induction_steps_past_the_first_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first window (slots up to w + 1) has rules of its own, so `--unbounded` starts its
+    steps at w + 2 (`induction_schedule`): a kernel that overspends only in the steady rule at
+    w = 1 is refuted, where steps at slot 2 alone would have proved it."""
+    from wevent.mechanisms.streamdp import dsat as module
+    from wevent.proofs.central import Scope, prove_allocator
+
+    original = module.DsatKernel.plan
+
+    def doubled(self: Any, state: Any, t: int) -> Any:
+        plan = original(self, state, t)
+        if self.window == 1 and t >= 3:
+            doubled_pub = tuple(self.alg.scale(x, 2) for x in plan.publication)
+            plan = Plan(plan.nullified, plan.forced, plan.dissimilarity, doubled_pub)
+        return plan
+
+    proof = prove_allocator("dsat", scope=Scope(classes=1, w_max=1), unbounded=True)
+    assert proof.status == "proved"
+    monkeypatch.setattr(module.DsatKernel, "plan", doubled)
+    refuted = prove_allocator("dsat", scope=Scope(classes=1, w_max=1), unbounded=True)
+    assert refuted.status == "counterexample", refuted.reason

@@ -316,3 +316,20 @@ def test_an_overspending_rescuedp_is_refuted_by_the_gate() -> None:
     cex = report.counterexample
     assert cex is not None and cex.replays()
     assert report.stage("proof").status == "failed"
+
+
+def test_the_induction_covers_gaps_past_its_first_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel reads the slot number until slot 20 (the table's chain), so `--unbounded`
+    starts its steps there (`induction_schedule`): the sound kernel is proved for every horizon,
+    and a table that overspends from a gap of 7 on is refuted, though no step before slot 8 and
+    no bounded search of 6 slots can see it."""
+    from wevent.proofs.central import Scope, prove_allocator
+
+    proof = prove_allocator("rescuedp", scope=Scope(classes=1, w_max=2), unbounded=True)
+    assert proof.status == "proved" and "every horizon" in proof.statement
+    bad = tuple(rescuedp.LOG_SHARES[i] if i < 7 else F(2) for i in range(20))
+    monkeypatch.setattr(rescuedp, "LOG_SHARES", bad)
+    monkeypatch.setattr(rescuedp, "P_MAX", F(2))
+    monkeypatch.setattr(rescuedp, "E_MAX", F(100))
+    refuted = prove_allocator("rescuedp", scope=Scope(classes=1, w_max=2), unbounded=True)
+    assert refuted.status == "counterexample", refuted.reason

@@ -34,11 +34,15 @@ Scope and normalization (exact arithmetic):
 
 Unbounded proof (k-induction, fixed kernels). Invariant I(T) per class i: every budget spent
 before slot T is >= 0 and every window of ``w_i`` slots ending before T sums to at most ``eps_i``.
-Base: the bounded proof for horizon ``2 * max w``. Step: from a *symbolic* kernel state at slot T
+Base: the bounded proof up to the last step slot (``2 * max w``). Step: from a *symbolic* kernel state at slot T
 (the kept history of dissimilarity and publication spends as fresh variables satisfying I, the
 last publication slot and budgets unconstrained reals), one plan/step keeps I(T + 1). The kernels
 use the slot number only relative to the kept history, to the (free) last publication slot and,
 for sample, modulo the window, so steps at ``T = max w + 1 .. 2 max w`` cover every later slot.
+A kernel that reads the slot number itself (a first window with rules of its own, a table read
+up to a slot, a parity) declares ``induction_schedule() -> (steady, period)``; its steps start at
+``max(max w + 1, steady)`` and run over ``lcm(max w, period)`` slots (`_induction_steps`), the
+base case reaching the last of them. A base case that fails is never reported as a proof.
 The sound variants' clip makes I 1-inductive; the published pseudo-code is not inductive for I
 (a state satisfying I can have a half over its share), so those stay bounded proofs.
 
@@ -63,7 +67,7 @@ import z3
 
 from wevent.accounting.budget import Budget, BudgetError
 from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirement
-from wevent.mechanisms.allocators.algebra import FloatCountAlgebra
+from wevent.mechanisms.allocators.algebra import ExactAlgebra, FloatCountAlgebra
 from wevent.mechanisms.allocators.api import Allocator as AllocatorLike
 from wevent.mechanisms.allocators.api import AllocatorSpec
 from wevent.mechanisms.allocators.fixed import FixedState
@@ -844,6 +848,23 @@ def _step_obligation(
     return assume, z3.Or(*bad)
 
 
+def _induction_steps(alloc: AllocatorLike, variant: str, ws: tuple[int, ...]) -> tuple[int, int]:
+    """The first step slot and the number of step slots for windows ``ws``.
+
+    The step proves one slot from any state satisfying I; it covers every later slot only if
+    the kernel's plan at slot T depends on T through its kept history alone (or through T
+    modulo the window, Sample's), which 001's and 002's kernels do from T = max w + 1 on. A
+    kernel whose plan reads the slot number itself declares ``induction_schedule(): (steady,
+    period)``: from slot ``steady`` on its plan depends on T only modulo ``period`` (besides the
+    history). The steps then start at ``max(keep + 1, steady)`` and run over ``lcm(keep,
+    period)`` slots, and the base case covers every slot up to the last step."""
+    keep = max(ws)
+    kernel = alloc.kernel(ExactAlgebra(), [FixedClass(w, Fraction(1)) for w in ws], variant)
+    schedule = getattr(kernel, "induction_schedule", None)
+    steady, period = schedule() if callable(schedule) else (1, 1)
+    return max(keep + 1, steady), math.lcm(keep, period)
+
+
 def _prove_inductive(
     alloc: AllocatorLike, variant: str, scope: Scope, progress: Progress | None
 ) -> AllocatorProof:
@@ -856,20 +877,30 @@ def _prove_inductive(
     for k in range(1, scope.classes + 1):
         budget_cases = _fixed_cases(alloc, "exact", k, ())
         for ws in _window_shapes(k, scope.w_max):
-            keep = max(ws)
+            first, span = _induction_steps(alloc, variant, ws)
             for case in budget_cases:
-                # Base: no failure within 2 * keep slots of the initial state.
+                # Base: no failure within the slots before the steps and the steps' span
+                # (2 * keep for a kernel that uses the slot only relative to its history).
                 cases += 1
                 base = prove_bounded(
-                    _fixed_unrolling(alloc, variant, "exact", ws, case, 2 * keep),
+                    _fixed_unrolling(alloc, variant, "exact", ws, case, first + span - 1),
                     timeout_ms=scope.timeout_ms,
                 )
                 if base.status != "proved":
                     return _inductive_failure(
-                        alloc, variant, scope, statement, scope_json, start, cases, base, ws
+                        alloc,
+                        variant,
+                        scope,
+                        statement,
+                        scope_json,
+                        start,
+                        cases,
+                        base,
+                        ws,
+                        first + span - 1,
                     )
-                # Step at T = keep + 1 .. 2 * keep from any state satisfying I.
-                for t in range(keep + 1, 2 * keep + 1):
+                # Step at T = first .. first + span - 1 from any state satisfying I.
+                for t in range(first, first + span):
                     cases += 1
                     assume, bad = _step_obligation(alloc, variant, ws, case, t)
                     s = z3.Solver()
@@ -897,8 +928,10 @@ def _prove_inductive(
             break
     if status == "proved":
         notes.append(
-            "k-induction with k = 1: base = bounded proof for 2 * max w slots; step at "
-            "T = max w + 1 .. 2 max w from a symbolic state (histories, last publication free)"
+            "k-induction with k = 1: base = bounded proof up to the last step slot; steps at "
+            "T = max w + 1 .. 2 max w from a symbolic state (histories, last publication free), "
+            "later and longer for a kernel whose plan depends on the slot number itself until a "
+            "steady slot or through a period (its induction_schedule)"
         )
     return AllocatorProof(
         alloc.name,
@@ -925,6 +958,7 @@ def _inductive_failure(
     cases: int,
     base: Outcome,
     ws: tuple[int, ...],
+    base_horizon: int,
 ) -> AllocatorProof:
     """The base case failed or was undecided: report it as the bounded search does."""
     if base.status == "unknown":
@@ -940,7 +974,17 @@ def _inductive_failure(
             cases,
             reason=f"z3 gave up on the base case for windows {ws}: {base.reason}",
         )
-    bounded = prove_allocator(alloc.name, variant=variant, scope=scope)
+    # The bounded search over at least the base case's horizon: the base can be longer than
+    # the scope's own (a kernel with a late steady slot), and a shorter search could miss the
+    # failure the base found.
+    horizon = max(scope.slots, base_horizon)
+    bounded = prove_allocator(alloc.name, variant=variant, scope=replace(scope, horizon=horizon))
+    if bounded.status == "proved":  # the two searches disagree: never a proof
+        bounded.status = "unknown"
+        bounded.reason = (
+            f"the base case for windows {ws} failed but the bounded search of horizon "
+            f"{horizon} found nothing"
+        )
     bounded.method = "k-induction (base case)"
     bounded.statement = statement
     bounded.scope = scope_json

@@ -151,6 +151,11 @@ class AdaPubKernel(Generic[V, B]):
             last_pub=tuple(zero for _ in self.served),
         )
 
+    def induction_schedule(self) -> tuple[int, int]:
+        """For `wevent prove --unbounded`: the deviation is measured at even slots, so the plan
+        depends on the slot's parity; the steps cover both."""
+        return 1, 2
+
     def plan(self, state: FixedState[V], t: int) -> Plan[V, B]:
         alg = self.alg
         zero = alg.const(0)

@@ -165,6 +165,11 @@ class DsatKernel(Generic[V, B]):
             last_pub=(zero,) * n,
         )
 
+    def induction_schedule(self) -> tuple[int, int]:
+        """For `wevent prove --unbounded`: slot 1 and the first window (slots up to w + 1) have
+        rules of their own; the steady rule holds from w + 2, where the steps start."""
+        return self.window + 2, 1
+
     def _each(self, v: V) -> tuple[V, ...]:
         return (v,) * len(self.classes)
 

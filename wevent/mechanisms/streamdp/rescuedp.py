@@ -171,6 +171,12 @@ class RescueKernel(Generic[V, B]):
             last_pub=tuple(zero for _ in self.served),
         )
 
+    def induction_schedule(self) -> tuple[int, int]:
+        """For `wevent prove --unbounded`: `_share`'s chain reads the slot number up to
+        ``_CAP_FROM`` (from there on it holds every entry of the table), so the induction's
+        steps start there."""
+        return _CAP_FROM, 1
+
     def _share(self, room: V, gap: V, t: int) -> V:
         """``p(I) * room`` for ``I = gap``: a select chain over the table. In a run ``1 <= gap
         <= t`` (the last publication is a slot before t, or 0), so the chain starts at ``p(t)``
