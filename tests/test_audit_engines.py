@@ -697,3 +697,23 @@ def test_files_whose_columns_differ_in_type_are_one_ledger(tmp_path: Path) -> No
         for engine in ("numpy", "duckdb")
     }
     assert verdicts["numpy"] == verdicts["duckdb"] and verdicts["numpy"]["ok"]
+
+
+def test_dynamic_bounds_whose_common_denominator_passes_int64() -> None:
+    """A dynamic class whose declared bounds have a least common multiple past 2^62 and a member
+    whose windows sum to 0: the screening must leave it to the exact pass instead of storing the
+    multiple in an int64 (found by test_duckdb_agrees_with_numpy: an OverflowError)."""
+    from wevent.accounting.requirements import Declaration, Dynamic
+
+    primes = (1000003, 1000033, 1000037, 1000039)
+    decls = tuple(
+        Declaration(1 + 2 * i, 2, Budget(Fraction(p, 10**7)), 2, Budget(Fraction(p, 10**7)))
+        for i, p in enumerate(primes)
+    )
+    population = Population({"a": Dynamic(decls), "b": Fixed(2, Budget(1))})
+    ledger = Ledger()
+    ledger.append(1, Budget(0), user="a")
+    ledger.append(9, Budget(Fraction(1, 2)), user="b")
+    verdict = check(ledger, population)
+    _same(reference_check(ledger, population), verdict)
+    assert verdict.ok

@@ -455,7 +455,7 @@ class _Screen:
         for b in positive:
             common = common * b // math.gcd(common, b)
         biggest = max([int(col.max(initial=0)) for col, _ in columns] + [0])
-        if biggest * common >= _INT64_SAFE:
+        if common >= _INT64_SAFE or biggest * common >= _INT64_SAFE:
             self.need_detail[members] = True  # let the sparse pass compute utilization exactly
             return
         best = np.zeros(len(members), dtype=np.int64)
