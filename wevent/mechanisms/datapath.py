@@ -45,7 +45,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DataPath", "DataPathFactory", "KellarisPath", "PwsmPath", "pwsm_path"]
+__all__ = ["DataPath", "DataPathFactory", "KellarisPath", "PwsmPath"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -117,8 +117,3 @@ class KellarisPath(PwsmPath):
 
     def decide(self, t: int, dis: float | None, err: float, scale: float) -> bool:
         return dis is not None and dis > scale
-
-
-def pwsm_path(domain: int) -> DataPath:
-    """The default data path (`PwsmPath`) for a domain of ``domain`` cells."""
-    return PwsmPath(domain)

@@ -108,6 +108,18 @@ class FixedState(Generic[V]):
     last: V
     last_pub: tuple[V, ...]
 
+    @staticmethod
+    def empty(alg: Algebra[V, Any], classes: int, keep: int) -> FixedState[V]:
+        """No spend yet for ``classes`` classes keeping ``keep`` slots; ``last`` and every
+        ``last_pub`` at 0."""
+        zero = alg.const(0)
+        return FixedState(
+            dis=tuple(Prefix(alg, keep) for _ in range(classes)),
+            pub=tuple(Prefix(alg, keep) for _ in range(classes)),
+            last=zero,
+            last_pub=(zero,) * classes,
+        )
+
 
 class FixedKernel(Generic[V, B]):
     """The kernel of one of ``uniform``, ``sample``, ``bd``, ``ba``, ``pbd``, ``pba``."""

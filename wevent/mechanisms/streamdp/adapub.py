@@ -85,7 +85,6 @@ from wevent.mechanisms.allocators.kernel import (
     FixedClass,
     Kernel,
     Plan,
-    Prefix,
     check_variant,
     uniform_class,
 )
@@ -142,14 +141,7 @@ class AdaPubKernel(Generic[V, B]):
         self._keep = one.w
 
     def start(self) -> FixedState[V]:
-        alg = self.alg
-        zero = alg.const(0)
-        return FixedState(
-            dis=tuple(Prefix(alg, self._keep) for _ in self.served),
-            pub=tuple(Prefix(alg, self._keep) for _ in self.served),
-            last=zero,
-            last_pub=tuple(zero for _ in self.served),
-        )
+        return FixedState.empty(self.alg, len(self.served), self._keep)
 
     def induction_schedule(self) -> tuple[int, int]:
         """For `wevent prove --unbounded`: the deviation is measured at even slots, so the plan

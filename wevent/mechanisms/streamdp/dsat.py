@@ -82,7 +82,6 @@ from wevent.mechanisms.allocators.kernel import (
     FixedClass,
     Kernel,
     Plan,
-    Prefix,
     check_variant,
     uniform_class,
 )
@@ -154,16 +153,8 @@ class DsatKernel(Generic[V, B]):
         self.eps_2 = eps_2
 
     def start(self) -> FixedState[V]:
-        alg = self.alg
-        zero = alg.const(0)
-        n = len(self.classes)
-        keep = self.window
-        return FixedState(
-            dis=tuple(Prefix(alg, keep) for _ in range(n)),
-            pub=tuple(Prefix(alg, keep) for _ in range(n)),
-            last=zero,  # publications of the first window (the code's slots 0..w)
-            last_pub=(zero,) * n,
-        )
+        # ``last`` counts the publications of the first window (the code's slots 0..w)
+        return FixedState.empty(self.alg, len(self.classes), self.window)
 
     def induction_schedule(self) -> tuple[int, int]:
         """For `wevent prove --unbounded`: slot 1 and the first window (slots up to w + 1) have

@@ -91,7 +91,6 @@ from wevent.mechanisms.allocators.kernel import (
     FixedClass,
     Kernel,
     Plan,
-    Prefix,
     check_variant,
     uniform_class,
 )
@@ -162,14 +161,7 @@ class RescueKernel(Generic[V, B]):
     def start(self) -> FixedState[V]:
         # FixedState: the spends of the last w slots, the last publication slot (0: none) and
         # its budget; the shape `wevent prove --unbounded` builds symbolic states of.
-        alg = self.alg
-        zero = alg.const(0)
-        return FixedState(
-            dis=tuple(Prefix(alg, self._keep) for _ in self.served),
-            pub=tuple(Prefix(alg, self._keep) for _ in self.served),
-            last=zero,
-            last_pub=tuple(zero for _ in self.served),
-        )
+        return FixedState.empty(self.alg, len(self.served), self._keep)
 
     def induction_schedule(self) -> tuple[int, int]:
         """For `wevent prove --unbounded`: `_share`'s chain reads the slot number up to
