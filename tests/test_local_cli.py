@@ -273,3 +273,31 @@ def test_a_ledger_too_large_to_write_is_one_line_and_keeps_the_releases(
     assert str(ledger) in out and "Traceback" not in out
     assert not ledger.exists() and not list(tmp_path.glob("*.tmp"))
     assert len(releases.read_text().splitlines()) == 1 + 6 * 2
+
+
+def test_release_options_on_the_command_line(req: str, tmp_path: Path) -> None:
+    """--post, --pool and --first-publication reach the local runners (simplex releases sum to
+    the population), --threshold the central path; each refused, in one line with exit 2, where
+    it does not apply."""
+    out_csv = tmp_path / "rel.csv"
+    code, out = run(
+        "run", "lpd", "-r", req, "--stream", "sin", "--slots", "12", "--domain", "3",
+        "--post", "simplex", "--pool", "--first-publication", "--releases", str(out_csv),
+    )  # fmt: skip
+    assert code == 0, out
+    rows = out_csv.read_text().splitlines()[1:]
+    by_slot: dict[str, float] = {}
+    for row in rows:
+        slot, _status, _cell, release, _truth = row.split(",")
+        by_slot[slot] = by_slot.get(slot, 0.0) + float(release)
+        assert float(release) >= 0
+    assert all(total == pytest.approx(10) for total in by_slot.values())  # 10 users
+    assert rows[0].split(",")[1] == "published"
+    code, out = run("run", "bd", "-r", req, "--stream", "sin", "--slots", "5", "--pool")
+    assert code == 2 and "apply to the local allocators" in out and "Traceback" not in out
+    code, out = run("run", "bd", "-r", req, "--stream", "sin", "--slots", "5", "--threshold",
+                    "kellaris")  # fmt: skip
+    assert code == 0, out
+    code, out = run("run", "lbd", "-r", req, "--stream", "sin", "--slots", "5", "--threshold",
+                    "sqrt")  # fmt: skip
+    assert code == 2 and "--threshold applies to the central" in out

@@ -95,6 +95,35 @@ def _exsub_options(f: Any) -> Any:
     "personalized local allocators always use the personalized oracle (GRR per budget).",
 )
 @click.option(
+    "--post",
+    type=Choice(["none", "clip", "simplex"]),
+    default="none",
+    show_default=True,
+    help="Local allocators: post-process each release: 'clip' sets negative frequencies to 0, "
+    "'simplex' projects onto the probability simplex (the closest frequency vector). Costs no "
+    "privacy: it only transforms reports already charged.",
+)
+@click.option(
+    "--pool",
+    is_flag=True,
+    help="Local allocators: at a publishing slot, pool the slot's dissimilarity reports into the "
+    "release (inverse-variance weights). Costs no privacy: those reports are already charged.",
+)
+@click.option(
+    "--first-publication",
+    "first",
+    is_flag=True,
+    help="Local allocators: slot 1 publishes whenever its budget allows, whatever the "
+    "dissimilarity test says. Costs no privacy: the kernel covers every publish/skip sequence.",
+)
+@click.option(
+    "--threshold",
+    type=Choice(["sqrt", "kellaris"]),
+    default=None,
+    help="Central allocators on 001's data path: publish iff the dissimilarity exceeds "
+    "sqrt(error) (001, the default) or 1/eps (Kellaris et al.). Decides publish or skip only.",
+)
+@click.option(
     "--ledger",
     "ledger_out",
     type=click.Path(path_type=Path),
@@ -129,6 +158,10 @@ def run_cmd(
     seed: int,
     domain: int | None,
     oracle: str | None,
+    post: str,
+    pool: bool,
+    first: bool,
+    threshold: str | None,
     ledger_out: Path | None,
     releases_out: Path | None,
     resume: bool,
@@ -155,8 +188,11 @@ def run_cmd(
     check_writable(releases_out)  # the ledger (a file, or a .wledger directory): checked by run
     known_allocator(allocator, "run")
     if allocator == "exsub":
+        local_options = post != "none" or pool or first or threshold is not None
         if oracle is not None or variant != "sound" or arithmetic != "exact" or resume:
             fail("exsub takes no --oracle, --variant, --arithmetic or --resume")
+        if local_options:
+            fail("exsub takes no --post, --pool, --first-publication or --threshold")
         if ledger_out is not None and ledger_out.exists():
             fail(f"{ledger_out} exists: a ledger is never overwritten (choose another name)")
         _run_exsub(
@@ -172,6 +208,7 @@ def run_cmd(
             releases_out,
         )
     from wevent.experiments.running import open_stream, run_mechanism
+    from wevent.mechanisms.local import ReleaseOptions
 
     chosen: dict[str, Any] = {}
     builtin = allocator in MECHANISMS
@@ -206,6 +243,8 @@ def run_cmd(
             releases_path=releases_out,
             progress=None if bar is None else bar.update,
             oracle=oracle,
+            release=ReleaseOptions(post=post, pool=pool, first=first),
+            threshold=threshold,
             resume=resume,
             identity={"stream": _stream_identity(stream_spec)},
             **chosen,

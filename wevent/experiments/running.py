@@ -39,7 +39,13 @@ from wevent.mechanisms.allocators.registry import (
     model_of,
 )
 from wevent.mechanisms.central import CentralRunner, InvalidAllocation, SlotRecord
-from wevent.mechanisms.local import LocalBudgetRunner, PopulationRunner, population_arrays
+from wevent.mechanisms.datapath import DataPath, central_path
+from wevent.mechanisms.local import (
+    LocalBudgetRunner,
+    PopulationRunner,
+    ReleaseOptions,
+    population_arrays,
+)
 from wevent.mechanisms.pool import PoolExhausted
 from wevent.mechanisms.streams import (
     SYNTHETIC_KINDS,
@@ -304,8 +310,15 @@ def run_mechanism(
     resume: bool = False,
     identity: Mapping[str, object] | None = None,
     clock: SlotClock | None = None,
+    release: ReleaseOptions | None = None,
+    threshold: str | None = None,
 ) -> RunSummary:
     """Run ``slots`` slots; write the ledger and releases (also after a refusal).
+
+    ``release`` (`ReleaseOptions`: post-processing, pooling, a forced first publication) applies
+    to the local allocators; ``threshold`` (``sqrt``, 001's rule and the default, or
+    ``kellaris``, 1/eps) to the central allocators on 001's data path. Neither changes what a
+    decision spends.
 
     ``oracle`` (grr or oue, default grr) is the frequency oracle of the non-personalized local
     allocators; the personalized ones report through GRR (the personalized frequency oracle).
@@ -350,6 +363,26 @@ def run_mechanism(
             "reads each user's values from the stream (user_values), which the timed stream "
             "(histograms only) does not pass on"
         )
+    if release is not None and not release.default and model not in ("local-budget", "population"):
+        raise BudgetError(
+            f"--post, --pool and --first-publication apply to the local allocators, not to the "
+            f"central {mechanism}"
+        )
+    data_path: DataPath | None = None
+    if model == "central":
+        data_path = data_path_for(mechanism, stream.domain)
+        if threshold is not None:
+            if data_path is not None:
+                raise BudgetError(
+                    f"--threshold applies to allocators on 001's data path; {mechanism} has a "
+                    "data path of its own, with its own publication rule"
+                )
+            data_path = central_path(threshold, stream.domain)
+    elif threshold is not None:
+        raise BudgetError(
+            f"--threshold applies to the central allocators; the local {mechanism} publishes iff "
+            "its dissimilarity exceeds the publication's variance (002 Eq. 6)"
+        )
     if model in ("local-budget", "population") and arithmetic != "exact":
         raise BudgetError("--arithmetic float only applies to the central absorption allocators")
     classes = classes_of(population, mechanism)
@@ -374,6 +407,10 @@ def run_mechanism(
             "population": _population_digest(population),
             **dict(identity or {}),
         }
+        if release is not None and not release.default:
+            header["release"] = release.describe()
+        if threshold is not None:
+            header["threshold"] = threshold
         writer, recovered = open_durable(ledger_path, resume=resume, header=header)
         sink = writer if recovered is None else ReplaySink(recovered.ledger, writer)
     guard = Guard(population, sink=sink)
@@ -412,6 +449,7 @@ def run_mechanism(
             value_rng=np.random.default_rng(value_seed),
             mechanism=mechanism,
             oracle=oracle or "grr",
+            options=release or ReleaseOptions(),
         )
     else:
         kernel = kernel_for(mechanism, algebra_for(arithmetic), classes, variant)
@@ -426,9 +464,11 @@ def run_mechanism(
             "mechanism": mechanism,
         }
         if model == "local-budget":
-            runner = LocalBudgetRunner(**common, oracle=oracle or "grr")
+            runner = LocalBudgetRunner(
+                **common, oracle=oracle or "grr", options=release or ReleaseOptions()
+            )
         else:
-            runner = CentralRunner(**common, data_path=data_path_for(mechanism, stream.domain))
+            runner = CentralRunner(**common, data_path=data_path)
     summary = RunSummary(
         mechanism, variant, arithmetic, len(population), len(population.classes), slots
     )

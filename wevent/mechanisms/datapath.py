@@ -40,12 +40,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Protocol
+from typing import Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["DataPath", "DataPathFactory", "KellarisPath", "PwsmPath"]
+from wevent.accounting.budget import BudgetError
+
+__all__ = [
+    "THRESHOLDS",
+    "DataPath",
+    "DataPathFactory",
+    "KellarisPath",
+    "PwsmPath",
+    "central_path",
+]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -117,3 +126,16 @@ class KellarisPath(PwsmPath):
 
     def decide(self, t: int, dis: float | None, err: float, scale: float) -> bool:
         return dis is not None and dis > scale
+
+
+THRESHOLDS: Final = ("sqrt", "kellaris")
+
+
+def central_path(threshold: str, domain: int) -> PwsmPath:
+    """001's data path with the publication rule ``threshold``: ``sqrt`` (001 Algorithm 4 line
+    7, `PwsmPath`) or ``kellaris`` (1/eps, `KellarisPath`)."""
+    if threshold == "sqrt":
+        return PwsmPath(domain)
+    if threshold == "kellaris":
+        return KellarisPath(domain)
+    raise BudgetError(f"unknown threshold rule {threshold!r} (expected {', '.join(THRESHOLDS)})")

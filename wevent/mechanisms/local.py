@@ -34,7 +34,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -59,11 +59,15 @@ from wevent.mechanisms.pue import pue
 from wevent.mechanisms.streams import PerUserStream, Stream
 
 __all__ = [
+    "POST_PROCESSING",
     "Estimate",
     "LocalBudgetRunner",
     "PopulationRunner",
+    "ReleaseOptions",
     "Reporters",
+    "pooled",
     "population_arrays",
+    "project_simplex",
     "report",
 ]
 
@@ -71,6 +75,7 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 ORACLES = ("grr", "oue")
+POST_PROCESSING: Final = ("none", "clip", "simplex")
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,86 @@ class Estimate:
 
     freq: FloatArray
     variance: float
+
+
+def project_simplex(v: FloatArray) -> FloatArray:
+    """The Euclidean projection of ``v`` onto the probability simplex {x >= 0, sum x = 1}: the
+    closest frequency vector (Norm-Sub of Wang et al., NDSS 2020; computed by sorting, as in
+    Duchi et al., ICML 2008): subtract one constant from every value and clip at 0, the constant
+    chosen so that the result sums to 1."""
+    u = np.sort(v)[::-1]
+    cumulative = np.cumsum(u) - 1.0
+    rank = np.arange(1, len(u) + 1)
+    rho = int(np.flatnonzero(u - cumulative / rank > 0)[-1])
+    theta = cumulative[rho] / (rho + 1)
+    out: FloatArray = np.maximum(v - theta, 0.0)
+    return out
+
+
+def pooled(first: Estimate, second: Estimate) -> Estimate:
+    """Two independent unbiased estimates of the same frequencies, weighted by the inverse of
+    their average variances: unbiased again, with variance ``v1 v2 / (v1 + v2)``, below both."""
+    v1, v2 = first.variance, second.variance
+    if not math.isfinite(v1) or v1 <= 0 or not math.isfinite(v2) or v2 <= 0:
+        return second if v2 <= v1 else first
+    freq: FloatArray = (v2 * first.freq + v1 * second.freq) / (v1 + v2)
+    return Estimate(freq, v1 * v2 / (v1 + v2))
+
+
+@dataclass(frozen=True)
+class ReleaseOptions:
+    """How a local allocator turns the reports it has charged into releases. None of these costs
+    privacy: each is a function of reports already charged, or a publish/skip choice the budget
+    kernel already covers (its proofs hold for every sequence of decisions), so with the same
+    decisions a run spends exactly what it spends without them (tests/test_release_options.py).
+
+    * ``post``: ``none`` releases the oracle's unbiased estimate (the papers); ``clip`` sets its
+      negative values to 0; ``simplex`` projects it onto the probability simplex
+      (`project_simplex`). The post-processed release is the one later slots measure their
+      dissimilarity against, and the one approximated on skipped slots.
+    * ``pool``: at a publishing slot, the release also uses the slot's dissimilarity reports,
+      weighted by inverse variance (`pooled`). The reports are different users' (population
+      division) or the same users' independent second reports (budget division), all charged
+      before they are drawn. The publication test is the papers' (pooling a release that the
+      test then compares against a smaller error publishes more often, and measured worse).
+    * ``first``: slot 1 publishes whenever its publication budget allows, whatever the test says
+      (a choice made before any data is seen).
+    """
+
+    post: str = "none"
+    pool: bool = False
+    first: bool = False
+
+    def __post_init__(self) -> None:
+        if self.post not in POST_PROCESSING:
+            raise BudgetError(
+                f"unknown post-processing {self.post!r} (expected {', '.join(POST_PROCESSING)})"
+            )
+
+    @property
+    def default(self) -> bool:
+        return self == ReleaseOptions()
+
+    def describe(self) -> str:
+        """``post=simplex, pool, first``; ``papers`` for the defaults."""
+        parts = [] if self.post == "none" else [f"post={self.post}"]
+        parts += [name for name, on in (("pool", self.pool), ("first", self.first)) if on]
+        return ", ".join(parts) or "papers"
+
+    def finish(self, freq: FloatArray) -> FloatArray:
+        """The release made of the estimate ``freq``."""
+        if self.post == "clip":
+            out: FloatArray = np.maximum(freq, 0.0)
+            return out
+        if self.post == "simplex":
+            return project_simplex(freq)
+        return freq
+
+    def release(self, pub: Estimate, dissimilarity: Estimate | None) -> FloatArray:
+        """The published frequencies: pooled when asked, then post-processed."""
+        if self.pool and dissimilarity is not None:
+            pub = pooled(dissimilarity, pub)
+        return self.finish(pub.freq)
 
 
 def _single(oracle: str, d: int, eps: Budget) -> FrequencyOracle:
@@ -175,6 +260,7 @@ class LocalBudgetRunner(KernelRunner):
     """Drives a budget kernel with every user reporting through a frequency oracle."""
 
     oracle: str = "grr"
+    options: ReleaseOptions = field(default_factory=ReleaseOptions)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -226,12 +312,14 @@ class LocalBudgetRunner(KernelRunner):
         decision = False
         if not plan.forced and not plan.nullified:
             err = error_for(plan.publication, self.sizes, self.stream.domain, self.oracle)
-            decision = est is not None and dissimilarity(est, self.last_release) > err
+            decision = (self.options.first and t == 1 and math.isfinite(err)) or (
+                est is not None and dissimilarity(est, self.last_release) > err
+            )
         publish = plan.forced or (not plan.nullified and decision)
         if publish:
             pub = self._round(t, plan.publication, hist, "publication")
             if pub is not None:
-                self.last_release = pub.freq
+                self.last_release = self.options.release(pub, est)
         self._state = self.kernel.step(self._state, t, plan, publish)
         self.slot = t
         return SlotRecord(t, status_of(plan, decision), self.last_release * self._n, truth)
@@ -325,6 +413,7 @@ class PopulationRunner:
     value_rng: np.random.Generator
     mechanism: str
     oracle: str = "grr"
+    options: ReleaseOptions = field(default_factory=ReleaseOptions)
     slot: int = 0
     last_release: FloatArray = field(init=False)
     pool: UserPool = field(init=False)
@@ -437,7 +526,9 @@ class PopulationRunner:
             else:
                 mix = self._class_sizes
             err = self._error(mix, k)
-            decision = est is not None and dissimilarity(est, self.last_release) > err
+            decision = (self.options.first and t == 1) or (
+                est is not None and dissimilarity(est, self.last_release) > err
+            )
             if not decision and pub_idx is not None:
                 self.reporters.putback(pub_idx)
                 pub_idx = None
@@ -450,7 +541,7 @@ class PopulationRunner:
             self.drawn["publication"] = pub_idx
             pub = self._report(values)
             if pub is not None:
-                self.last_release = pub.freq
+                self.last_release = self.options.release(pub, est)
         self._state = self.kernel.step(self._state, t, draw, publish)
         self.slot = t
         status = "published" if publish else ("nullified" if draw.nullified else "skipped")
