@@ -29,7 +29,7 @@ run (`wevent run`, `wevent.experiments.running.run_mechanism`) is the one to aud
   `BatchUnsupported`.
 * **Comparisons.** The exact kernel meets exact ties (an absorption count ``eps_l / share - 1``
   that is an integer; a window's remaining budget that is 0). In doubles those come out a few
-  units in the last place off, so `BatchAlgebra` rounds a count within ``2^-24`` of
+  units in the last place off, so `BatchAlgebra` rounds a ratio within ``2^-24`` of
   an integer to it, and compares budgets with a tolerance of ``2^-36`` times the batch's largest
   budget (a value within that of 0 counts as 0). Values that differ by less than that in exact
   arithmetic would be taken as equal (tests/test_batch.py holds batch plans to the exact
@@ -207,18 +207,19 @@ class BatchAlgebra:
         return out
 
     def ratio(self, a: FloatArray, b: FloatArray) -> FloatArray:
+        """``a / b`` (0 where ``b`` is 0), rounded to an integer within `COUNT_TOLERANCE`."""
+        if b.min() > self.atol:  # a share: positive in every run
+            return self._count(np.divide(a, b))
         zero = np.abs(b) <= self.atol
-        if zero.any():
-            q = np.where(zero, 0.0, np.divide(a, np.where(zero, 1.0, b)))
-        else:
-            q = np.divide(a, b)
-        return self._count(q)
+        return self._count(np.where(zero, 0.0, np.divide(a, np.where(zero, 1.0, b))))
 
+    # The kernels' counts are slot numbers (integers, exact in doubles) combined with at most one
+    # ratio, which `ratio` has rounded: their sums and differences are exact, or not integers.
     def count_add(self, a: FloatArray, b: FloatArray) -> FloatArray:
-        return self._count(np.add(a, b))
+        return np.add(a, b)
 
     def count_sub(self, a: FloatArray, b: FloatArray) -> FloatArray:
-        return self._count(np.subtract(a, b))
+        return np.subtract(a, b)
 
     def floor(self, a: FloatArray) -> FloatArray:
         return np.floor(self._count(a))
