@@ -17,6 +17,14 @@ sampling, OBS, noise, records) and what the loop does around the step. ``--sweep
 ``--cli K`` times K processes of ``python -m wevent run bd`` on the same workload and K of the
 bare imports, the start-up a sweep of separate commands pays per run.
 
+``--batch R`` times `wevent.mechanisms.batch.run_batch`: per allocator, one batch of R runs on the
+workload's stream (seed 1; the median of ``--batch-repeats`` batches), the time per run and its
+ratio to the peer's median, with the budget kernel's share (plan and step) apart; then a settings
+sweep (eps in {1/2, 1, 2} x w in {3, 10}, R runs each) as six batches, and as two (one per w,
+the three eps as budget factors over 3R runs), and the start-up of one batch (a batch of one
+slot). Batch runs compute budgets in double precision with no guard and no ledger (their
+module docstring): utility sweeps, not audited runs.
+
 Wall times on a shared machine: the load averages are printed with every section, and the thread
 CPU time of each run beside its wall time. Measurements, not tests.
 """
@@ -34,6 +42,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -224,6 +233,85 @@ def cli(repeats: int) -> tuple[list[float], list[float]]:
     return out
 
 
+def _timed_kernels(ns: list[int]) -> Any:
+    """Every kernel `run_batch` builds while this is entered is a `_TimedKernel` (wall time of
+    plan and step into ``ns[0]``)."""
+    from wevent.mechanisms import batch
+    from wevent.mechanisms.allocators.registry import kernel_for as original
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        return _TimedKernel(original(*args, **kwargs), ns)
+
+    return mock.patch.object(batch, "kernel_for", timed)
+
+
+def batch_runs(pop: Population, runs: int, repeats: int) -> dict[str, dict[str, float]]:
+    """Per allocator: the median wall and CPU time of one batch of ``runs`` runs (after a warm-up
+    batch), and the kernel's CPU time in it."""
+    from wevent.mechanisms.batch import batch_histograms, run_batch
+
+    hists = batch_histograms(stream(1), SLOTS, 1)
+    out: dict[str, dict[str, float]] = {}
+    for mech in ALLOCATORS:
+        run_batch(mech, pop, hists, slots=SLOTS, runs=runs)  # warm-up
+        walls, cpus, kernels, pubs, amres = [], [], [], [], []
+        for k in range(repeats):
+            ns = [0]
+            with _timed_kernels(ns):
+                wall, cpu = time.perf_counter(), time.thread_time()
+                res = run_batch(mech, pop, hists, slots=SLOTS, runs=runs, seed=1 + k)
+                cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
+            walls.append(wall)
+            cpus.append(cpu)
+            kernels.append(ns[0] / 1e9)
+            pubs.append(float(res.published.mean()))
+            amres.append(float(res.amre.mean()))
+        out[mech] = {
+            "wall_ms": statistics.median(walls) * 1e3,
+            "cpu_ms": statistics.median(cpus) * 1e3,
+            "kernel_ms": statistics.median(kernels) * 1e3,
+            "published": statistics.mean(pubs),
+            "amre": statistics.mean(amres),
+        }
+    return out
+
+
+SWEEP_EPS = (Fraction(1, 2), Fraction(1), Fraction(2))
+SWEEP_W = (3, 10)
+
+
+def batch_sweep(runs: int, mech: str) -> dict[str, float]:
+    """The settings sweep of ``--batch``: seconds for six batches (one per setting), for two
+    (one per w, eps as budget factors), and for a batch of one slot (the start-up)."""
+    from wevent.mechanisms.batch import batch_histograms, run_batch
+
+    hists = batch_histograms(stream(1), SLOTS, 1)
+    t0 = time.perf_counter()
+    means: dict[tuple[int, Fraction], float] = {}
+    for w in SWEEP_W:
+        for eps in SWEEP_EPS:
+            pop = Population.from_classes({Fixed(w, Budget(eps)): USERS})
+            means[w, eps] = float(run_batch(mech, pop, hists, slots=SLOTS, runs=runs).amre.mean())
+    six = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for w in SWEEP_W:
+        pop = Population.from_classes({Fixed(w, Budget(1)): USERS})
+        factors = [eps for eps in SWEEP_EPS for _ in range(runs)]
+        res = run_batch(mech, pop, hists, slots=SLOTS, runs=len(factors), factors=factors)
+        for i, eps in enumerate(SWEEP_EPS):
+            # the same settings: the mean AMRE of each eps agrees with its own batch's
+            part = float(res.amre[i * runs : (i + 1) * runs].mean())
+            assert abs(part - means[w, eps]) <= 0.2 * means[w, eps], (w, eps, part)
+    two = time.perf_counter() - t0
+    pop = population()
+    starts = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        run_batch(mech, pop, hists, slots=1, runs=runs)
+        starts.append(time.perf_counter() - t0)
+    return {"six_s": six, "two_s": two, "startup_ms": statistics.median(starts) * 1e3}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7, help="timed runs per allocator")
@@ -231,6 +319,13 @@ def main() -> None:
     parser.add_argument("--sweep", type=int, default=0, metavar="N", help="execute_many, N seeds")
     parser.add_argument("--cli", type=int, default=0, metavar="K", help="K `wevent run` processes")
     parser.add_argument("--peer", type=Path, default=PEER_FILE, help="the peer's recorded figures")
+    parser.add_argument(
+        "--batch", type=int, default=0, metavar="R", help="run_batch: R runs per batch (1000)"
+    )
+    parser.add_argument("--batch-repeats", type=int, default=3, help="timed batches per allocator")
+    parser.add_argument(
+        "--batch-only", action="store_true", help="with --batch: skip the exact runs' table"
+    )
     args = parser.parse_args()
 
     peer = json.loads(args.peer.read_text(encoding="utf-8"))
@@ -247,6 +342,10 @@ def main() -> None:
         f"{peer['laplace_table_ms']:.0f} ms"
     )
     pop = population()
+    if args.batch:
+        batch_section(pop, args.batch, args.batch_repeats, peer_runs)
+        if args.batch_only:
+            return
     print(f"\n## One run per allocator ({args.runs} runs after a warm-up; {load()})\n")
     rows = per_allocator(pop, args.runs)
     print(
@@ -298,6 +397,43 @@ def main() -> None:
         print(
             f"`python -m wevent run bd` on the workload: median {statistics.median(runs_):.2f} s; "
             f"`python -c 'import wevent.cli'`: median {statistics.median(imports):.2f} s"
+        )
+
+
+def batch_section(
+    pop: Population, runs: int, repeats: int, peer_runs: dict[str, dict[str, Any]]
+) -> None:
+    from wevent.mechanisms.batch import BATCH_LABEL
+
+    print(
+        f"\n## Batch runs: {runs} runs per batch, median of {repeats} batches ({load()})\n\n"
+        f"({BATCH_LABEL}; here the workload's stream at seed 1)\n"
+    )
+    print(
+        "| allocator | batch ms (wall) | batch ms (CPU) | kernel ms (wall) | per run us "
+        "| peer | peer median us | per run / peer median | within 10x | mean published "
+        "| mean AMRE |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for mech, r in batch_runs(pop, runs, repeats).items():
+        p = peer_runs[PEER_OF[mech]]
+        per_run_us = r["wall_ms"] * 1e3 / runs
+        ratio = per_run_us / (p["median_ms"] * 1e3)
+        print(
+            f"| {mech} | {r['wall_ms']:.0f} | {r['cpu_ms']:.0f} | {r['kernel_ms']:.0f} "
+            f"| {per_run_us:.0f} | {p['mechanism']} | {p['median_ms'] * 1e3:.1f} | {ratio:.1f}x "
+            f"| {'yes' if ratio <= 10 else 'no'} | {r['published']:.1f} | {r['amre']:.1f} |"
+        )
+    print(f"\n({load()})")
+    for mech in ("bd", "ba"):
+        sw = batch_sweep(runs, mech)
+        settings = len(SWEEP_EPS) * len(SWEEP_W)
+        print(
+            f"\n{mech}: settings sweep eps in {{1/2, 1, 2}} x w in {{3, 10}}, {runs} runs each: "
+            f"{settings} batches {sw['six_s']:.2f} s ({sw['six_s'] / settings / runs * 1e6:.0f} us "
+            f"per run); {len(SWEEP_W)} batches of {len(SWEEP_EPS) * runs} runs (eps as budget "
+            f"factors) {sw['two_s']:.2f} s ({sw['two_s'] / settings / runs * 1e6:.0f} us per run); "
+            f"start-up (a batch of 1 slot, {runs} runs) {sw['startup_ms']:.1f} ms ({load()})"
         )
 
 

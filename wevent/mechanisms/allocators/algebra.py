@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from functools import reduce
 from typing import Final, Protocol, TypeVar
 
 from wevent.accounting.budget import BudgetError, approx
@@ -69,7 +70,12 @@ class Algebra(Protocol[V, B]):
 
 
 def vmin(alg: Algebra[V, B], first: V, *rest: V) -> V:
-    """The smallest of the values, as a select chain."""
+    """The smallest of the values, as a select chain (or the algebra's own ``minimum``, which
+    `wevent.mechanisms.batch.BatchAlgebra` offers: the same value up to its comparison
+    tolerance, in one elementwise operation instead of a comparison and a select)."""
+    fast = getattr(alg, "minimum", None)
+    if fast is not None:
+        return reduce(fast, rest, first)
     out = first
     for x in rest:
         out = alg.select(alg.le(x, out), x, out)
@@ -77,7 +83,11 @@ def vmin(alg: Algebra[V, B], first: V, *rest: V) -> V:
 
 
 def vmax(alg: Algebra[V, B], first: V, *rest: V) -> V:
-    """The largest of the values, as a select chain."""
+    """The largest of the values, as a select chain (or the algebra's own ``maximum``, as
+    `vmin`)."""
+    fast = getattr(alg, "maximum", None)
+    if fast is not None:
+        return reduce(fast, rest, first)
     out = first
     for x in rest:
         out = alg.select(alg.le(out, x), x, out)

@@ -1,0 +1,564 @@
+"""Batch research runs: many runs of a central allocator in one vectorized pass, for utility sweeps.
+
+What a batch is, and what it is not. A batch runs R runs of one central allocator on one stream
+at once: the allocator's own budget kernel (the code `wevent run` runs and `wevent prove`
+proves) computes every run's budgets in one call per slot on `BatchAlgebra`, whose values are
+numpy arrays over the runs, and the data path (001 Algorithms 2-4: DC's dissimilarity, the
+decision, the Laplace release, the approximation) is vectorized over the runs the same way.
+Budgets are **double precision**, there is **no guard and no ledger**: nothing checks what a
+batch spends, and its releases are for measuring utility (AMRE, AMSE, publication counts over
+seeds and settings). The privacy of the allocator rests on its proved kernel; the exact, guarded
+run (`wevent run`, `wevent.experiments.running.run_mechanism`) is the one to audit.
+
+* **The stream.** One stream for every run of a batch: the histograms are drawn once, from the
+  data generator of ``seed`` (as `run_mechanism` draws them at that seed); the runs differ in
+  their noise only, drawn from one generator seeded by ``seed`` (its noise child, as in
+  `run_mechanism`). A batch of one run draws exactly what `run_mechanism` draws at that seed
+  (tests/test_batch.py compares them slot by slot).
+* **Sampling.** Only slots where, in every run, the classes with users and a positive budget all
+  have the same budget: SM then keeps every user and OBS's threshold is that budget (001
+  Algorithm 1 with one distinct budget), so no keep probability is ever computed from a double.
+  This covers every allocator on a population of one requirement, and the non-personalized
+  allocators (uniform, sample, bd, ba, bd-shift, ba-shift: every class served with one budget)
+  on any population. A slot where one run's classes have different budgets (pbd, pba, dpbd,
+  dpba on several requirements) raises `BatchUnsupported`: their sampling needs the exact
+  budgets (`execute_many` runs such sweeps exactly).
+* **Data paths.** PWSM's (`PwsmPath`: publish iff ``dis > sqrt(err)``) and Kellaris's
+  (`KellarisPath`, also bd-shift's and ba-shift's: publish iff ``dis > scale``); an allocator
+  with a data path of its own (fast-w, rescuedp, pegasus, dsat, adapub) raises
+  `BatchUnsupported`.
+* **Comparisons.** The exact kernel meets exact ties (an absorption count ``eps_l / share - 1``
+  that is an integer; a window's remaining budget that is 0). In doubles those come out a few
+  units in the last place off, so `BatchAlgebra` rounds a ratio within ``2^-24`` of
+  an integer to it, and compares budgets with a tolerance of ``2^-36`` times the batch's largest
+  budget (a value within that of 0 counts as 0). Values that differ by less than that in exact
+  arithmetic would be taken as equal (tests/test_batch.py holds batch plans to the exact
+  kernel's within 1e-12 relative on random decisions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import reduce
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from wevent.accounting.population import Population
+from wevent.errors import InputError
+from wevent.mechanisms.allocators.kernel import (
+    ClassReq,
+    Decl,
+    DynamicClass,
+    FixedClass,
+    Kernel,
+    Plan,
+    classes_of,
+    published_now,
+)
+from wevent.mechanisms.allocators.registry import data_path_for, kernel_for, model_of
+from wevent.mechanisms.central import InvalidAllocation
+from wevent.mechanisms.datapath import DataPath, KellarisPath, PwsmPath
+from wevent.mechanisms.streams import Stream
+
+__all__ = [
+    "BATCH_LABEL",
+    "BatchAlgebra",
+    "BatchResult",
+    "BatchUnsupported",
+    "batch_classes",
+    "batch_histograms",
+    "run_batch",
+]
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+
+# A count within this (relative) of an integer is that integer; a budget comparison allows this
+# times the batch's largest budget (module docstring, "Comparisons").
+COUNT_TOLERANCE: Final = 2.0**-24
+BUDGET_TOLERANCE: Final = 2.0**-36
+
+BATCH_LABEL: Final = (
+    "batch run: budgets in double precision, no guard, no ledger; one stream for every run, "
+    "the noise varying; for utility sweeps (privacy rests on the proved kernel; audit the exact "
+    "guarded run, `wevent run`)"
+)
+
+
+class BatchUnsupported(InputError):
+    """A batch cannot run this allocator, population or slot (the message says why and what
+    runs it exactly)."""
+
+
+class BatchAlgebra:
+    """The kernel algebra over R runs: values are float64 arrays, truth values bool arrays, one
+    element (a *lane*) per run.
+
+    A batch has at least two lanes (one run gets a second lane that repeats it), so every value
+    and truth value holds two or more elements and numpy refuses ``bool()`` of it: a kernel that
+    branched in Python on a budget or a decision raises instead of silently taking one run's
+    branch for all. Constants are shared read-only arrays. Counts (``ratio``, ``count_add``,
+    ``count_sub``, ``floor``) are rounded to a nearby integer and budgets compared with a
+    tolerance (module docstring, "Comparisons").
+    """
+
+    name = "batch"
+
+    def __init__(self, runs: int, budget_scale: float = 1.0) -> None:
+        if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+            raise InputError(f"a batch needs a positive number of runs, got {runs!r}")
+        if not (np.isfinite(budget_scale) and budget_scale > 0):
+            raise InputError(f"the budget scale must be positive and finite, got {budget_scale}")
+        self.runs = runs
+        self.lanes = max(runs, 2)
+        self.atol = float(budget_scale) * BUDGET_TOLERANCE
+        self._consts: dict[Fraction | int, FloatArray] = {}
+        self._true = self._frozen(np.ones(self.lanes, dtype=np.bool_))
+        self._false = self._frozen(np.zeros(self.lanes, dtype=np.bool_))
+
+    @staticmethod
+    def _frozen(a: Any) -> Any:
+        a.setflags(write=False)
+        return a
+
+    def lanes_of(self, per_run: npt.ArrayLike, dtype: Any = np.float64) -> Any:
+        """A per-run array (R values) as a lane array (the extra lane repeats run 0)."""
+        a = np.asarray(per_run, dtype=dtype)
+        if a.shape != (self.runs,):
+            raise InputError(f"expected one value per run ({self.runs}), got shape {a.shape}")
+        if self.lanes > self.runs:
+            a = np.concatenate([a, a[:1]])
+        return a
+
+    def runs_of(self, lanes: Any) -> Any:
+        """The per-run part of a lane array."""
+        if lanes.shape != (self.lanes,):
+            raise InputError(f"expected a lane array of {self.lanes} values, got {lanes.shape}")
+        return lanes[: self.runs] if self.lanes > self.runs else lanes
+
+    # ------------------------------------------------------------------ the Algebra protocol
+
+    def const(self, q: Fraction | int) -> FloatArray:
+        if type(q) is not int:  # a Fraction's hash is slow; kernels ask for ints every slot
+            return self._frozen(np.full(self.lanes, float(q)))  # type: ignore[no-any-return]
+        found = self._consts.get(q)
+        if found is None:
+            found = self._frozen(np.full(self.lanes, float(q)))
+            if len(self._consts) < 4096:
+                self._consts[q] = found
+        return found
+
+    def add(self, a: FloatArray, b: FloatArray) -> FloatArray:
+        return np.add(a, b)
+
+    def sub(self, a: FloatArray, b: FloatArray) -> FloatArray:
+        return np.subtract(a, b)
+
+    def mul(self, a: FloatArray, b: FloatArray) -> FloatArray:
+        return np.multiply(a, b)
+
+    def scale(self, a: FloatArray, k: Fraction | int) -> FloatArray:
+        k = Fraction(k)
+        if k.numerator == 1:  # as published code writes eps / (2 w)
+            return np.divide(a, float(k.denominator))
+        return np.divide(np.multiply(a, float(k.numerator)), float(k.denominator))
+
+    def le(self, a: FloatArray, b: FloatArray) -> BoolArray:
+        return np.less_equal(a, np.add(b, self.atol))
+
+    def select(self, cond: BoolArray, then: FloatArray, other: FloatArray) -> FloatArray:
+        out: FloatArray = np.where(cond, then, other)
+        return out
+
+    def and_(self, *terms: BoolArray) -> BoolArray:
+        if not terms:
+            return self._true  # type: ignore[no-any-return]
+        return reduce(np.logical_and, terms)
+
+    def or_(self, *terms: BoolArray) -> BoolArray:
+        if not terms:
+            return self._false  # type: ignore[no-any-return]
+        return reduce(np.logical_or, terms)
+
+    def not_(self, a: BoolArray) -> BoolArray:
+        return np.logical_not(a)
+
+    def truth(self, value: bool) -> BoolArray:
+        return self._true if value else self._false  # type: ignore[no-any-return]
+
+    def minimum(self, a: FloatArray, b: FloatArray) -> FloatArray:
+        """`vmin`'s elementwise operation (algebra.vmin)."""
+        return np.minimum(a, b)
+
+    def maximum(self, a: FloatArray, b: FloatArray) -> FloatArray:
+        """`vmax`'s elementwise operation (algebra.vmax)."""
+        return np.maximum(a, b)
+
+    @staticmethod
+    def _count(x: FloatArray) -> FloatArray:
+        """``x`` with every element within `COUNT_TOLERANCE` of an integer set to it."""
+        near = np.rint(x)
+        out: FloatArray = np.where(np.abs(x - near) <= COUNT_TOLERANCE, near, x)
+        return out
+
+    def ratio(self, a: FloatArray, b: FloatArray) -> FloatArray:
+        """``a / b`` (0 where ``b`` is 0), rounded to an integer within `COUNT_TOLERANCE`."""
+        if b.min() > self.atol:  # a share: positive in every run
+            return self._count(np.divide(a, b))
+        zero = np.abs(b) <= self.atol
+        return self._count(np.where(zero, 0.0, np.divide(a, np.where(zero, 1.0, b))))
+
+    # The kernels' counts are slot numbers (integers, exact in doubles) combined with at most one
+    # ratio, which `ratio` has rounded: their sums and differences are exact, or not integers.
+    def count_add(self, a: FloatArray, b: FloatArray) -> FloatArray:
+        return np.add(a, b)
+
+    def count_sub(self, a: FloatArray, b: FloatArray) -> FloatArray:
+        return np.subtract(a, b)
+
+    def floor(self, a: FloatArray) -> FloatArray:
+        return np.floor(self._count(a))
+
+
+def _lane_budget(alg: BatchAlgebra, eps: Fraction, factors: Sequence[Fraction] | None) -> Any:
+    if factors is None:
+        return alg.const(eps)
+    return alg._frozen(alg.lanes_of([float(eps * f) for f in factors]))
+
+
+def batch_classes(
+    alg: BatchAlgebra,
+    classes: Sequence[ClassReq[Fraction]],
+    factors: Sequence[Fraction] | None = None,
+) -> list[ClassReq[FloatArray]]:
+    """Exact requirement classes as lane classes; ``factors[r]`` (one per run) multiplies every
+    budget of run r (each product exact, then rounded once to a double): an eps sweep in one
+    batch. Windows and declaration slots are Python integers, the same in every run."""
+    if factors is not None:
+        if len(factors) != alg.runs:
+            raise InputError(f"factors: one per run ({alg.runs}), got {len(factors)}")
+        if any(Fraction(f) <= 0 for f in factors):
+            raise InputError("factors must be positive")
+    out: list[ClassReq[FloatArray]] = []
+    for c in classes:
+        if isinstance(c, FixedClass):
+            out.append(FixedClass(c.w, _lane_budget(alg, c.eps, factors)))
+        else:
+            out.append(
+                DynamicClass(
+                    tuple(
+                        Decl(
+                            d.slot,
+                            d.w_back,
+                            _lane_budget(alg, d.eps_back, factors),
+                            d.w_fwd,
+                            _lane_budget(alg, d.eps_fwd, factors),
+                        )
+                        for d in c.decls
+                    )
+                )
+            )
+    return out
+
+
+def _largest_budget(
+    classes: Sequence[ClassReq[Fraction]], factors: Sequence[Fraction] | None
+) -> float:
+    eps: list[Fraction] = []
+    for c in classes:
+        if isinstance(c, FixedClass):
+            eps.append(c.eps)
+        else:
+            eps.extend(x for d in c.decls for x in (d.eps_back, d.eps_fwd))
+    top = max(eps) * (max(Fraction(f) for f in factors) if factors else 1)
+    return float(top) if top > 0 else 1.0
+
+
+def batch_histograms(stream: Stream, slots: int, seed: int) -> IntArray:
+    """The stream's histograms of slots 1..slots, shape (slots, classes, d), drawn from the data
+    generator `run_mechanism` uses at ``seed``: one stream for every run of a batch, reusable
+    across the batches of a sweep."""
+    if slots > stream.slots:
+        raise InputError(f"slots: {slots} is more than the stream's {stream.slots} slots")
+    data_seed = np.random.SeedSequence(seed).spawn(4)[0]
+    rng = np.random.default_rng(data_seed)
+    out: IntArray = np.stack([stream.histograms(t, rng) for t in range(1, slots + 1)])
+    return out
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Per-run metrics of a batch (arrays of length ``runs``), with `BATCH_LABEL`'s caveats.
+
+    ``amre``: 001 Eq. 5, (1/T) sum_t (1/d) ||r_t - c_t||^2 on counts; ``amse``: 000 Section
+    VI-B's on frequencies (``amre / users^2``); ``mae``: the mean absolute frequency error (as
+    `RunSummary.errors` names them). ``published``, ``skipped``, ``nullified``: slot counts by
+    status (as `status_of` gives them). ``releases`` (runs, slots, d) when asked for; ``truth``
+    (slots, d): the stream's totals."""
+
+    allocator: str
+    variant: str
+    runs: int
+    slots: int
+    seed: int
+    users: int
+    amre: FloatArray
+    amse: FloatArray
+    mae: FloatArray
+    published: IntArray
+    skipped: IntArray
+    nullified: IntArray
+    truth: IntArray
+    releases: FloatArray | None
+    label: str = BATCH_LABEL
+
+
+def _rule_of(path: DataPath | None, allocator: str) -> str:
+    """ "pwsm" or "kellaris": the decision rule of a data path the batch reproduces."""
+    if path is None:
+        return "pwsm"
+    cls = type(path)
+    same = all(
+        getattr(cls, m) is getattr(PwsmPath, m) for m in ("dissimilarity", "publish", "approximate")
+    )
+    if isinstance(path, PwsmPath) and same:
+        if cls.decide is PwsmPath.decide:
+            return "pwsm"
+        if cls.decide is KellarisPath.decide:
+            return "kellaris"
+    raise BatchUnsupported(
+        f"{allocator}: its data path ({cls.__name__}) is not PWSM's or Kellaris's; a batch "
+        "vectorizes those two only (run it with `wevent run` or execute_many)"
+    )
+
+
+class _Budgets:
+    """One part's budgets of a slot over the runs: whether each run spends (``any``), its one
+    budget (``theta``, NaN where it spends nothing) and the users it samples (every user of a
+    class with a positive budget)."""
+
+    def __init__(
+        self, alg: BatchAlgebra, parts: tuple[FloatArray, ...], sizes: BoolArray, t: int, what: str
+    ) -> None:
+        runs = alg.runs
+        self.live: BoolArray | None = None  # (classes, runs); None: one class
+        if len(parts) == 1:
+            b = alg.runs_of(parts[0])
+            live = b > alg.atol
+            if not sizes[0]:
+                live = np.zeros(runs, dtype=np.bool_)
+            self.any: BoolArray = live
+            self.all = bool(live.all())
+            self.theta: FloatArray = b if self.all else np.where(live, b, np.nan)
+            return
+        b2 = np.stack([alg.runs_of(p) for p in parts])  # (classes, runs)
+        live2 = (b2 > alg.atol) & sizes[:, None]
+        self.any = np.asarray(live2.any(axis=0))
+        self.all = bool(self.any.all())
+        hi = np.where(live2, b2, -np.inf).max(axis=0)
+        lo = np.where(live2, b2, np.inf).min(axis=0)
+        spread = self.any & (hi - lo > alg.atol)
+        if spread.any():
+            r = int(np.flatnonzero(spread)[0])
+            raise BatchUnsupported(
+                f"slot {t}: run {r} of {runs} gives its classes different {what} budgets "
+                f"({', '.join(f'{x:.6g}' for x in b2[:, r])}); SM would sample users with keep "
+                "probabilities computed from exact budgets, which a batch does not hold (run "
+                "such sweeps with execute_many)"
+            )
+        self.theta = np.where(self.any, hi, np.nan)
+        self.live = live2
+
+    def counts(self, hist: IntArray, rows: IntArray | None) -> IntArray:
+        """The sampled counts (every user of the live classes), shape (d, runs) for the runs
+        ``rows`` (None: every run; a column that broadcasts when one class)."""
+        if self.live is None:
+            column: IntArray = hist[0][:, None]
+            return column
+        live = self.live if rows is None else self.live[:, rows]
+        out: IntArray = hist.T @ live.astype(np.int64)
+        return out
+
+
+def _check_signs(alg: BatchAlgebra, t: int, allocator: str, plan: Plan[Any, Any]) -> None:
+    """Refuse a negative budget that would be spent, as the exact runner does."""
+    for part, values in (("dissimilarity", plan.dissimilarity), ("publication", plan.publication)):
+        for c, v in enumerate(values):
+            if v.min() >= -alg.atol:
+                continue
+            bad = alg.runs_of(v) < -alg.atol
+            if part == "publication":
+                bad &= ~alg.runs_of(plan.nullified)
+            if bad.any():
+                raise InvalidAllocation(
+                    f"slot {t}: {allocator} allocated a negative {part} budget to class {c} in "
+                    f"{int(bad.sum())} of {alg.runs} batch runs"
+                )
+
+
+NOISES: Final = ("fast", "numpy")
+
+
+def _laplace(
+    rng: np.random.Generator, noise: str, scale: FloatArray, shape: tuple[int, ...]
+) -> FloatArray:
+    """Laplace noise of the given scales (broadcast to ``shape``): ``numpy`` draws with
+    ``Generator.laplace``, as the exact runner does (a batch of one run then draws exactly its
+    numbers); ``fast`` as the difference of two standard exponential draws (numpy's ziggurat),
+    which is Laplace(0, 1) distributed and takes about half the time."""
+    if noise == "numpy":
+        out: FloatArray = rng.laplace(0.0, scale, size=shape)
+        return out
+    std = rng.standard_exponential(shape)
+    std -= rng.standard_exponential(shape)
+    std *= scale
+    return std
+
+
+def run_batch(
+    allocator: str,
+    population: Population,
+    stream: Stream | IntArray,
+    *,
+    slots: int,
+    runs: int,
+    seed: int = 1,
+    variant: str = "sound",
+    factors: Sequence[Fraction] | None = None,
+    keep_releases: bool = False,
+    noise: str = "fast",
+    noise_rng: np.random.Generator | None = None,
+) -> BatchResult:
+    """``runs`` runs of the central ``allocator`` on ``population`` over ``slots`` slots of
+    ``stream`` in one vectorized pass (module docstring: double precision, no guard, no ledger).
+
+    ``stream``: a `Stream` (its histograms drawn with ``seed``'s data generator) or the
+    histograms themselves, shape (slots, classes, d) (`batch_histograms`, reused across the
+    batches of a sweep). ``factors``: per run, a factor on every budget (an eps sweep in one
+    batch). ``noise``: ``fast`` or ``numpy`` (`_laplace`); ``noise_rng``: the noise generator
+    (default: ``seed``'s noise generator, as `run_mechanism` builds it)."""
+    if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+        raise InputError(f"slots: a positive number of slots, got {slots!r}")
+    if noise not in NOISES:
+        raise InputError(f"noise: expected one of {', '.join(NOISES)}, got {noise!r}")
+    model = model_of(allocator)
+    if model != "central":
+        raise BatchUnsupported(
+            f"{allocator}: a batch runs the built-in central allocators"
+            + ("" if model is None else f" ({allocator} is {model})")
+        )
+    if isinstance(stream, np.ndarray):
+        hists = np.asarray(stream, dtype=np.int64)
+        if hists.ndim != 3 or hists.shape[0] < slots:
+            raise InputError(
+                f"histograms: expected shape (>= {slots} slots, classes, d), got {hists.shape}"
+            )
+        hists = hists[:slots]
+    else:
+        hists = batch_histograms(stream, slots, seed)
+    d = int(hists.shape[2])
+    sizes_list = [c.count for c in population.classes]
+    if hists.shape[1] != len(sizes_list):
+        raise InputError(
+            f"histograms: {hists.shape[1]} classes for a population of {len(sizes_list)}"
+        )
+    exact = classes_of(population, allocator)
+    alg = BatchAlgebra(runs, _largest_budget(exact, factors))
+    kernel: Kernel[Any, Any, Any] = kernel_for(
+        allocator, alg, batch_classes(alg, exact, factors), variant
+    )
+    rule = _rule_of(data_path_for(allocator, d), allocator)
+    rng = (
+        noise_rng
+        if noise_rng is not None
+        else np.random.default_rng(np.random.SeedSequence(seed).spawn(4)[1])
+    )
+    has_users = np.array([n > 0 for n in sizes_list], dtype=np.bool_)
+    users = sum(sizes_list)
+
+    # Cells first: (d, runs), so a sum over cells adds d rows of the runs.
+    last = np.zeros((d, runs))
+    sq_err = np.zeros(runs)
+    abs_err = np.zeros(runs)
+    published = np.zeros(runs, dtype=np.int64)
+    nullified_n = np.zeros(runs, dtype=np.int64)
+    releases = np.empty((slots, d, runs)) if keep_releases else None
+    truth = hists.sum(axis=1)
+    inv_d = 1.0 / d
+    block = min(slots, 32)
+    kept = np.empty((block, d, runs))  # the releases of the current block of slots
+    state = kernel.start()
+    for t in range(1, slots + 1):
+        hist = hists[t - 1]
+        plan = kernel.plan(state, t)
+        _check_signs(alg, t, allocator, plan)
+        forced = alg.runs_of(plan.forced)
+        nullified = alg.runs_of(plan.nullified)
+        # 001 Algorithm 3 (DC): the mean absolute difference to the last release, Laplace noise
+        # of scale (1/d) / theta (sensitivity 1/d), for every run with a dissimilarity budget.
+        dis_b = _Budgets(alg, plan.dissimilarity, has_users, t, "dissimilarity")
+        if dis_b.all:
+            diff = np.abs(dis_b.counts(hist, None) - last).sum(axis=0) / d
+            dis = diff + _laplace(rng, noise, inv_d / dis_b.theta, (runs,))
+        else:
+            dis = np.full(runs, np.nan)
+            rows = np.flatnonzero(dis_b.any)
+            if len(rows):
+                diff = np.abs(dis_b.counts(hist, rows) - last[:, rows]).sum(axis=0) / d
+                dis[rows] = diff + _laplace(rng, noise, inv_d / dis_b.theta[rows], (len(rows),))
+        # the decision (001 Algorithm 4 line 7, or Kellaris's rule) at the publication budget
+        pub_b = _Budgets(alg, plan.publication, has_users, t, "publication")
+        scale = 1.0 / pub_b.theta
+        # (NaN, where a run has no budget, compares False without a warning)
+        if rule == "pwsm":  # err = 2 / theta^2: SM keeps every user, no sampling error
+            decision = dis > np.sqrt(2.0 / (pub_b.theta * pub_b.theta))
+        else:
+            decision = dis > scale
+        if not pub_b.all:
+            decision &= pub_b.any
+        publish = alg.runs_of(published_now(alg, plan, alg.lanes_of(decision, np.bool_)))
+        # 001 Algorithm 2: Laplace noise of scale 1/theta on every cell of the runs that publish
+        # with a positive budget; the others repeat their last release.
+        out = publish if pub_b.all else publish & pub_b.any
+        if out.all():
+            last = pub_b.counts(hist, None) + _laplace(rng, noise, scale, (d, runs))
+        else:
+            rows = np.flatnonzero(out)
+            if len(rows):
+                last[:, rows] = pub_b.counts(hist, rows) + _laplace(
+                    rng, noise, scale[rows], (d, len(rows))
+                )
+        state = kernel.step(state, t, plan, alg.lanes_of(publish, np.bool_))
+        published += publish  # status_of's "published": forced, or decided and not nullified
+        nullified_n += nullified & ~forced
+        k = (t - 1) % block
+        kept[k] = last
+        if k == block - 1 or t == slots:  # the errors of a block of slots at once
+            diff = kept[: k + 1] - truth[t - k - 1 : t, :, None]
+            abs_err += np.abs(diff).sum(axis=(0, 1))
+            diff *= diff
+            sq_err += diff.sum(axis=(0, 1))
+            if releases is not None:
+                releases[t - k - 1 : t] = kept[: k + 1]
+    amre = sq_err / (slots * d)
+    return BatchResult(
+        allocator=allocator,
+        variant=variant,
+        runs=runs,
+        slots=slots,
+        seed=seed,
+        users=users,
+        amre=amre,
+        amse=amre / (users * users) if users else amre * np.nan,
+        mae=abs_err / (slots * d) / users if users else abs_err * np.nan,
+        published=published,
+        skipped=slots - published - nullified_n,
+        nullified=nullified_n,
+        truth=truth,
+        releases=None if releases is None else releases.transpose(2, 0, 1),
+    )
