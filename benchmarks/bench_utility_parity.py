@@ -20,7 +20,8 @@ the local allocators can be measured against the same peer figures without chang
 Usage (from the repository root)::
 
     python benchmarks/bench_utility_parity.py [--data DIR] [--seeds 5] [--only lpd,plpd+]
-        [--wevent-option KEY=VALUE ...] [--json OUT]
+        [--settings w3,w20,personalized] [--wevent-option KEY=VALUE ...] [--json OUT]
+    python benchmarks/bench_utility_parity.py --table-from OUT   # the table of a saved run
 
 Without ``--data`` the workload is generated into a temporary folder first (a few seconds).
 """
@@ -207,6 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, help="make_user_stream.py's output (default: generate)")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--only", help="comma-separated allocators")
+    ap.add_argument("--settings", help="comma-separated settings (w3, w20, personalized)")
     ap.add_argument("--peers", type=Path, default=PEER_JSON)
     ap.add_argument("--wevent-option", type=parse_option, action="append", default=[])
     ap.add_argument("--json", type=Path, help="also write the per-seed figures here")
@@ -224,7 +226,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     options = dict(args.wevent_option)
     only = None if args.only is None else set(args.only.split(","))
-    cases = [c for c in CASES if only is None or c[0] in only]
+    settings = None if args.settings is None else set(args.settings.split(","))
+    cases = [
+        c
+        for c in CASES
+        if (only is None or c[0] in only) and (settings is None or c[1] in settings)
+    ]
     peers, peer_provenance = read_peers(args.peers)
     with tempfile.TemporaryDirectory() as tmp:
         data: Path = args.data
