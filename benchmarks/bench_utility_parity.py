@@ -49,6 +49,7 @@ from wevent.accounting.formats import read_requirements
 from wevent.experiments import metrics
 from wevent.experiments.running import open_stream, run_mechanism
 from wevent.experiments.stats import Interval, interval
+from wevent.mechanisms.local import POST_PROCESSING, ReleaseOptions
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 PEER_JSON: Final = ROOT / "benchmarks" / "peer" / "peer_utility.json"
@@ -211,6 +212,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--settings", help="comma-separated settings (w3, w20, personalized)")
     ap.add_argument("--peers", type=Path, default=PEER_JSON)
     ap.add_argument("--wevent-option", type=parse_option, action="append", default=[])
+    ap.add_argument(
+        "--post",
+        choices=POST_PROCESSING,
+        default="none",
+        help="wevent's release post-processing (ReleaseOptions.post; default: the papers')",
+    )
+    ap.add_argument(
+        "--pool", action="store_true", help="pool dissimilarity reports (ReleaseOptions)"
+    )
+    ap.add_argument(
+        "--first-publication", action="store_true", help="publish slot 1 (ReleaseOptions.first)"
+    )
     ap.add_argument("--json", type=Path, help="also write the per-seed figures here")
     ap.add_argument(
         "--table-from", type=Path, help="print the table of a saved --json instead of running"
@@ -225,6 +238,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(markdown(build_rows(figures, read_peers(args.peers)[0])))
         return 0
     options = dict(args.wevent_option)
+    release = ReleaseOptions(post=args.post, pool=args.pool, first=args.first_publication)
+    if not release.default:
+        options["release"] = release
     only = None if args.only is None else set(args.only.split(","))
     settings = None if args.settings is None else set(args.settings.split(","))
     cases = [
@@ -259,7 +275,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(markdown(rows))
     print()
     print(
-        f"wevent: {args.seeds} seeds per row, options {options or 'none'}, {seconds:.0f} s, "
+        f"wevent: {args.seeds} seeds per row, release options {release.describe()}, "
+        f"other options {args.wevent_option or 'none'}, {seconds:.0f} s, "
         f"load {load_before[0]:.2f} -> {load_after[0]:.2f} (1-min averages); peers: "
         f"{args.peers.name}, measured {peer_provenance.get('started', '?')}"
     )
@@ -267,7 +284,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         doc = {
             "measured": datetime.now(UTC).isoformat(timespec="seconds"),
             "python": platform.python_version(),
-            "options": {k: str(v) for k, v in options.items()},
+            "options": {
+                k: v.describe() if isinstance(v, ReleaseOptions) else str(v)
+                for k, v in options.items()
+            },
             "loadavg_before": list(load_before),
             "loadavg_after": list(load_after),
             "amse": {f"{a}/{s}": v for (a, s), v in results.items()},

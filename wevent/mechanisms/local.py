@@ -120,7 +120,9 @@ class ReleaseOptions:
     * ``post``: ``none`` releases the oracle's unbiased estimate (the papers); ``clip`` sets its
       negative values to 0; ``simplex`` projects it onto the probability simplex
       (`project_simplex`). The post-processed release is the one later slots measure their
-      dissimilarity against, and the one approximated on skipped slots.
+      dissimilarity against, and the one approximated on skipped slots; the dissimilarity's own
+      estimate is post-processed the same way before it is compared (as WEventPLDPCode does;
+      the variance subtracted stays the oracle's, docs/peers.md).
     * ``pool``: at a publishing slot, the release also uses the slot's dissimilarity reports,
       weighted by inverse variance (`pooled`). The reports are different users' (population
       division) or the same users' independent second reports (budget division), all charged
@@ -158,6 +160,12 @@ class ReleaseOptions:
         if self.post == "simplex":
             return project_simplex(freq)
         return freq
+
+    def distance(self, est: Estimate, last: FloatArray) -> float:
+        """The dissimilarity (002 Eq. 4) of the estimate ``est``, post-processed, to ``last``."""
+        if self.post == "none":
+            return dissimilarity(est, last)
+        return dissimilarity(Estimate(self.finish(est.freq), est.variance), last)
 
     def release(self, pub: Estimate, dissimilarity: Estimate | None) -> FloatArray:
         """The published frequencies: pooled when asked, then post-processed."""
@@ -313,7 +321,7 @@ class LocalBudgetRunner(KernelRunner):
         if not plan.forced and not plan.nullified:
             err = error_for(plan.publication, self.sizes, self.stream.domain, self.oracle)
             decision = (self.options.first and t == 1 and math.isfinite(err)) or (
-                est is not None and dissimilarity(est, self.last_release) > err
+                est is not None and self.options.distance(est, self.last_release) > err
             )
         publish = plan.forced or (not plan.nullified and decision)
         if publish:
@@ -527,7 +535,7 @@ class PopulationRunner:
                 mix = self._class_sizes
             err = self._error(mix, k)
             decision = (self.options.first and t == 1) or (
-                est is not None and dissimilarity(est, self.last_release) > err
+                est is not None and self.options.distance(est, self.last_release) > err
             )
             if not decision and pub_idx is not None:
                 self.reporters.putback(pub_idx)
