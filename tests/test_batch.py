@@ -628,6 +628,19 @@ def test_the_near_zero_count_is_seen_by_the_test_above(monkeypatch: pytest.Monke
         test_a_halving_budget_below_the_tolerance_is_nullified_and_counted("bd")
 
 
+def test_a_run_with_a_smaller_budget_factor_reaches_the_tolerance_sooner() -> None:
+    """The tolerance is relative to the batch's largest budget: with factors 1/4 and 4 the
+    first run's budgets are 2^-4 of the largest, so w = 33 already reaches it in that run."""
+    pop = Population.from_classes({Fixed(33, Budget("3/10")): USERS})
+    hists = _every_slot_published(120)
+    res = run_batch("bd", pop, hists, slots=120, runs=2, factors=[Fraction(1, 4), Fraction(4)])
+    assert res.nullified[0] > 0 and res.near_zero[0] == res.nullified[0]
+    # the control: the other run, and the first run alone in a batch, never get there
+    assert res.nullified[1] == 0 and res.near_zero[1] == 0
+    alone = run_batch("bd", pop, hists, slots=120, runs=1, factors=[Fraction(1, 4)])
+    assert alone.nullified[0] == 0 and alone.near_zero[0] == 0
+
+
 def test_a_short_window_never_reaches_the_tolerance() -> None:
     """The other side of the limit: w = 30 cannot hold 35 publications, so the budget comes
     back up before it nears the tolerance; nothing is nullified or counted."""

@@ -51,7 +51,10 @@ run (`wevent run`, `wevent.experiments.running.run_mechanism`) is the one to aud
   window plans ``eps / 2^(k+2)`` at slot k+1 (the window's publication budget ``eps/2`` halved
   k+1 times), 2^-36 of eps at about k = 35, which needs a window of w >= 36
   (tests/test_batch.py: w = 40, eps = 3/10, every slot published: the batch nullifies slot 36,
-  where the exact run publishes). PWSM's and Kellaris's rules publish only when the noisy
+  where the exact run publishes; with w <= 35 the budget comes back up first). The tolerance is
+  relative to the batch's largest budget, so with budget factors a run whose budgets are 2^-j
+  of the largest gets there j publications sooner (factors 1/4 and 4: the first run from
+  w = 33 on). PWSM's and Kellaris's rules publish only when the noisy
   dissimilarity exceeds ``sqrt(2) / theta`` or ``1 / theta``, which such budgets make all but
   impossible (500 runs x 1,000 slots of bd, w = 200, never reached it). ``BatchResult.
   near_zero`` counts, per run, the slots where some budget came out within the tolerance of 0
