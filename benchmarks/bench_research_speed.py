@@ -17,9 +17,11 @@ sampling, OBS, noise, records) and what the loop does around the step. ``--sweep
 ``--cli K`` times K processes of ``python -m wevent run bd`` on the same workload and K of the
 bare imports, the start-up a sweep of separate commands pays per run.
 
-``--batch R`` times `wevent.mechanisms.batch.run_batch`: per allocator, one batch of R runs on the
-workload's stream (seed 1; the median of ``--batch-repeats`` batches), the time per run and its
-ratio to the peer's median, with the budget kernel's share (plan and step) apart; then a settings
+``--batch R`` times `wevent.mechanisms.batch.run_batch`: per allocator (the eight above and
+bd-shift, ba-shift, the peer's own BD and BA rules), one batch of R runs on the workload's stream
+(seed 1; the median of ``--batch-repeats`` batches), the time per run and its ratio to the peer's
+median, with the budget kernel's share (plan and step) apart, and the runs where a budget came
+within the batch's tolerance of 0 (`BatchResult.near_zero`); then a settings
 sweep (eps in {1/2, 1, 2} x w in {3, 10}, R runs each) as six batches, and as two (one per w,
 the three eps as budget factors over 3R runs), and the start-up of one batch (a batch of one
 slot). Batch runs compute budgets in double precision with no guard and no ledger (their
@@ -65,7 +67,11 @@ PEER_OF = {
     "pba": "BA",
     "dpbd": "BD",
     "dpba": "BA",
+    "bd-shift": "BD",  # the peer's BD and BA themselves (Kellaris's split; here d = 4, w = 3:
+    "ba-shift": "BA",  # 2w > d, so no shift: the halves of bd and ba)
 }
+# ``--batch`` measures these too: bd-shift and ba-shift are what the peer's BD and BA compute.
+BATCH_ALLOCATORS = (*ALLOCATORS, "bd-shift", "ba-shift")
 USERS, DOMAIN, SLOTS, W, EPS, DATASET = 2000, 4, 400, 3, 1, "sin"
 PEER_FILE = Path(__file__).resolve().parent / "peer" / "peer_loop.json"
 # One driver run per mechanism (its sixth argument), so each first run is in a fresh JVM; in
@@ -245,16 +251,16 @@ def _timed_kernels(ns: list[int]) -> Any:
     return mock.patch.object(batch, "kernel_for", timed)
 
 
-def batch_runs(pop: Population, runs: int, repeats: int) -> dict[str, dict[str, float]]:
+def batch_runs(pop: Population, runs: int, repeats: int) -> dict[str, dict[str, Any]]:
     """Per allocator: the median wall and CPU time of one batch of ``runs`` runs (after a warm-up
     batch), and the kernel's CPU time in it."""
     from wevent.mechanisms.batch import batch_histograms, run_batch
 
     hists = batch_histograms(stream(1), SLOTS, 1)
-    out: dict[str, dict[str, float]] = {}
-    for mech in ALLOCATORS:
+    out: dict[str, dict[str, Any]] = {}
+    for mech in BATCH_ALLOCATORS:
         run_batch(mech, pop, hists, slots=SLOTS, runs=runs)  # warm-up
-        walls, cpus, kernels, pubs, amres = [], [], [], [], []
+        walls, cpus, kernels, pubs, amres, near = [], [], [], [], [], []
         for k in range(repeats):
             ns = [0]
             with _timed_kernels(ns):
@@ -266,12 +272,15 @@ def batch_runs(pop: Population, runs: int, repeats: int) -> dict[str, dict[str, 
             kernels.append(ns[0] / 1e9)
             pubs.append(float(res.published.mean()))
             amres.append(float(res.amre.mean()))
+            near.append(int((res.near_zero > 0).sum()))
         out[mech] = {
             "wall_ms": statistics.median(walls) * 1e3,
             "cpu_ms": statistics.median(cpus) * 1e3,
             "kernel_ms": statistics.median(kernels) * 1e3,
             "published": statistics.mean(pubs),
             "amre": statistics.mean(amres),
+            "near_zero_runs": max(near),
+            "stream": res.stream_origin,
         }
     return out
 
@@ -407,24 +416,31 @@ def batch_section(
 
     print(
         f"\n## Batch runs: {runs} runs per batch, median of {repeats} batches ({load()})\n\n"
-        f"({BATCH_LABEL}; here the workload's stream at seed 1)\n"
+        f"({BATCH_LABEL})\n"
     )
     print(
         "| allocator | batch ms (wall) | batch ms (CPU) | kernel ms (wall) | per run us "
         "| peer | peer median us | per run / peer median | within 10x | mean published "
-        "| mean AMRE |"
+        "| mean AMRE | runs with a near-zero budget |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for mech, r in batch_runs(pop, runs, repeats).items():
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    results = batch_runs(pop, runs, repeats)
+    for mech, r in results.items():
         p = peer_runs[PEER_OF[mech]]
         per_run_us = r["wall_ms"] * 1e3 / runs
         ratio = per_run_us / (p["median_ms"] * 1e3)
         print(
             f"| {mech} | {r['wall_ms']:.0f} | {r['cpu_ms']:.0f} | {r['kernel_ms']:.0f} "
             f"| {per_run_us:.0f} | {p['mechanism']} | {p['median_ms'] * 1e3:.1f} | {ratio:.1f}x "
-            f"| {'yes' if ratio <= 10 else 'no'} | {r['published']:.1f} | {r['amre']:.1f} |"
+            f"| {'yes' if ratio <= 10 else 'no'} | {r['published']:.1f} | {r['amre']:.1f} "
+            f"| {r['near_zero_runs']} |"
         )
-    print(f"\n({load()})")
+    origins = sorted({str(r["stream"]) for r in results.values()})
+    print(
+        f"\n(stream: {', '.join(origins)}, the workload's stream drawn at seed 1 by "
+        "batch_histograms; near-zero: the most runs of one batch with a budget within the "
+        f"tolerance of 0, BatchResult.near_zero; {load()})"
+    )
     for mech in ("bd", "ba"):
         sw = batch_sweep(runs, mech)
         settings = len(SWEEP_EPS) * len(SWEEP_W)

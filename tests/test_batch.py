@@ -14,22 +14,34 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import wevent.mechanisms.batch as batch_module
 from wevent.accounting.budget import Budget
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirement
+from wevent.errors import InputError
 from wevent.experiments.running import run_mechanism
 from wevent.experiments.stats import interval
 from wevent.mechanisms.allocators import classes_of
 from wevent.mechanisms.allocators.algebra import ExactAlgebra
-from wevent.mechanisms.allocators.kernel import FixedClass, Plan, published_now, scaled_classes
-from wevent.mechanisms.allocators.registry import kernel_for
+from wevent.mechanisms.allocators.kernel import (
+    FixedClass,
+    Plan,
+    Prefix,
+    published_now,
+    scaled_classes,
+)
+from wevent.mechanisms.allocators.registry import AllocatorError, kernel_for
 from wevent.mechanisms.batch import (
+    MAX_SLOTS,
     BatchAlgebra,
     BatchUnsupported,
+    _check_signs,
     batch_classes,
     batch_histograms,
+    batch_variants,
     run_batch,
 )
+from wevent.mechanisms.central import InvalidAllocation
 from wevent.mechanisms.streams import SyntheticStream
 
 FIXED = ("uniform", "sample", "bd", "ba", "pbd", "pba", "bd-shift", "ba-shift")
@@ -309,37 +321,329 @@ def _agrees(batch: Sequence[float], exact: Sequence[float]) -> bool:
     return e.low - (b.high - b.mean) <= b.mean <= e.high + (b.high - b.mean)
 
 
+def _spread_agrees(batch: Sequence[float], exact: Sequence[float], factor: float = 1.6) -> bool:
+    """The per-run standard deviation of the batch within ``factor`` of the exact runs' (40 exact
+    runs: their standard deviation is known to about 11%)."""
+    b, e = float(np.std(batch, ddof=1)), float(np.std(exact, ddof=1))
+    return e / factor <= b <= e * factor
+
+
+def _publish_bits(releases: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Per run and slot: whether the release changed (a publication), shape (runs, slots - 1)."""
+    return np.asarray((releases[:, 1:] != releases[:, :-1]).any(axis=2))
+
+
+def lanes_independent(
+    releases: np.ndarray[Any, Any], truth: np.ndarray[Any, Any], exact_bits: np.ndarray[Any, Any]
+) -> bool:
+    """Whether disjoint pairs of runs, (0, 1), (2, 3), ..., behave as independent runs.
+
+    Given the stream, runs are independent. Decisions: at slot t two runs agree (both publish or
+    both skip) with probability 1 - 2 p_t (1 - p_t), p_t the chance that a run publishes there,
+    estimated without bias from the exact runs' publications ``exact_bits`` (runs, slots - 1);
+    the batch pairs' agreement must lie within 0.03 of that. Noise: where both runs of a pair
+    publish, their releases' errors (release - truth: the Laplace noise, as SM keeps every user
+    of one class) must be uncorrelated, |correlation| <= 0.05."""
+    bits = _publish_bits(releases)
+    n = exact_bits.shape[0]
+    p = exact_bits.mean(axis=0)
+    expected = 1 - 2 * float((p * (1 - p)).mean()) * n / (n - 1)
+    pairs = bits.shape[0] // 2
+    first, second = bits[0 : 2 * pairs : 2], bits[1 : 2 * pairs : 2]
+    if abs(float((first == second).mean()) - expected) > 0.03:
+        return False
+    err = releases[:, 1:] - truth[None, 1:]
+    both = first & second
+    a = err[0 : 2 * pairs : 2][both].ravel()
+    b = err[1 : 2 * pairs : 2][both].ravel()
+    return abs(float(np.corrcoef(a, b)[0, 1])) <= 0.05
+
+
+_EXACT_RUNS: dict[str, tuple[list[float], list[float], np.ndarray[Any, Any]]] = {}
+
+
+def _exact_runs(
+    name: str, hists: np.ndarray[Any, Any]
+) -> tuple[list[float], list[float], np.ndarray[Any, Any]]:
+    """AMRE, published count and publications at slots 2.. of 40 exact runs (seeds 1..40) on
+    ``hists`` (cached)."""
+    if name not in _EXACT_RUNS:
+        exact = [
+            run_mechanism(name, POP, FixedStream(hists), slots=SLOTS, seed=s) for s in range(1, 41)
+        ]
+        _EXACT_RUNS[name] = (
+            [x.errors()["amre"] for x in exact],
+            [float(x.count("published")) for x in exact],
+            np.array([[r.status == "published" for r in x.records[1:]] for x in exact]),
+        )
+    return _EXACT_RUNS[name]
+
+
+def distribution_failures(name: str, runs: int = 2000) -> list[str]:
+    """What tells a batch of ``name`` apart from exact runs on the same stream: the means and
+    standard deviations of AMRE and published count, and the lanes' independence."""
+    hists = batch_histograms(_stream(1), SLOTS, 1)
+    e_amre, e_pub, e_bits = _exact_runs(name, hists)
+    batch = run_batch(name, POP, hists, slots=SLOTS, runs=runs, seed=5, keep_releases=True)
+    assert batch.releases is not None
+    b_amre, b_pub = list(batch.amre), list(batch.published.astype(float))
+    checks = {
+        "amre mean": _agrees(b_amre, e_amre),
+        "published mean": _agrees(b_pub, e_pub),
+        "amre spread": _spread_agrees(b_amre, e_amre),
+        "published spread": _spread_agrees(b_pub, e_pub),
+        "lane independence": lanes_independent(batch.releases, batch.truth, e_bits),
+    }
+    return [k for k, ok in checks.items() if not ok]
+
+
 @pytest.mark.parametrize("name", ["uniform", "bd", "ba", "dpba"])
 def test_many_runs_agree_with_exact_runs_in_distribution(name: str) -> None:
-    hists = batch_histograms(_stream(1), SLOTS, 1)
-    exact = [
-        run_mechanism(name, POP, FixedStream(hists), slots=SLOTS, seed=s) for s in range(1, 41)
-    ]
-    e_amre = [x.errors()["amre"] for x in exact]
-    e_pub = [float(x.count("published")) for x in exact]
-    batch = run_batch(name, POP, hists, slots=SLOTS, runs=2000, seed=5)
-    assert _agrees(list(batch.amre), e_amre)
-    assert _agrees(list(batch.published.astype(float)), e_pub)
+    assert distribution_failures(name) == []
     # the control: twice the budget in every run is told apart
+    hists = batch_histograms(_stream(1), SLOTS, 1)
+    e_amre, _, _ = _exact_runs(name, hists)
     doubled = run_batch(
         name, POP, hists, slots=SLOTS, runs=2000, seed=5, factors=[Fraction(2)] * 2000
     )
     assert not _agrees(list(doubled.amre), e_amre)
 
 
+def _lane0_decisions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mutant: every run takes run 0's publish decision."""
+    original = published_now
+
+    def mixed(alg: Any, plan: Any, decision: Any) -> Any:
+        out = original(alg, plan, decision)
+        return np.full_like(out, out[0])
+
+    monkeypatch.setattr(batch_module, "published_now", mixed)
+
+
+def _shared_noise(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mutant: every run draws the same noise."""
+    original = batch_module._laplace
+
+    def shared(rng: Any, noise: str, scale: Any, shape: tuple[int, ...]) -> Any:
+        one = original(rng, noise, np.ones(1), (*shape[:-1], 1))
+        return np.broadcast_to(one, shape) * scale
+
+    monkeypatch.setattr(batch_module, "_laplace", shared)
+
+
+@pytest.mark.parametrize(
+    ("name", "mutant"),
+    [
+        # uniform publishes at every slot, so run 0's decision is every run's: no mutant there
+        ("ba", _lane0_decisions),
+        ("dpba", _lane0_decisions),
+        ("uniform", _shared_noise),
+        ("dpba", _shared_noise),
+    ],
+)
+def test_the_distribution_check_rejects_mixed_lanes(
+    name: str, mutant: Callable[[pytest.MonkeyPatch], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both mutants keep the means (the means-only check passed them)."""
+    _exact_runs(name, batch_histograms(_stream(1), SLOTS, 1))  # exact runs before the mutant
+    mutant(monkeypatch)
+    failures = distribution_failures(name)
+    assert "lane independence" in failures
+    assert any("spread" in f for f in failures)
+
+
 # ---------------------------------------------------------------------- what a batch refuses
 
 
-def test_different_budgets_within_a_run_are_refused() -> None:
-    pop = Population.from_classes({Fixed(3, Budget(1)): 10, Fixed(3, Budget(2)): 10})
-    stream = SyntheticStream("sin", 10, [10, 10], 1, 2)
-    with pytest.raises(BatchUnsupported, match="different dissimilarity budgets"):
-        run_batch("pbd", pop, stream, slots=10, runs=3)
-    # the control: bd serves both classes with one budget, and runs
-    assert run_batch("bd", pop, stream, slots=10, runs=3).runs == 3
+def test_a_personalized_allocator_on_two_classes_is_refused_before_any_slot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # two classes whose budgets agree until slot 300 (the per-slot check would refuse at 302)
+    late = Dynamic(
+        (
+            Declaration(1, 3, Budget(1), 3, Budget(1)),
+            Declaration(300, 3, Budget(2), 3, Budget(2)),
+        )
+    )
+    pop = Population.from_classes({Fixed(3, Budget(1)): 10, late: 10})
+    stream = SyntheticStream("sin", 400, [10, 10], 1, 2)
+    built: list[str] = []
+    original = kernel_for
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        built.append(args[0])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(batch_module, "kernel_for", counting)
+    for name in ("dpbd", "dpba"):
+        with pytest.raises(BatchUnsupported, match="personalized and the population has 2"):
+            run_batch(name, pop, stream, slots=400, runs=3)
+    assert built == []  # refused before a kernel was built
+    # the controls: bd serves both classes with one budget; dpbd on one class runs
+    two = Population.from_classes({Fixed(3, Budget(1)): 10, Fixed(3, Budget(2)): 10})
+    assert run_batch("bd", two, SyntheticStream("sin", 10, [10, 10], 1, 2), slots=10, runs=3)
+    one = Population.from_classes({late: 10})
+    assert run_batch("dpbd", one, SyntheticStream("sin", 10, [10], 1, 2), slots=10, runs=3)
+    assert built == ["bd", "dpbd"]
 
 
 @pytest.mark.parametrize("name", ["lbd", "fast-w", "lpa"])
 def test_other_models_and_data_paths_are_refused(name: str) -> None:
     with pytest.raises(BatchUnsupported):
         run_batch(name, POP, _stream(1), slots=10, runs=2)
+
+
+def test_an_unknown_name_gets_the_registrys_error() -> None:
+    with pytest.raises(AllocatorError, match=r"unknown allocator 'bdd'.*did you mean"):
+        run_batch("bdd", POP, _stream(1), slots=10, runs=2)
+    with pytest.raises(BatchUnsupported, match="execute_many"):
+        run_batch("mypkg.alloc:allocator", POP, _stream(1), slots=10, runs=2)
+    # the control: the name it suggests runs
+    assert run_batch("bd", POP, _stream(1), slots=10, runs=2).runs == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "variant"),
+    [("ba", "du-code"), ("pba", "du-code"), ("dpbd", "published"), ("dpba", "published")],
+)
+def test_variants_the_gate_does_not_prove_are_refused(name: str, variant: str) -> None:
+    """du-code ba and pba overspend (the exact run is refused by the guard); the published
+    dynamic rules can overspend after a requirement change (`wevent gate NAME --variant V`
+    refutes them)."""
+    with pytest.raises(BatchUnsupported, match=r"proves sound, for .*: sound"):
+        run_batch(name, POP, _stream(1), slots=10, runs=2, variant=variant)
+    # the exact run of du-code ba is refused by its guard (the reason for the refusal above)
+    if variant == "du-code":
+        assert run_mechanism(name, POP, _stream(1), slots=10, seed=1, variant=variant).refusal
+    # the control: the variants the gate proves run (each one's exact runs are never refused)
+    for accepted in batch_variants(name):
+        exact = run_mechanism(name, POP, _stream(1), slots=10, seed=1, variant=accepted)
+        assert exact.refusal is None
+        assert run_batch(name, POP, _stream(1), slots=10, runs=2, variant=accepted).runs == 2
+
+
+def test_du_code_bd_and_pbd_are_accepted() -> None:
+    for name in ("bd", "pbd"):
+        assert "du-code" in batch_variants(name)
+        res = run_batch(name, POP, _stream(1), slots=SLOTS, runs=2, variant="du-code")
+        assert res.variant == "du-code"
+
+
+def test_more_than_max_slots_are_refused() -> None:
+    short = _stream(1)
+    with pytest.raises(BatchUnsupported, match="split the stream"):
+        run_batch("bd", POP, short, slots=MAX_SLOTS + 1, runs=2)
+    # the control: MAX_SLOTS passes that check (and meets the stream's length instead)
+    with pytest.raises(InputError, match="more than the stream's"):
+        run_batch("bd", POP, short, slots=MAX_SLOTS, runs=2)
+
+
+def test_window_sums_drift_below_the_tolerance_up_to_max_slots() -> None:
+    """The reason for `MAX_SLOTS`: a window total of `Prefix` running sums, w = 3, eps = 3/10,
+    stays within a tenth of the tolerance at slot 100,000 (prefix drift)."""
+    eps, w = Fraction(3, 10), 3
+    alg = BatchAlgebra(2, float(eps))
+    share = alg.const(eps / (2 * w))
+    prefix = Prefix(alg, w)
+    exact = float((w - 1) * eps / (2 * w))
+    drift = {}
+    for t in range(1, MAX_SLOTS + 1):
+        if t in (1_000, MAX_SLOTS):
+            drift[t] = abs(float(alg.runs_of(prefix.total(t - w + 1, t - 1))[0]) - exact)
+        prefix = prefix.push(share)
+    assert drift[MAX_SLOTS] <= alg.atol / 10
+    # the control: the drift grows with the slot number (the measure sees it)
+    assert drift[MAX_SLOTS] > 10 * drift[1_000] > 0
+
+
+def test_a_negative_budget_within_the_tolerance_raises() -> None:
+    alg = BatchAlgebra(3, 1.0)
+    zero, no = alg.const(0), alg.truth(False)
+
+    def plan(value: float) -> Plan[Any, Any]:
+        return Plan(no, no, (zero,), (alg.lanes_of([0.5, value, 0.25]),))
+
+    with pytest.raises(InvalidAllocation, match="within the comparison tolerance"):
+        _check_signs(alg, 7, "bd", plan(-alg.atol / 2))
+    with pytest.raises(InvalidAllocation, match=r"negative publication budget .* in 1 of 3"):
+        _check_signs(alg, 7, "bd", plan(-1.0))
+    # the controls: 0 and a positive budget within the tolerance pass; so does a negative
+    # publication budget of a nullified slot (it is not spent)
+    _check_signs(alg, 7, "bd", plan(0.0))
+    _check_signs(alg, 7, "bd", plan(alg.atol / 2))
+    _check_signs(alg, 7, "bd", Plan(alg.truth(True), no, (zero,), plan(-1.0).publication))
+
+
+def test_the_stream_origin_is_recorded() -> None:
+    hists = batch_histograms(_stream(3), 10, 3)
+    drawn = run_batch("bd", POP, _stream(3), slots=10, runs=2, seed=3)
+    given = run_batch("bd", POP, hists, slots=10, runs=2, seed=3)
+    assert drawn.stream_origin == "seed 3" and drawn.noise_origin == "seed 3"
+    assert given.stream_origin == "given histograms"
+    assert "stream: given histograms" in given.describe()
+    # the control: the same stream and noise, so the same results; only the origin differs
+    assert (drawn.amre == given.amre).all()
+    other = run_batch("bd", POP, hists, slots=10, runs=2, noise_rng=np.random.default_rng(3))
+    assert other.noise_origin == "given generator"
+
+
+# ---------------------------------------------------------------------- the limit of the tolerance
+
+HALVING = ("bd", "pbd", "dpbd", "bd-shift")
+
+
+def _every_slot_published(slots: int) -> np.ndarray[Any, Any]:
+    """Histograms that jump by 4e18 at every slot: the dissimilarity passes any threshold the
+    halving budgets set (sqrt(2) / theta is about 1e13 at theta = 2^-40), so every slot that is
+    not nullified publishes."""
+    hists = np.zeros((slots, 1, DOMAIN), dtype=np.int64)
+    hists[::2] = 4 * 10**18
+    return hists
+
+
+@pytest.mark.parametrize("name", HALVING)
+def test_a_halving_budget_below_the_tolerance_is_nullified_and_counted(name: str) -> None:
+    """The documented limit (module docstring, "The limit of the tolerance"): w = 40,
+    eps = 3/10, every slot published; slot k + 1 plans eps / 2^(k+2), 2^-37 of eps at slot 36,
+    below the tolerance (2^-36 of eps): the batch nullifies slots 36..40, where the exact run
+    publishes every slot, and counts them in near_zero."""
+    pop = Population.from_classes({Fixed(40, Budget("3/10")): USERS})
+    hists = _every_slot_published(40)
+    exact = run_mechanism(name, pop, FixedStream(hists), slots=40, seed=1)
+    assert exact.count("published") == 40 and exact.count("nullified") == 0
+    before = run_batch(name, pop, hists, slots=35, runs=3)
+    assert (before.published == 35).all() and (before.near_zero == 0).all()
+    res = run_batch(name, pop, hists, slots=40, runs=3)
+    assert (res.published == 35).all()
+    assert (res.nullified == 5).all()
+    assert (res.near_zero == 5).all()
+    assert "3 of 3 runs with a budget within the tolerance of 0" in res.describe()
+
+
+def test_the_near_zero_count_is_seen_by_the_test_above(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The control: with the count's band empty (its floor at the tolerance), the test above
+    fails."""
+    monkeypatch.setattr(batch_module, "NEAR_ZERO_FLOOR", 1.0)
+    with pytest.raises(AssertionError):
+        test_a_halving_budget_below_the_tolerance_is_nullified_and_counted("bd")
+
+
+def test_a_run_with_a_smaller_budget_factor_reaches_the_tolerance_sooner() -> None:
+    """The tolerance is relative to the batch's largest budget: with factors 1/4 and 4 the
+    first run's budgets are 2^-4 of the largest, so w = 33 already reaches it in that run."""
+    pop = Population.from_classes({Fixed(33, Budget("3/10")): USERS})
+    hists = _every_slot_published(120)
+    res = run_batch("bd", pop, hists, slots=120, runs=2, factors=[Fraction(1, 4), Fraction(4)])
+    assert res.nullified[0] > 0 and res.near_zero[0] == res.nullified[0]
+    # the control: the other run, and the first run alone in a batch, never get there
+    assert res.nullified[1] == 0 and res.near_zero[1] == 0
+    alone = run_batch("bd", pop, hists, slots=120, runs=1, factors=[Fraction(1, 4)])
+    assert alone.nullified[0] == 0 and alone.near_zero[0] == 0
+
+
+def test_a_short_window_never_reaches_the_tolerance() -> None:
+    """The other side of the limit: w = 30 cannot hold 35 publications, so the budget comes
+    back up before it nears the tolerance; nothing is nullified or counted."""
+    pop = Population.from_classes({Fixed(30, Budget("3/10")): USERS})
+    res = run_batch("bd", pop, _every_slot_published(120), slots=120, runs=3)
+    assert (res.published == 120).all() and (res.near_zero == 0).all()

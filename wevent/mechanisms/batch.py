@@ -15,25 +15,61 @@ run (`wevent run`, `wevent.experiments.running.run_mechanism`) is the one to aud
   their noise only, drawn from one generator seeded by ``seed`` (its noise child, as in
   `run_mechanism`). A batch of one run draws exactly what `run_mechanism` draws at that seed
   (tests/test_batch.py compares them slot by slot).
-* **Sampling.** Only slots where, in every run, the classes with users and a positive budget all
-  have the same budget: SM then keeps every user and OBS's threshold is that budget (001
-  Algorithm 1 with one distinct budget), so no keep probability is ever computed from a double.
-  This covers every allocator on a population of one requirement, and the non-personalized
-  allocators (uniform, sample, bd, ba, bd-shift, ba-shift: every class served with one budget)
-  on any population. A slot where one run's classes have different budgets (pbd, pba, dpbd,
-  dpba on several requirements) raises `BatchUnsupported`: their sampling needs the exact
+* **Allocators and variants.** The built-in central allocators whose data path is PWSM's
+  (`PwsmPath`: publish iff ``dis > sqrt(err)``) or Kellaris's (`KellarisPath`, also bd-shift's
+  and ba-shift's: publish iff ``dis > scale``), in the variants `wevent gate` proves sound only
+  (`SOUND_VARIANTS`): ``sound`` for every one; ``published`` for uniform, sample, bd, ba, pbd
+  and pba, and ``du-code`` for bd and pbd (`wevent gate NAME --variant V` says PROVED for each:
+  exact arithmetic, up to 2 classes, w <= 6, 18 slots, and a search up to w = 64 without a
+  violation). A batch has no guard, so a variant that can overspend (du-code ba and pba, which
+  the gate refutes and whose exact run the guard refuses at slot 2 or 3; the published dpbd
+  and dpba after a requirement change) would run on unchecked: it is refused before any slot,
+  with the variants accepted. So are an unknown name (the registry's error, with its "did you
+  mean"), a third-party ``module:attribute`` or entry point
+  (`wevent.experiments.harness.execute_many` runs many seeds of it exactly), another model, and
+  an allocator with a data path of its own (fast-w, rescuedp, pegasus, dsat, adapub).
+* **Sampling.** Every class with users and a positive budget has the same budget in every slot
+  of every run: SM then keeps every user and OBS's threshold is that budget (001 Algorithm 1
+  with one distinct budget), so no keep probability is ever computed from a double. This holds
+  for every allocator on one requirement class, and for the non-personalized allocators
+  (uniform, sample, bd, ba, bd-shift, ba-shift: every class served with one budget) on any
+  population. A personalized allocator (pbd, pba, dpbd, dpba) on two or more requirement
+  classes is refused before any slot: their budgets differ, and SM's sampling needs the exact
   budgets (`execute_many` runs such sweeps exactly).
-* **Data paths.** PWSM's (`PwsmPath`: publish iff ``dis > sqrt(err)``) and Kellaris's
-  (`KellarisPath`, also bd-shift's and ba-shift's: publish iff ``dis > scale``); an allocator
-  with a data path of its own (fast-w, rescuedp, pegasus, dsat, adapub) raises
-  `BatchUnsupported`.
 * **Comparisons.** The exact kernel meets exact ties (an absorption count ``eps_l / share - 1``
   that is an integer; a window's remaining budget that is 0). In doubles those come out a few
-  units in the last place off, so `BatchAlgebra` rounds a ratio within ``2^-24`` of
-  an integer to it, and compares budgets with a tolerance of ``2^-36`` times the batch's largest
-  budget (a value within that of 0 counts as 0). Values that differ by less than that in exact
-  arithmetic would be taken as equal (tests/test_batch.py holds batch plans to the exact
-  kernel's within 1e-12 relative on random decisions).
+  units in the last place off, so `BatchAlgebra` rounds a ratio within ``2^-24`` of an integer
+  to it, and compares budgets with a tolerance of ``2^-36`` times the batch's largest budget:
+  a value within that of 0 counts as 0 (tests/test_batch.py holds batch plans to the exact
+  kernel's within 1e-12 relative on random decisions over up to 16 slots).
+* **The limit of the tolerance.** A budget that is positive in exact arithmetic but at most the
+  tolerance counts as 0 too: where every class's publication budget is that small the sound
+  variant nullifies the slot (the exact kernel plans the tiny budget, and the data path then
+  publishes or skips), and a dissimilarity or publication budget that small gives its run no
+  estimate or no release. The distribution kernels (bd, pbd, dpbd, bd-shift) halve the
+  remaining publication budget at each publication: a run that publishes at slots 1..k of a
+  window plans ``eps / 2^(k+2)`` at slot k+1 (the window's publication budget ``eps/2`` halved
+  k+1 times), 2^-36 of eps at about k = 35, which needs a window of w >= 36
+  (tests/test_batch.py: w = 40, eps = 3/10, every slot published: the batch nullifies slot 36,
+  where the exact run publishes; with w <= 35 the budget comes back up first). The tolerance is
+  relative to the batch's largest budget, so with budget factors a run whose budgets are 2^-j
+  of the largest gets there j publications sooner (factors 1/4 and 4: the first run from
+  w = 33 on). PWSM's and Kellaris's rules publish only when the noisy
+  dissimilarity exceeds ``sqrt(2) / theta`` or ``1 / theta``, which such budgets make all but
+  impossible (500 runs x 1,000 slots of bd, w = 200, never reached it). ``BatchResult.
+  near_zero`` counts, per run, the slots where some budget came out within the tolerance of 0
+  but above what the doubles make of an exact 0 (`near_zero`, `near_zero_floor`: 2^-44 of the
+  largest budget, growing with the slot number after slot 1,024): a positive count marks a run
+  where the batch may differ from the exact run (rerun that seed exactly). A halving budget
+  always lands in that band on its way down, so the count sees the case above; it does not see
+  a positive budget below the floor that was not in the band at an earlier slot.
+* **Length.** At most `MAX_SLOTS` (100,000) slots: `Prefix` keeps running sums from slot 1,
+  and a window's sum is a difference of two of them, so its rounding grows with the slot
+  number (about 0.08 times the tolerance at 100,000 slots on w = 3, eps = 3/10; more than the
+  tolerance at 1,000,000). A longer stream is refused: split it into batches.
+* **Negative budgets.** A budget below 0 that would be spent raises `InvalidAllocation`, as
+  the exact run does, one within the tolerance of 0 too (the accepted variants clip at 0 or
+  never plan one).
 """
 
 from __future__ import annotations
@@ -59,7 +95,14 @@ from wevent.mechanisms.allocators.kernel import (
     classes_of,
     published_now,
 )
-from wevent.mechanisms.allocators.registry import data_path_for, kernel_for, model_of
+from wevent.mechanisms.allocators.registry import (
+    BUILTIN,
+    available_entry_points,
+    builtin_spec,
+    data_path_for,
+    kernel_for,
+    model_of,
+)
 from wevent.mechanisms.central import InvalidAllocation
 from wevent.mechanisms.datapath import DataPath, KellarisPath, PwsmPath
 from wevent.mechanisms.streams import Stream
@@ -82,6 +125,27 @@ IntArray = npt.NDArray[np.int64]
 # times the batch's largest budget (module docstring, "Comparisons").
 COUNT_TOLERANCE: Final = 2.0**-24
 BUDGET_TOLERANCE: Final = 2.0**-36
+
+# The longest batch: window sums are differences of running sums from slot 1 (`Prefix`), whose
+# rounding grows with the slot number; at 100,000 slots it stays below a tenth of the budget
+# tolerance (module docstring, "Comparisons").
+MAX_SLOTS: Final = 100_000
+
+# `near_zero`'s floor, relative to the tolerance at slot 1 (2^-44 of the largest budget).
+NEAR_ZERO_FLOOR: Final = 2.0**-8
+
+# The variants `wevent gate ALLOCATOR --variant V` proves (PROVED, exact arithmetic) besides
+# ``sound`` (module docstring, "Allocators and variants"); every other allocator runs its
+# ``sound`` variant only. Refuted: du-code ba and pba (window [1, 2] holds 5/4 of eps = 1), the
+# published dpbd and dpba (after a requirement change).
+SOUND_VARIANTS: Final[dict[str, tuple[str, ...]]] = {
+    "uniform": ("sound", "published"),
+    "sample": ("sound", "published"),
+    "bd": ("sound", "published", "du-code"),
+    "ba": ("sound", "published"),
+    "pbd": ("sound", "published", "du-code"),
+    "pba": ("sound", "published"),
+}
 
 BATCH_LABEL: Final = (
     "batch run: budgets in double precision, no guard, no ledger; one stream for every run, "
@@ -295,17 +359,26 @@ def batch_histograms(stream: Stream, slots: int, seed: int) -> IntArray:
 class BatchResult:
     """Per-run metrics of a batch (arrays of length ``runs``), with `BATCH_LABEL`'s caveats.
 
-    ``amre``: 001 Eq. 5, (1/T) sum_t (1/d) ||r_t - c_t||^2 on counts; ``amse``: 000 Section
-    VI-B's on frequencies (``amre / users^2``); ``mae``: the mean absolute frequency error (as
-    `RunSummary.errors` names them). ``published``, ``skipped``, ``nullified``: slot counts by
-    status (as `status_of` gives them). ``releases`` (runs, slots, d) when asked for; ``truth``
-    (slots, d): the stream's totals."""
+    ``seed``: `run_batch`'s seed; ``stream_origin``: where the stream came from, ``"seed N"``
+    (drawn from seed N's data generator) or ``"given histograms"`` (passed in: the batch does
+    not know what drew them); ``noise_origin``: ``"seed N"`` (seed N's noise generator) or
+    ``"given generator"`` (``noise_rng``). ``amre``: 001 Eq. 5, (1/T) sum_t
+    (1/d) ||r_t - c_t||^2 on counts; ``amse``: 000 Section VI-B's on frequencies
+    (``amre / users^2``); ``mae``: the mean absolute frequency error (as `RunSummary.errors`
+    names them). ``published``, ``skipped``, ``nullified``: slot counts by status (as
+    `status_of` gives them). ``near_zero``: slots with a budget within the comparison tolerance
+    of 0 but above the rounding of an exact 0 (`near_zero`), where the run may differ from the
+    exact run (module docstring, "The limit of the tolerance").
+    ``releases`` (runs, slots, d) when asked for; ``truth`` (slots, d): the stream's
+    totals."""
 
     allocator: str
     variant: str
     runs: int
     slots: int
     seed: int
+    stream_origin: str
+    noise_origin: str
     users: int
     amre: FloatArray
     amse: FloatArray
@@ -313,9 +386,19 @@ class BatchResult:
     published: IntArray
     skipped: IntArray
     nullified: IntArray
+    near_zero: IntArray
     truth: IntArray
     releases: FloatArray | None
     label: str = BATCH_LABEL
+
+    def describe(self) -> str:
+        """One line: what ran, on which stream, and whether the tolerance decided a slot."""
+        runs_near = int((self.near_zero > 0).sum())
+        return (
+            f"{self.allocator} ({self.variant}), {self.runs} runs x {self.slots} slots; stream: "
+            f"{self.stream_origin}; noise: {self.noise_origin}; {runs_near} of {self.runs} runs "
+            "with a budget within the tolerance of 0"
+        )
 
 
 def _rule_of(path: DataPath | None, allocator: str) -> str:
@@ -386,19 +469,99 @@ class _Budgets:
 
 
 def _check_signs(alg: BatchAlgebra, t: int, allocator: str, plan: Plan[Any, Any]) -> None:
-    """Refuse a negative budget that would be spent, as the exact runner does."""
+    """Refuse a negative budget that would be spent (dissimilarity always, publication unless
+    the slot is nullified), as the exact runner does: any negative value, one within the
+    tolerance of 0 too."""
     for part, values in (("dissimilarity", plan.dissimilarity), ("publication", plan.publication)):
         for c, v in enumerate(values):
-            if v.min() >= -alg.atol:
+            if v.min() >= 0:
                 continue
-            bad = alg.runs_of(v) < -alg.atol
+            runs_v = alg.runs_of(v)
+            bad = runs_v < 0
             if part == "publication":
                 bad &= ~alg.runs_of(plan.nullified)
             if bad.any():
+                low = float(runs_v[bad].min())
+                near = (
+                    " (within the comparison tolerance of 0: a rounding of 0 or of a positive "
+                    "budget cannot be told from a negative one)"
+                    if low >= -alg.atol
+                    else ""
+                )
                 raise InvalidAllocation(
                     f"slot {t}: {allocator} allocated a negative {part} budget to class {c} in "
-                    f"{int(bad.sum())} of {alg.runs} batch runs"
+                    f"{int(bad.sum())} of {alg.runs} batch runs (down to {low:.3g}){near}"
                 )
+
+
+def near_zero(alg: BatchAlgebra, plan: Plan[Any, Any], t: int) -> BoolArray:
+    """Per run: whether a budget of slot ``t``'s plan (dissimilarity or publication, any class)
+    lies within the comparison tolerance of 0 but above the rounding of an exact 0
+    (`near_zero_floor`): a budget the batch takes for 0 that may be positive in exact arithmetic
+    (module docstring, "The limit of the tolerance")."""
+    floor = near_zero_floor(alg, t)
+    out: BoolArray | None = None
+    for v in (*plan.dissimilarity, *plan.publication):
+        a = np.abs(v)
+        if a.min() > alg.atol or a.max() <= floor:  # clear of the band in every run
+            continue
+        hit = (a > floor) & (a <= alg.atol)
+        out = hit if out is None else out | hit
+    if out is None:
+        return np.zeros(alg.runs, dtype=np.bool_)
+    found: BoolArray = alg.runs_of(out)
+    return found
+
+
+def near_zero_floor(alg: BatchAlgebra, t: int) -> float:
+    """What the doubles make of an exact 0 stays below this at slot ``t``: ``2^-44`` of the
+    largest budget up to slot 1,024, growing in proportion to t after (a window sum is a
+    difference of running sums from slot 1; prefix drift measured: about 2^-45.7 of the budget
+    at slot 1,000, 2^-43.6 at 10,000, 2^-39.6 at 100,000)."""
+    return alg.atol * NEAR_ZERO_FLOOR * max(1.0, t / 1024)
+
+
+def batch_variants(allocator: str) -> tuple[str, ...]:
+    """The variants a batch runs ``allocator`` with: those `wevent gate` proves sound
+    (`SOUND_VARIANTS`); every other variant is refused (module docstring, "Allocators and
+    variants")."""
+    return SOUND_VARIANTS.get(allocator, ("sound",))
+
+
+def _check_allocator(allocator: str, variant: str, population: Population) -> None:
+    """Refuse, before any slot, what a batch does not run: a third-party allocator, an unknown
+    name (the registry's error), another model, a variant the gate does not prove sound, and a
+    personalized allocator on two or more requirement classes."""
+    if ":" in allocator or (allocator not in BUILTIN and allocator in available_entry_points()):
+        raise BatchUnsupported(
+            f"{allocator}: a third-party allocator; a batch runs the built-in central "
+            "allocators only (run many seeds of it exactly with "
+            "wevent.experiments.harness.execute_many)"
+        )
+    model = model_of(allocator)
+    if model is None:
+        builtin_spec(allocator)  # the registry's unknown-allocator error, with "did you mean"
+    if model != "central":
+        raise BatchUnsupported(
+            f"{allocator}: a batch runs the built-in central allocators ({allocator} is "
+            f"{model}; run it with `wevent run` or execute_many)"
+        )
+    accepted = batch_variants(allocator)
+    if variant not in accepted:
+        raise BatchUnsupported(
+            f"{allocator}: a batch runs only the variants `wevent gate` proves sound, for "
+            f"{allocator}: {', '.join(accepted)} (got {variant!r}; a batch has no guard, so "
+            "an overspending variant would run on unchecked: run it exactly with `wevent run "
+            "--variant`, whose guard refuses an overspend)"
+        )
+    classes = population.classes
+    if BUILTIN[allocator].scaling == "per-class" and len(classes) > 1:
+        raise BatchUnsupported(
+            f"{allocator} is personalized and the population has {len(classes)} requirement "
+            "classes: their budgets differ, and SM would sample users with keep probabilities "
+            "computed from exact budgets, which a batch does not hold (run such sweeps exactly "
+            "with execute_many; a batch runs it on one requirement class)"
+        )
 
 
 NOISES: Final = ("fast", "numpy")
@@ -444,14 +607,16 @@ def run_batch(
     (default: ``seed``'s noise generator, as `run_mechanism` builds it)."""
     if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
         raise InputError(f"slots: a positive number of slots, got {slots!r}")
+    if slots > MAX_SLOTS:
+        raise BatchUnsupported(
+            f"slots: {slots} is more than a batch's {MAX_SLOTS:,} (its window sums are "
+            "differences of running sums from slot 1, whose rounding grows with the slot "
+            "number; module docstring, 'Comparisons'): split the stream into batches of at most "
+            f"{MAX_SLOTS:,} slots, or run it exactly with `wevent run`"
+        )
     if noise not in NOISES:
         raise InputError(f"noise: expected one of {', '.join(NOISES)}, got {noise!r}")
-    model = model_of(allocator)
-    if model != "central":
-        raise BatchUnsupported(
-            f"{allocator}: a batch runs the built-in central allocators"
-            + ("" if model is None else f" ({allocator} is {model})")
-        )
+    _check_allocator(allocator, variant, population)
     if isinstance(stream, np.ndarray):
         hists = np.asarray(stream, dtype=np.int64)
         if hists.ndim != 3 or hists.shape[0] < slots:
@@ -459,8 +624,10 @@ def run_batch(
                 f"histograms: expected shape (>= {slots} slots, classes, d), got {hists.shape}"
             )
         hists = hists[:slots]
+        origin = "given histograms"
     else:
         hists = batch_histograms(stream, slots, seed)
+        origin = f"seed {seed}"
     d = int(hists.shape[2])
     sizes_list = [c.count for c in population.classes]
     if hists.shape[1] != len(sizes_list):
@@ -487,6 +654,7 @@ def run_batch(
     abs_err = np.zeros(runs)
     published = np.zeros(runs, dtype=np.int64)
     nullified_n = np.zeros(runs, dtype=np.int64)
+    near_n = np.zeros(runs, dtype=np.int64)
     releases = np.empty((slots, d, runs)) if keep_releases else None
     truth = hists.sum(axis=1)
     inv_d = 1.0 / d
@@ -497,6 +665,7 @@ def run_batch(
         hist = hists[t - 1]
         plan = kernel.plan(state, t)
         _check_signs(alg, t, allocator, plan)
+        near_n += near_zero(alg, plan, t)
         forced = alg.runs_of(plan.forced)
         nullified = alg.runs_of(plan.nullified)
         # 001 Algorithm 3 (DC): the mean absolute difference to the last release, Laplace noise
@@ -552,6 +721,8 @@ def run_batch(
         runs=runs,
         slots=slots,
         seed=seed,
+        stream_origin=origin,
+        noise_origin="given generator" if noise_rng is not None else f"seed {seed}",
         users=users,
         amre=amre,
         amse=amre / (users * users) if users else amre * np.nan,
@@ -559,6 +730,7 @@ def run_batch(
         published=published,
         skipped=slots - published - nullified_n,
         nullified=nullified_n,
+        near_zero=near_n,
         truth=truth,
         releases=None if releases is None else releases.transpose(2, 0, 1),
     )
