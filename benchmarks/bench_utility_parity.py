@@ -14,13 +14,16 @@ wevent's mean to the best peer's mean, and whether wevent is within 10% of it (r
 Lower is better.
 
 ``--wevent-option KEY=VALUE`` (repeatable) is passed to `run_mechanism` as the keyword argument
-``KEY`` (VALUE read as an integer, a float, true/false, or else text), so data-path options of
-the local allocators can be measured against the same peer figures without changing this file.
+``KEY`` (VALUE read as an integer, a float, true/false, or else text). The local allocators'
+release options (`wevent.mechanisms.local.ReleaseOptions`) have flags of their own (``--post``,
+``--project-test``, ``--pool``, ``--first-publication``), which take precedence over a
+``--wevent-option release=...``.
 
 Usage (from the repository root)::
 
     python benchmarks/bench_utility_parity.py [--data DIR] [--seeds 5] [--only lpd,plpd+]
-        [--settings w3,w20,personalized] [--wevent-option KEY=VALUE ...] [--json OUT]
+        [--settings w3,w20,personalized] [--post none|clip|simplex] [--project-test] [--pool]
+        [--first-publication] [--wevent-option KEY=VALUE ...] [--json OUT]
     python benchmarks/bench_utility_parity.py --table-from OUT   # the table of a saved run
 
 Without ``--data`` the workload is generated into a temporary folder first (a few seconds).
@@ -219,6 +222,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="wevent's release post-processing (ReleaseOptions.post; default: the papers')",
     )
     ap.add_argument(
+        "--project-test",
+        action="store_true",
+        help="post-process the test's estimate too (ReleaseOptions.project_test)",
+    )
+    ap.add_argument(
         "--pool", action="store_true", help="pool dissimilarity reports (ReleaseOptions)"
     )
     ap.add_argument(
@@ -238,7 +246,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(markdown(build_rows(figures, read_peers(args.peers)[0])))
         return 0
     options = dict(args.wevent_option)
-    release = ReleaseOptions(post=args.post, pool=args.pool, first=args.first_publication)
+    release = ReleaseOptions(
+        post=args.post,
+        pool=args.pool,
+        first=args.first_publication,
+        project_test=args.project_test,
+    )
     if not release.default:
         options["release"] = release
     only = None if args.only is None else set(args.only.split(","))

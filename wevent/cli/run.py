@@ -104,17 +104,27 @@ def _exsub_options(f: Any) -> Any:
     "privacy: it only transforms reports already charged.",
 )
 @click.option(
+    "--project-test",
+    is_flag=True,
+    help="Local allocators, with --post: post-process the publication test's estimate too "
+    "(WEventPLDPCode's rule). The test never publishes once the dissimilarity round's "
+    "variance reaches 2/d per value (a projected estimate is that close to any frequency "
+    "vector): check the summary's publication count.",
+)
+@click.option(
     "--pool",
     is_flag=True,
     help="Local allocators: at a publishing slot, pool the slot's dissimilarity reports into the "
-    "release (inverse-variance weights). Costs no privacy: those reports are already charged.",
+    "release (inverse-variance weights). Costs no privacy: those reports are already charged. "
+    "No effect on lbu, lsp, lpu, plbu (no dissimilarity round).",
 )
 @click.option(
     "--first-publication",
     "first",
     is_flag=True,
     help="Local allocators: slot 1 publishes whenever its budget allows, whatever the "
-    "dissimilarity test says. Costs no privacy: the kernel covers every publish/skip sequence.",
+    "dissimilarity test says. Costs no privacy: a sound kernel's proof covers every publish/skip "
+    "sequence. No effect on lbu, lsp, lpu, plbu (they publish on a schedule).",
 )
 @click.option(
     "--threshold",
@@ -159,6 +169,7 @@ def run_cmd(
     domain: int | None,
     oracle: str | None,
     post: str,
+    project_test: bool,
     pool: bool,
     first: bool,
     threshold: str | None,
@@ -188,11 +199,13 @@ def run_cmd(
     check_writable(releases_out)  # the ledger (a file, or a .wledger directory): checked by run
     known_allocator(allocator, "run")
     if allocator == "exsub":
-        local_options = post != "none" or pool or first or threshold is not None
+        local_options = post != "none" or project_test or pool or first or threshold is not None
         if oracle is not None or variant != "sound" or arithmetic != "exact" or resume:
             fail("exsub takes no --oracle, --variant, --arithmetic or --resume")
         if local_options:
-            fail("exsub takes no --post, --pool, --first-publication or --threshold")
+            fail(
+                "exsub takes no --post, --project-test, --pool, --first-publication or --threshold"
+            )
         if ledger_out is not None and ledger_out.exists():
             fail(f"{ledger_out} exists: a ledger is never overwritten (choose another name)")
         _run_exsub(
@@ -208,7 +221,6 @@ def run_cmd(
             releases_out,
         )
     from wevent.experiments.running import open_stream, run_mechanism
-    from wevent.mechanisms.local import ReleaseOptions
 
     chosen: dict[str, Any] = {}
     builtin = allocator in MECHANISMS
@@ -243,7 +255,7 @@ def run_cmd(
             releases_path=releases_out,
             progress=None if bar is None else bar.update,
             oracle=oracle,
-            release=ReleaseOptions(post=post, pool=pool, first=first),
+            release=_release_options(post, project_test, pool, first),
             threshold=threshold,
             resume=resume,
             identity={"stream": _stream_identity(stream_spec)},
@@ -269,6 +281,14 @@ def run_cmd(
         click.echo(line)
     _report_outputs(ledger_out, releases_out, summary.durable, summary.committed, summary.head)
     sys.exit(EXIT_OK if summary.ok else EXIT_VIOLATION)
+
+
+def _release_options(post: str, project_test: bool, pool: bool, first: bool) -> Any:
+    from wevent.mechanisms.local import ReleaseOptions
+
+    if project_test and post == "none":
+        fail("--project-test post-processes the test's estimate: give --post clip or simplex")
+    return ReleaseOptions(post=post, pool=pool, first=first, project_test=project_test)
 
 
 def _output_failed(exc: OSError, then: str) -> NoReturn:

@@ -80,6 +80,7 @@ class RunSummary:
     head: str = ""  # its chain head after the run (anchor it elsewhere)
     committed: int = 0  # its committed records (or segments)
     recovered: Recovered | None = None  # what --resume found
+    options: str = ""  # the data path's options, when not the papers' defaults
 
     @property
     def ok(self) -> bool:
@@ -121,6 +122,8 @@ class RunSummary:
             )
         if self.setup_note:
             lines.insert(1, f"  {self.setup_note}")
+        if self.options:
+            lines.insert(1, f"  {self.options}")
         if self.records and self.users:
             cfpu = self.reports / (len(self.records) * self.users)
             lines.append(f"  communication: {cfpu:.4g} reports per user per slot (CFPU)")
@@ -409,7 +412,7 @@ def run_mechanism(
         }
         if release is not None and not release.default:
             header["release"] = release.describe()
-        if threshold is not None:
+        if threshold is not None and threshold != "sqrt":  # sqrt is the default rule
             header["threshold"] = threshold
         writer, recovered = open_durable(ledger_path, resume=resume, header=header)
         sink = writer if recovered is None else ReplaySink(recovered.ledger, writer)
@@ -473,6 +476,10 @@ def run_mechanism(
         mechanism, variant, arithmetic, len(population), len(population.classes), slots
     )
     summary.setup_note = note
+    if release is not None and not release.default:
+        summary.options = f"release options: {release.describe()}"
+    elif threshold is not None:
+        summary.options = f"publication rule: {threshold}"
     summary.recovered = recovered
     releases = None
     if durable and releases_path is not None:

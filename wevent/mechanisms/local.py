@@ -90,22 +90,39 @@ def project_simplex(v: FloatArray) -> FloatArray:
     """The Euclidean projection of ``v`` onto the probability simplex {x >= 0, sum x = 1}: the
     closest frequency vector (Norm-Sub of Wang et al., NDSS 2020; computed by sorting, as in
     Duchi et al., ICML 2008): subtract one constant from every value and clip at 0, the constant
-    chosen so that the result sums to 1."""
+    chosen so that the result sums to 1. ``v`` must be finite and non-empty."""
+    if v.size == 0 or not np.isfinite(v).all():
+        raise BudgetError("the simplex projection needs a non-empty vector of finite values")
     u = np.sort(v)[::-1]
     cumulative = np.cumsum(u) - 1.0
     rank = np.arange(1, len(u) + 1)
-    rho = int(np.flatnonzero(u - cumulative / rank > 0)[-1])
+    positive = np.flatnonzero(u - cumulative / rank > 0)
+    if len(positive) == 0:  # the largest value dwarfs the rest beyond double precision
+        out_max: FloatArray = np.zeros_like(v)
+        out_max[int(np.argmax(v))] = 1.0
+        return out_max
+    rho = int(positive[-1])
     theta = cumulative[rho] / (rho + 1)
     out: FloatArray = np.maximum(v - theta, 0.0)
     return out
 
 
+def _usable(variance: float) -> bool:
+    return math.isfinite(variance) and variance > 0
+
+
 def pooled(first: Estimate, second: Estimate) -> Estimate:
     """Two independent unbiased estimates of the same frequencies, weighted by the inverse of
-    their average variances: unbiased again, with variance ``v1 v2 / (v1 + v2)``, below both."""
+    their average variances: unbiased again, with variance ``v1 v2 / (v1 + v2)``, below both. An
+    estimate whose variance is not a positive finite number is not used (the other is returned;
+    ``second`` when neither is usable)."""
+    if first.freq.shape != second.freq.shape:
+        raise BudgetError(
+            f"cannot pool estimates of {len(first.freq)} and {len(second.freq)} values"
+        )
     v1, v2 = first.variance, second.variance
-    if not math.isfinite(v1) or v1 <= 0 or not math.isfinite(v2) or v2 <= 0:
-        return second if v2 <= v1 else first
+    if not _usable(v1) or not _usable(v2):
+        return first if _usable(v1) and not _usable(v2) else second
     freq: FloatArray = (v2 * first.freq + v1 * second.freq) / (v1 + v2)
     return Estimate(freq, v1 * v2 / (v1 + v2))
 
@@ -120,36 +137,50 @@ class ReleaseOptions:
     * ``post``: ``none`` releases the oracle's unbiased estimate (the papers); ``clip`` sets its
       negative values to 0; ``simplex`` projects it onto the probability simplex
       (`project_simplex`). The post-processed release is the one later slots measure their
-      dissimilarity against, and the one approximated on skipped slots; the dissimilarity's own
-      estimate is post-processed the same way before it is compared (as WEventPLDPCode does;
-      the variance subtracted stays the oracle's, docs/peers.md).
+      dissimilarity against, and the one approximated on skipped slots.
+    * ``project_test``: the publication test's own estimate is post-processed too before its
+      distance to the last release is taken (WEventPLDPCode projects it; the variance
+      subtracted stays the oracle's, benchmarks/peer/utility/README.md). A projected estimate
+      lies within ``2/d`` of any frequency vector (mean squared distance), so when the
+      dissimilarity round's variance per value is ``2/d`` or more the test never publishes;
+      the run's summary counts its publications.
     * ``pool``: at a publishing slot, the release also uses the slot's dissimilarity reports,
       weighted by inverse variance (`pooled`). The reports are different users' (population
       division) or the same users' independent second reports (budget division), all charged
-      before they are drawn. The publication test is the papers' (pooling a release that the
-      test then compares against a smaller error publishes more often, and measured worse).
+      before they are drawn. The publication test stays the papers' (002 Eq. 6, the
+      publication sample's error alone).
     * ``first``: slot 1 publishes whenever its publication budget allows, whatever the test says
       (a choice made before any data is seen).
+
+    ``pool``, ``project_test`` and ``first`` act on the publication test and so do nothing for
+    the allocators without one (lbu, lsp, lpu, plbu publish on a schedule). The proofs of the
+    sound kernels hold for every decision sequence; an unsound variant (``published`` where
+    docs/peers.md or docs/deviations.md says so) is held to its windows by the runtime guard, as
+    without the options.
     """
 
     post: str = "none"
     pool: bool = False
     first: bool = False
+    project_test: bool = False
 
     def __post_init__(self) -> None:
         if self.post not in POST_PROCESSING:
             raise BudgetError(
                 f"unknown post-processing {self.post!r} (expected {', '.join(POST_PROCESSING)})"
             )
+        if self.project_test and self.post == "none":
+            raise BudgetError("project_test post-processes the test's estimate: choose a post")
 
     @property
     def default(self) -> bool:
         return self == ReleaseOptions()
 
     def describe(self) -> str:
-        """``post=simplex, pool, first``; ``papers`` for the defaults."""
+        """``post=simplex, project-test, pool, first``; ``papers`` for the defaults."""
         parts = [] if self.post == "none" else [f"post={self.post}"]
-        parts += [name for name, on in (("pool", self.pool), ("first", self.first)) if on]
+        flags = (("project-test", self.project_test), ("pool", self.pool), ("first", self.first))
+        parts += [name for name, on in flags if on]
         return ", ".join(parts) or "papers"
 
     def finish(self, freq: FloatArray) -> FloatArray:
@@ -162,8 +193,9 @@ class ReleaseOptions:
         return freq
 
     def distance(self, est: Estimate, last: FloatArray) -> float:
-        """The dissimilarity (002 Eq. 4) of the estimate ``est``, post-processed, to ``last``."""
-        if self.post == "none":
+        """The dissimilarity (002 Eq. 4) of the estimate ``est`` to ``last``; of ``est``
+        post-processed with ``project_test``."""
+        if not self.project_test:
             return dissimilarity(est, last)
         return dissimilarity(Estimate(self.finish(est.freq), est.variance), last)
 
