@@ -179,3 +179,34 @@ def test_cli_search_finds_the_counterexample_and_none_with_fixed_requirements() 
     assert "the printed rules fail on this input" in window
     negative = out[out.index("re-declared, negative") :]
     assert "u1,1,1,2,1,2\n  u1,2,2,1,1,1\n  decisions: 0,1" in negative
+
+
+def test_cli_ledger_is_the_log_docs_peers_md_quotes(cex: Path, tmp_path: Path) -> None:
+    """docs/peers.md builds this log through the API (its tests have no analysis/): the script
+    writes exactly these rows."""
+    ledger = tmp_path / "log.csv"
+    done = _script("-r", str(cex), "--decisions", "0,0,1", "--ledger", str(ledger))
+    assert done.returncode == 0, done.stderr
+    rows = [(c.slot, c.amount, c.part) for c in wevent.read_ledger(ledger)]
+    assert rows == [
+        (1, F("0.5"), "dissimilarity"),
+        (2, F(0), "dissimilarity"),
+        (3, F("0.5"), "dissimilarity"),
+        (3, F(1), "publication"),
+    ]
+
+
+def test_dpbd_code_breaks_the_printed_rules_own_counterexample_alike(code: ModuleType) -> None:
+    """DPBD_BACKWARD of tests/test_allocator_soundness.py: the code spends what 001 Algorithm 6
+    spends and breaks the same backward window (0.325 > 0.3)."""
+    pop = code.population_of([((1, 3, "0.9", 3, "0.7"), (2, 2, "0.3", 2, "0.6"))])
+    slots = code.run(pop, [True, False], mechanism="dpbd")
+    verdict = wevent.check(code.ledger_of(pop, slots, "dpbd"), pop)
+    (v,) = verdict.violations
+    assert (v.kind, v.anchor, v.total, v.bound) == ("backward", 2, F("0.325"), F("0.3"))
+    printed = trace_with_guard("dpbd", pop, [True, False], variant="published")
+    assert printed.refusal is not None and printed.refusal.slot == 2
+    assert [s.dissimilarity + s.publication for s in printed.slots] == [
+        (s.dissimilarity[0], s.publication[0]) for s in slots
+    ]
+    assert trace_with_guard("dpbd", pop, [True, False]).ok  # the sound kernel
