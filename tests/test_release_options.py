@@ -339,7 +339,7 @@ def _reports() -> Iterator[list[tuple[int, str, Estimate | None]]]:
         return est
 
     try:
-        local.report = report  # type: ignore[assignment]
+        local.report = report
         for cls in charges:
             cls._charge = charging(cls)  # type: ignore[method-assign]
         yield seen
