@@ -368,8 +368,8 @@ def run_mechanism(
         )
     if release is not None and not release.default and model not in ("local-budget", "population"):
         raise BudgetError(
-            f"--post, --pool and --first-publication apply to the local allocators, not to the "
-            f"central {mechanism}"
+            f"--post, --project-test, --pool and --first-publication apply to the local "
+            f"allocators, not to the central {mechanism}"
         )
     data_path: DataPath | None = None
     if model == "central":
