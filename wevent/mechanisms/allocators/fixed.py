@@ -120,6 +120,42 @@ class FixedState(Generic[V]):
             last_pub=(zero,) * classes,
         )
 
+    def pushed(
+        self,
+        alg: Algebra[V, B],
+        plan: Plan[V, B],
+        published: B,
+        last: V | None = None,
+        last_pub: tuple[V, ...] | None = None,
+    ) -> FixedState[V]:
+        """The state after a slot of ``plan``: its dissimilarity budgets pushed on ``dis``, its
+        publication budgets on ``pub`` if the slot published (0 if not); ``last`` and
+        ``last_pub`` as given (kept when None)."""
+        zero = alg.const(0)
+        return FixedState(
+            dis=tuple(h.push(d) for h, d in zip(self.dis, plan.dissimilarity, strict=True)),
+            pub=tuple(
+                h.push(alg.select(published, p, zero))
+                for h, p in zip(self.pub, plan.publication, strict=True)
+            ),
+            last=self.last if last is None else last,
+            last_pub=self.last_pub if last_pub is None else last_pub,
+        )
+
+    def recorded(self, alg: Algebra[V, B], t: int, plan: Plan[V, B], published: B) -> FixedState[V]:
+        """`pushed`, and a slot that published becomes the last publication: ``last = t`` and
+        ``last_pub`` its publication budgets."""
+        return self.pushed(
+            alg,
+            plan,
+            published,
+            alg.select(published, alg.const(t), self.last),
+            tuple(
+                alg.select(published, p, old)
+                for p, old in zip(plan.publication, self.last_pub, strict=True)
+            ),
+        )
+
 
 class FixedKernel(Generic[V, B]):
     """The kernel of one of ``uniform``, ``sample``, ``bd``, ``ba``, ``pbd``, ``pba``."""
@@ -252,25 +288,12 @@ class FixedKernel(Generic[V, B]):
         return window_clip(self.alg, self.served, state, t, plan)
 
     def step(self, state: FixedState[V], t: int, plan: Plan[V, B], published: B) -> FixedState[V]:
-        alg = self.alg
-        zero = alg.const(0)
-        spent = [alg.select(published, p, zero) for p in plan.publication]
-        dis = tuple(h.push(d) for h, d in zip(state.dis, plan.dissimilarity, strict=True))
-        pub = tuple(h.push(p) for h, p in zip(state.pub, spent, strict=True))
         if self._frozen_last:
             # du-code: l and eps_l keep their start values whatever is published (002
             # Algorithm 2 line 14 sets l = t, and 001 Algorithm 5 lines 6, 19 make t the last
             # non-null publication; the code never updates either).
-            return FixedState(dis=dis, pub=pub, last=state.last, last_pub=state.last_pub)
-        return FixedState(
-            dis=dis,
-            pub=pub,
-            last=alg.select(published, alg.const(t), state.last),
-            last_pub=tuple(
-                alg.select(published, p, old)
-                for p, old in zip(plan.publication, state.last_pub, strict=True)
-            ),
-        )
+            return state.pushed(self.alg, plan, published)
+        return state.recorded(self.alg, t, plan, published)
 
 
 def window_clip(

@@ -168,15 +168,7 @@ class AdaPubKernel(Generic[V, B]):
         return window_clip(self.alg, self.served, state, t, plan)
 
     def step(self, state: FixedState[V], t: int, plan: Plan[V, B], published: B) -> FixedState[V]:
-        alg = self.alg
-        zero = alg.const(0)
-        spent = [alg.select(published, p, zero) for p in plan.publication]
-        return FixedState(
-            dis=tuple(h.push(d) for h, d in zip(state.dis, plan.dissimilarity, strict=True)),
-            pub=tuple(h.push(p) for h, p in zip(state.pub, spent, strict=True)),
-            last=state.last,
-            last_pub=state.last_pub,
-        )
+        return state.pushed(self.alg, plan, published)
 
 
 def adapub_kernel(alg: Algebra[Any, Any], classes: Sequence[ClassReq[Any]], variant: str) -> Any:

@@ -216,14 +216,8 @@ class DsatKernel(Generic[V, B]):
 
     def step(self, state: FixedState[V], t: int, plan: Plan[V, B], published: B) -> FixedState[V]:
         alg = self.alg
-        zero = alg.const(0)
-        spent = [alg.select(published, p, zero) for p in plan.publication]
-        return FixedState(
-            dis=tuple(h.push(d) for h, d in zip(state.dis, plan.dissimilarity, strict=True)),
-            pub=tuple(h.push(p) for h, p in zip(state.pub, spent, strict=True)),
-            last=alg.select(published, alg.add(state.last, alg.const(1)), state.last),
-            last_pub=state.last_pub,
-        )
+        last = alg.select(published, alg.add(state.last, alg.const(1)), state.last)
+        return state.pushed(alg, plan, published, last)
 
 
 def _factory(alg: Algebra[Any, Any], classes: Sequence[ClassReq[Any]], variant: str) -> Any:

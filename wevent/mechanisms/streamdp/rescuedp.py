@@ -223,18 +223,7 @@ class RescueKernel(Generic[V, B]):
         return Plan(no, no, tuple(zero for _ in self.served), tuple(pubs))
 
     def step(self, state: FixedState[V], t: int, plan: Plan[V, B], published: B) -> FixedState[V]:
-        alg = self.alg
-        zero = alg.const(0)
-        spent = [alg.select(published, p, zero) for p in plan.publication]
-        return FixedState(
-            dis=tuple(h.push(d) for h, d in zip(state.dis, plan.dissimilarity, strict=True)),
-            pub=tuple(h.push(p) for h, p in zip(state.pub, spent, strict=True)),
-            last=alg.select(published, alg.const(t), state.last),
-            last_pub=tuple(
-                alg.select(published, p, old)
-                for p, old in zip(plan.publication, state.last_pub, strict=True)
-            ),
-        )
+        return state.recorded(self.alg, t, plan, published)
 
 
 # The data path's constants, the code's (RescueDP_MD.java, its fields).
