@@ -45,7 +45,18 @@ from wevent.mechanisms.allocators.kernel import DynamicClass, FixedClass
 from wevent.mechanisms.allocators.registry import AllocatorError, kernel_for, resolve
 from wevent.proofs.central import prove_allocator
 
-QUICK = GateOptions(w_max=2, classes=2, examples=40, e2e_runs=1, conformance_inputs=6)
+# A small wide search too (its default scope is for benchmarks/bench_gate.py and the `slow`
+# tests of tests/test_gate_suite.py): these tests are about the stages and verdicts.
+QUICK = GateOptions(
+    w_max=2,
+    classes=2,
+    examples=40,
+    e2e_runs=1,
+    conformance_inputs=6,
+    search_runs=20,
+    search_w_max=8,
+    search_horizon=32,
+)
 T = "tests.gate_targets"
 
 
@@ -348,7 +359,10 @@ def _invoke(*args: str) -> Any:
 
 
 def test_cli_gate_pass_json_on_stdout() -> None:
-    result = _invoke("gate", "pbd", "--w-max", "2", "--examples", "30", "--json", "-")
+    result = _invoke(
+        "gate", "pbd", "--w-max", "2", "--examples", "30", "--search-runs", "20",
+        "--search-w-max", "8", "--search-unroll", "32", "--json", "-",
+    )  # fmt: skip
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["verdict"] == "proved" and data["options"]["w_max"] == 2
@@ -389,8 +403,9 @@ def test_cli_gate_unusable_is_one_line_exit_2(args: list[str], message: str) -> 
 
 def test_cli_gate_require_proof_exit_3() -> None:
     result = _invoke(
-        "gate", f"{T}:plain_sound", "--w-max", "2", "--examples", "20", "--require-proof"
-    )
+        "gate", f"{T}:plain_sound", "--w-max", "2", "--examples", "20", "--require-proof",
+        "--search-runs", "10", "--search-w-max", "8", "--search-unroll", "32",
+    )  # fmt: skip
     assert result.exit_code == 3 and "UNPROVED" in result.output
 
 
@@ -427,9 +442,10 @@ def test_cli_trace_third_party_errors_are_one_line(
 
 
 def test_plugin_fixture_passes_and_refutes(wevent_gate: Any) -> None:
-    assert wevent_gate("pbd", w_max=2, examples=30).verdict == "proved"
+    small = {"search_runs": 20, "search_w_max": 8, "search_horizon": 32}
+    assert wevent_gate("pbd", w_max=2, examples=30, **small).verdict == "proved"
     report = wevent_gate(
-        "tests.gate_mutants:absorb_uncapped", expect="refuted", w_max=2, examples=30
+        "tests.gate_mutants:absorb_uncapped", expect="refuted", w_max=2, examples=30, **small
     )
     assert report.counterexample is not None
 
@@ -449,7 +465,9 @@ def test_plugin_command_line_overrides(tmp_path: Path) -> None:
     test = tmp_path / "test_override.py"
     test.write_text(
         "def test_it(wevent_gate):\n"
-        "    report = wevent_gate('uniform', examples=500, stages=('conformance', 'search'))\n"
+        "    report = wevent_gate('uniform', examples=500, stages=('conformance', 'search'),\n"
+        "                         search_runs=10, search_w_max=8,\n"
+        "                         search_horizon=32)\n"
         "    assert report.options['examples'] == 7 and report.options['w_max'] == 1\n",
         encoding="utf-8",
     )
