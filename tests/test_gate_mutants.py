@@ -5,8 +5,10 @@ absorption counts) while accepting those that are sound in exact arithmetic (the
 certificates of `wevent/proofs/certificates` say the same).
 
 Scope in `make test`: windows <= 3 (<= 2 for the built-ins, which `tests/test_allocator_proofs.py`
-proves for w <= 6, and for dynamic schedules), 1..2 classes, 100 search inputs per kind; DPBA's
-gate with its proof (13 s) only under ``-m slow``.
+proves for w <= 6, and for dynamic schedules), 1..2 classes; a wide search of 100 inputs per kind
+with windows <= 16 and runs <= 64 slots (the default scope, w <= 64 and 256 slots, is
+`tests/test_gate_suite.py`'s and benchmarks/bench_gate.py's); RescueDP's gate only under
+``-m slow``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,16 @@ from wevent.cli import cli
 from wevent.gate import GateOptions, GateReport, run_gate
 from wevent.mechanisms.allocators.registry import BUILTIN
 
-OPTIONS = GateOptions(w_max=3, classes=2, examples=100, e2e_runs=1, conformance_inputs=10)
+OPTIONS = GateOptions(
+    w_max=3,
+    classes=2,
+    examples=100,
+    e2e_runs=1,
+    conformance_inputs=10,
+    search_runs=100,
+    search_w_max=16,
+    search_horizon=64,
+)
 
 
 def _gate(target: str, **changes: Any) -> GateReport:
@@ -103,7 +114,7 @@ def test_false_scaling_claim_is_caught_before_the_proof_relies_on_it() -> None:
 def test_gate_accepts_sound_builtins_with_a_proof(name: str) -> None:
     # Windows <= 2 here: tests/test_allocator_proofs.py proves the built-ins for w <= 6; a
     # sixth of the wide search (the default's is benchmarks/bench_gate.py, and `slow` tests).
-    report = _gate(name, w_max=2, search_runs=100)
+    report = _gate(name, w_max=2)
     assert report.verdict == "proved", "\n".join(report.describe())
     assert [s.status for s in report.stages if s.status == "failed"] == []
     assert report.exit_code == 0
