@@ -25,6 +25,19 @@ def test_a_scope_only_bug_hides_from_the_small_scope(target: str) -> None:
 
 @pytest.mark.heavy
 @pytest.mark.parametrize("target", SCOPE_ONLY)
+def test_the_default_wide_search_kills_a_scope_only_bug(target: str) -> None:
+    """The default scope's wide search alone (no proof stage, whose w <= 6 some of these pass)
+    refutes each with a replayable counterexample; the whole default gate is the `slow` test
+    below."""
+    report = run_gate(target, GateOptions(stages=("search",)))
+    assert report.verdict == "refuted", report.describe()
+    assert any(s.status == "failed" for s in report.stages if s.name.startswith("search/"))
+    cex = report.counterexample
+    assert cex is not None and cex.replays()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", SCOPE_ONLY)
 def test_the_default_gate_kills_a_scope_only_bug(target: str) -> None:
     report = run_gate(target, GateOptions())
     assert report.verdict == "refuted", report.describe()
