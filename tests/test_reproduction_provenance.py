@@ -9,11 +9,12 @@ import json
 import re
 import shutil
 import subprocess
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
-from wevent.experiments import docs_tables, provenance
+from wevent.experiments import docs_tables, harness, provenance
 from wevent.experiments.registry import EXPERIMENTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,6 +57,27 @@ def test_committed_results_are_not_stale(name: str) -> None:
         pytest.fail(
             f"{name}: the code no longer gives the committed results; regenerate them with "
             f"`{record['command']}` and update the prose that quotes them\n{shown}"
+        )
+
+
+def test_a_fingerprint_draws_no_plot(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The fingerprint reads results.csv only; drawing the plots was half its time.
+    import matplotlib.figure
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a fingerprint drew a plot")
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", refuse)
+    assert provenance.fingerprint("ldp-ids-volatility").startswith("experiment,")
+    with harness.without_plots():
+        assert not harness.plots_wanted()
+    assert harness.plots_wanted()
+    with pytest.raises(AssertionError, match="drew a plot"):  # the control: outside, it draws
+        harness.write_plots(
+            [harness.Row("e", "lns", "lbd", Fraction(1), 3, "mre", 1.0, 0.0)],
+            Path("unused"),
+            "w",
+            ["3"],
         )
 
 

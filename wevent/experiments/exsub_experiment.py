@@ -36,6 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from wevent.experiments import metrics
+from wevent.experiments.harness import plots_wanted
 from wevent.experiments.stats import Interval, interval
 from wevent.mechanisms.exsub_baselines import TERNARY
 from wevent.mechanisms.exsub_stream import sparse_streams, variance_optimal_weights
@@ -253,7 +254,8 @@ def run_exsub_experiment(out_dir: Path, repeats: int, quick: bool, seed: int) ->
     _write_csv(rows, out_dir / "results.csv")
     _write_runs(rows, out_dir / "runs.csv")
     (out_dir / "table.md").write_text(markdown_table(rows, repeats), encoding="utf-8")
-    _plot(rows, out_dir / "exsub.png")
+    if plots_wanted():
+        _plot(rows, out_dir / "exsub.png")
     return rows
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
@@ -39,7 +41,9 @@ __all__ = [
     "SweepRun",
     "execute",
     "execute_many",
+    "plots_wanted",
     "run_sweep",
+    "without_plots",
     "write_markdown",
     "write_plots",
     "write_results",
@@ -682,13 +686,34 @@ def sweep_groups(axis: str, xs: Sequence[str]) -> list[tuple[str, list[tuple[int
 _AXIS_LABEL = {"epsilon": "ε", "w": "w", "setting": "setting", "eps": "ε"}
 
 
+_PLOTS: ContextVar[bool] = ContextVar("wevent_experiment_plots", default=True)
+
+
+@contextmanager
+def without_plots() -> Iterator[None]:
+    """Experiments run inside the block draw no plots (`provenance.fingerprint` reads only their
+    ``results.csv``; drawing was half of a tiny-size run's time)."""
+    token = _PLOTS.set(False)
+    try:
+        yield
+    finally:
+        _PLOTS.reset(token)
+
+
+def plots_wanted() -> bool:
+    """False inside `without_plots`."""
+    return _PLOTS.get()
+
+
 def write_plots(
     rows: Sequence[Row], out_dir: Path, axis: str, xs: Sequence[str], *, log: bool = True
 ) -> list[Path]:
     """One PNG per metric: a panel per dataset (and per sweep of a ``setting`` axis, one row
     each), a line per mechanism over the swept values with the 95% intervals as error bars, and
     the legend below the panels, off the data. A panel whose sweep did not run on its dataset
-    (a `Point` with ``datasets``) is left blank."""
+    (a `Point` with ``datasets``) is left blank. None inside `without_plots`."""
+    if not plots_wanted():
+        return []
     import matplotlib
 
     matplotlib.use("Agg")

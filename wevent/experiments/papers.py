@@ -22,7 +22,7 @@ from pathlib import Path
 from wevent.accounting.budget import format_exact
 from wevent.accounting.population import Population
 from wevent.experiments import metrics
-from wevent.experiments.harness import Point, RunResult, Size, Sweep, run_sweep
+from wevent.experiments.harness import Point, RunResult, Size, Sweep, plots_wanted, run_sweep
 from wevent.experiments.populations import (
     budget_ratio_population,
     pldp_population,
@@ -388,7 +388,8 @@ def roc_experiment(
             for f, t in zip(roc.fpr.tolist(), roc.tpr.tolist(), strict=True):
                 fh.write(f"{dataset},{mech},{f!r},{t!r}\n")
     files.append(points)
-    files.append(_roc_plot(curves, out_dir / "roc.png"))
+    if plots_wanted():
+        files.append(_roc_plot(curves, out_dir / "roc.png"))
     return files
 
 

@@ -70,12 +70,13 @@ _PACKAGE = Path(__file__).resolve().parent.parent  # the wevent package director
 
 
 def fingerprint(experiment: str) -> str:
-    """The tiny-size ``results.csv`` of ``experiment`` (seed 0, one repeat, quick points). An
-    experiment that cannot run at that size is an `InputError` saying so."""
+    """The tiny-size ``results.csv`` of ``experiment`` (seed 0, one repeat, quick points; no
+    plots drawn). An experiment that cannot run at that size is an `InputError` saying so."""
+    from wevent.experiments.harness import without_plots
     from wevent.experiments.registry import EXPERIMENTS, run_experiment
 
     sized = EXPERIMENTS[experiment].sized is not None
-    with tempfile.TemporaryDirectory(prefix="wevent-fingerprint-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="wevent-fingerprint-") as tmp, without_plots():
         out = Path(tmp)
         try:
             if sized:
