@@ -63,7 +63,7 @@ def test_example_allocator_gated_by_entry_point_name(env: dict[str, str], tmp_pa
     junit, report = tmp_path / "gate.xml", tmp_path / "gate.json"
     done = _run(
         ["-m", "wevent", "gate", "thrifty", "--examples", "60", "--junit", str(junit),
-         "--json", str(report)],
+         "--json", str(report), "--search-runs", "50", "--search-w-max", "16"],
         env,
         tmp_path,
     )  # fmt: skip
