@@ -15,8 +15,9 @@ Slots count from 1; a fixed requirement ``(w, eps)`` is the declaration B = F = 
   publication budget to the class's backward history whether it published or skipped
   (DPWSM:66-73, 185; DPBA:148). The history is indexed by *record*, not by slot: "the last
   w_B - 1 entries" (BackwardHistoricalStream.java:41-56) reach back past nullified slots.
-  Here it is a fixed-length tuple, newest first, shifted by ``alg.select`` when the slot
-  records; its length covers the longest sum the rules take (the code keeps the largest
+  Here it is kept as the sums of the newest 1, 2, ..., L records (a fixed-length tuple, each
+  entry updated by ``alg.select`` when the slot records, so "the last n" is one lookup); L
+  covers the longest sum the rules take (the code keeps the largest
   configured window plus one entries, ``_config/Constant.java:60``, which never binds).
 * Dissimilarity (both): ``min( min over elements of E_F / (2 w_F), max(E_B / 2 - the last
   w_B - 1 recorded dissimilarity budgets, 0) )`` (DPWSM:85-95, ForwardImpactStreamTools.java:
@@ -72,9 +73,9 @@ _RULES: Final = {"dpbd": "distribution", "dpba": "absorption"}
 
 @dataclass(frozen=True, slots=True)
 class DuCodeDynamicState(Generic[V]):
-    """Per class: the recorded dissimilarity and candidate budgets (newest first, a fixed
-    length, 0 past what was recorded) and the recorded candidates by slot (0 where nothing was
-    recorded), whose sums are DPBA's usages."""
+    """Per class: the sums of the newest 1, 2, ..., L recorded dissimilarity and candidate
+    budgets (fewer records count as 0) and the recorded candidates by slot (0 where nothing
+    was recorded), whose sums are DPBA's usages."""
 
     calc: tuple[tuple[V, ...], ...]
     pub: tuple[tuple[V, ...], ...]
@@ -100,12 +101,10 @@ def _declarations(c: ClassReq[V]) -> tuple[Decl[V], ...]:
     return (Decl(1, c.w, c.eps, c.w, c.eps),)  # the step's four arguments for a fixed (w, eps)
 
 
-def _last(alg: Algebra[V, B], history: tuple[V, ...], count: int) -> V:
-    """The sum of the newest ``count`` recorded entries (BackwardHistoricalStream.java:41-56)."""
-    total = alg.const(0)
-    for value in history[: max(count, 0)]:
-        total = alg.add(total, value)
-    return total
+def _last(alg: Algebra[V, B], sums: tuple[V, ...], count: int) -> V:
+    """The sum of the newest ``count`` recorded entries (BackwardHistoricalStream.java:41-56),
+    from the sums of the newest 1, 2, ..., L."""
+    return sums[count - 1] if count > 0 else alg.const(0)
 
 
 def _ceil(alg: Algebra[V, B], x: V) -> V:
@@ -211,9 +210,10 @@ class DuCodeDynamicKernel(Generic[V, B]):
         zero = alg.const(0)
         records = alg.not_(plan.nullified)
 
-        def shifted(history: tuple[V, ...], value: V) -> tuple[V, ...]:
-            new = (value, *history[:-1])
-            return tuple(alg.select(records, a, b) for a, b in zip(new, history, strict=True))
+        def shifted(sums: tuple[V, ...], value: V) -> tuple[V, ...]:
+            """The sums of the newest 1..L after ``value`` is recorded, if the slot records."""
+            new = (value, *(alg.add(value, x) for x in sums[:-1]))
+            return tuple(alg.select(records, a, b) for a, b in zip(new, sums, strict=True))
 
         calc, pub, usage = [], [], []
         for i, s in enumerate(self._sched):
