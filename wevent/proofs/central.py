@@ -72,10 +72,10 @@ from wevent.mechanisms.allocators.api import Allocator as AllocatorLike
 from wevent.mechanisms.allocators.api import AllocatorSpec
 from wevent.mechanisms.allocators.fixed import FixedState
 from wevent.mechanisms.allocators.kernel import (
+    VARIANTS,
     ClassReq,
     Decl,
     DynamicClass,
-    VARIANTS,
     FixedClass,
     Prefix,
     published_now,
