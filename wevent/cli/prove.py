@@ -144,7 +144,7 @@ def primitive_cmd(name: str, domain: int, json_out: str | None) -> None:
     default="sound",
     show_default=True,
     help="'published' is the papers' pseudo-code as printed (docs/deviations.md); 'du-code' "
-    "(bd, ba, pbd, pba) the rules of Du et al.'s public code, 'streamdp-code' (dsat) those of "
+    "(bd, ba, pbd, pba, dpbd, dpba) the rules of Du et al.'s public code, 'streamdp-code' (dsat) those of "
     "streamdp-benchmark (docs/peers.md).",
 )
 @click.option(
