@@ -1,6 +1,6 @@
 """dpba and dpbd ``--variant du-code`` (`wevent.mechanisms.allocators.dynamic_du_code`) against the
 independent restatement of the same Java step, `analysis/du_code_dynamic.CodeRun` (exact
-arithmetic, the runners' bound: the largest over users).
+arithmetic, the largest nullification bound over users, the one the runners construct).
 
 * The cross-check: on random small populations (1-3 classes, fixed or dynamic with one or two
   declarations) and random decisions, the kernel's per-slot, per-class dissimilarity budget,
@@ -59,16 +59,19 @@ def code() -> Iterator[ModuleType]:
 
 BUDGETS = tuple(wevent.Budget(x) for x in ("1", "2", "0.5", "0.3"))
 _window = st.integers(1, 3)
+# Forward windows up to 6 with backward ones up to 3: the kept record history must cover the
+# longer direction (the runners pair w_B = 1 with w_F of 40 to 200).
+_forward = st.integers(1, 6)
 _budget = st.sampled_from(BUDGETS)
 
 
 def _requirement(draw: st.DrawFn) -> Requirement:
     if draw(st.booleans()):
         return Fixed(draw(_window), draw(_budget))
-    decls = [Declaration(1, draw(_window), draw(_budget), draw(_window), draw(_budget))]
+    decls = [Declaration(1, draw(_window), draw(_budget), draw(_forward), draw(_budget))]
     if draw(st.booleans()):
         slot = draw(st.integers(2, 6))
-        decls.append(Declaration(slot, draw(_window), draw(_budget), draw(_window), draw(_budget)))
+        decls.append(Declaration(slot, draw(_window), draw(_budget), draw(_forward), draw(_budget)))
     return Dynamic(tuple(decls))
 
 
@@ -92,7 +95,7 @@ def cases(draw: st.DrawFn) -> Case:
         req = _requirement(draw)
         if req not in reqs:  # equal requirements are one class
             reqs.append(req)
-    decisions = draw(st.lists(st.booleans(), min_size=1, max_size=9))
+    decisions = draw(st.lists(st.booleans(), min_size=1, max_size=12))
     return Case(mechanism, tuple(reqs), tuple(decisions))
 
 
@@ -183,6 +186,22 @@ def test_peers_counterexample_spends_one_and_a_half_in_the_backward_window(
         assert trace_with_guard("dpba", pop, [False, False, True], variant=variant).ok
 
 
+def test_dpbd_code_breaks_a_window_the_printed_rules_keep(code: ModuleType) -> None:
+    """docs/peers.md: a declaration made at slot 3, empty before it, whose backward window the
+    code's recorded candidates (skipped ones, a negative one) overfill; the printed rules and the
+    sound kernel keep it. CodeRun spends the same."""
+    req = _dyn((1, 2, "1", 4, "1"), (3, 3, "0.5", 4, "1.5"))
+    case = Case("dpbd", (req,), (False, False, False, True, True))
+    assert mismatch(code, case) is None
+    result = trace_with_guard("dpbd", case.population, case.decisions, variant="du-code")
+    assert result.failed_slot == 5 and result.refusal is not None
+    assert "backward window [3, 5] already spent 0.375, asked 0.1875, bound 0.5" in str(
+        result.refusal
+    )
+    for variant in ("published", "sound"):
+        assert trace_with_guard("dpbd", case.population, case.decisions, variant=variant).ok
+
+
 def test_variant_is_listed_and_refused_elsewhere() -> None:
     from wevent.mechanisms.allocators.registry import BUILTIN
 
@@ -218,6 +237,14 @@ class _NullifiedRecords(DuCodeDynamicKernel[Any, Any]):
         return super().step(state, t, replace(plan, nullified=self.alg.truth(False)), published)
 
 
+class _ShortHistory(DuCodeDynamicKernel[Any, Any]):
+    """Keeps records for the longest backward window only (the forward sums then stop short)."""
+
+    def __init__(self, name: str, alg: Algebra[Any, Any], classes: Any) -> None:
+        super().__init__(name, alg, classes)
+        self._length = max(d.w_back for s in self._sched for d in s.decls)
+
+
 class _ClipsAtZero(DuCodeDynamicKernel[Any, Any]):
     """Clips the candidate at zero (the code does not)."""
 
@@ -235,12 +262,14 @@ def _subclass(cls: type[DuCodeDynamicKernel[Any, Any]]) -> KernelMaker:
 
 
 _CEIL = dynamic_du_code._ceil
+_LAST = dynamic_du_code._last
 MUTANTS = (
     "no ceil",
     "paper's clock",
     "skipped recorded as 0",
     "nullified recorded",
     "clip at zero",
+    "history of w_B only",
 )
 
 
@@ -276,6 +305,8 @@ WITNESSES: dict[str, Case] = {
         (Fixed(1, wevent.Budget(1)), _dyn((1, 1, "1", 1, "1"), (2, 2, "0.5", 1, "1"))),
         (False, False),
     ),
+    # the runners' shape: B:(1, 1) F:(4, 1); slot 4's forward sum reaches three records back
+    "history of w_B only": Case("dpbd", (_dyn((1, 1, "1", 4, "1")),), (True, True, True, True)),
 }
 
 
@@ -292,6 +323,11 @@ def _mutated(mutant: str, monkeypatch: pytest.MonkeyPatch) -> KernelMaker:
         return _subclass(_NullifiedRecords)
     elif mutant == "clip at zero":
         return _subclass(_ClipsAtZero)
+    elif mutant == "history of w_B only":  # sums what it kept, as a capped history does
+        monkeypatch.setattr(
+            dynamic_du_code, "_last", lambda alg, sums, n: _LAST(alg, sums, min(n, len(sums)))
+        )
+        return _subclass(_ShortHistory)
     return _builtin
 
 

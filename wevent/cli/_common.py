@@ -261,7 +261,8 @@ def scope_options(f: Callable[..., Any]) -> Callable[..., Any]:
         default=None,
         metavar="W",
         help=f"Every window size 1..W [default: {DEFAULT_W_MAX}; for the dynamic kernels "
-        f"dpbd and dpba {INDUCTION_DEFAULT_W_MAX}, proved by induction for every horizon, as "
+        f"dpbd and dpba {INDUCTION_DEFAULT_W_MAX}, proved by induction for every horizon "
+        "(their sound and published variants; du-code has bounded proofs only), as "
         "their shapes grow as W^4 per class: prove allocator takes a larger W, the gate's proof "
         "stays at that bound and its search goes on to W].",
     )(f)

@@ -210,7 +210,7 @@ def allocator_cmd(
     A proof covers every population of 1..--classes classes with windows <= --w-max for
     --unroll slots, or every horizon with --unbounded. A bounded dynamic scope too large to
     enumerate (over 5,000 cases) is proved by the one-slot induction, which covers every
-    horizon; the output says so. A counterexample is printed as a requirements CSV and a
+    horizon (sound and published variants; du-code is enumerated); the output says so. A counterexample is printed as a requirements CSV and a
     --decisions string that `wevent trace` replays to the same failure. Your own allocator:
     `wevent gate module:attribute` proves it.
 

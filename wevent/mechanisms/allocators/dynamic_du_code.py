@@ -28,8 +28,9 @@ Slots count from 1; a fixed requirement ``(w, eps)`` is the declaration B = F = 
   (ForwardImpactStreamAbsorption.java:12-16; the element's clock counts from 0, so a fresh
   element's border is ``s - 2``, ImpactElementAbsorption.java:9-14). ``ceil(x) = -floor(-x)``.
 * DPBA's nullification: the slot t is nullified iff ``t <= `` the largest border over every
-  element of every user (DPBA:110-128, 139-144 with the runners' ``MaximalNullifiedBound``):
-  an OR over classes. The code's other bounds (average, min over users) are no variant here.
+  element of every user (DPBA:110-128, 139-144 with ``MaximalNullifiedBound``, the bound the
+  repository's runners construct DPBA with; they call another step, which never nullifies, and
+  only the repository's JUnit test calls this one, with the average bound): an OR over classes. The code's other bounds (average, min over users) are no variant here.
   A nullified slot returns at once: nothing is recorded.
 * DPBA's candidate: ``min( min(max(0, max over elements (t - border) E_F / (2 w_F)), min over
   elements (E_F / 2 - usage)), E_B / 2 - the last w_B - 1 recorded candidates )`` (DPBA:52-79),
@@ -150,7 +151,8 @@ class DuCodeDynamicKernel(Generic[V, B]):
         return DuCodeDynamicState(
             calc=(empty,) * n,
             pub=(empty,) * n,
-            usage=tuple(Prefix(self.alg, self._max_fwd) for _ in range(n)),
+            # (as long as the records: a proof's state digest reads back the longest window)
+            usage=tuple(Prefix(self.alg, self._length) for _ in range(n)),
         )
 
     def _elements(self, s: _Schedule[V], t: int) -> list[tuple[int, int]]:
