@@ -42,8 +42,8 @@ DynamicPersonalizedWindowSizeMechanism.java``, ``DPBA`` its subclass
 * Recording: a slot that is not nullified appends (dissimilarity, candidate) to every user's
   backward history whether it published or not (DPWSM:66-73, 185; DPBA:148), keeping at most
   ``MAX_BACKWARD_WINDOW_SIZE`` entries (BackwardHistoricalStream.java:27-39; the runners' value
-  is the largest configured window plus one, ``_config/Constant.java:60``: here the largest w_B
-  of the input plus one, so it never binds); DPBA then adds the candidate to the usage of every
+  is the largest configured window plus one, ``_config/Constant.java:60``: here the largest
+  window of the input, backward or forward, plus one, so it never binds); DPBA then adds the candidate to the usage of every
   element, subtracts it from the remainder and sets the border to ``ceil(usage / (E_F / (2
   w_F))) + slot of the element - 1`` (DPBA:45-49, 149; ForwardImpactStreamAbsorption.java:12-16;
   ImpactElementAbsorption.java:19-23).
@@ -164,10 +164,15 @@ class CodeRun(Generic[N]):
         self.zero: N = num(Fraction(0))
         self.states: dict[str, UserState[N]] = {u: UserState[N]() for u in self.users}
         self.t = 0
-        back = [
-            d.w_back for u in self.users for d in _declarations(population.requirement_of(u), u)
+        # Constant.java:60: the largest configured window plus one (the runners draw backward
+        # and forward windows from one configured list), so it never binds on this input: the
+        # longest sum is w_B - 1 entries back, t - s <= w_F - 1 forward (DPBD).
+        windows = [
+            max(d.w_back, d.w_fwd)
+            for u in self.users
+            for d in _declarations(population.requirement_of(u), u)
         ]
-        self.max_back = max(back) + 1  # Constant.java:60: never binds on this input
+        self.max_back = max(windows) + 1
 
     def _record(self, state: UserState[N], calc: N, cand: N) -> None:
         state.calc.append(calc)

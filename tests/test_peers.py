@@ -55,6 +55,7 @@ F = Fraction
 ALG = ExactAlgebra()
 W2 = Population({"u1": Fixed(2, Budget(1))})  # the smallest case: w = 2, eps = 1
 PEERS = ("bd", "ba", "pbd", "pba")
+DYNAMIC_PEERS = ("dpbd", "dpba")  # their own kernel: tests/test_du_code_kernel.py
 STREAMDP_CODE_NAMES = ("dsat",)
 GATE = GateOptions(w_max=2, classes=2, examples=40, e2e_runs=1, conformance_inputs=10)
 
@@ -76,7 +77,7 @@ def _spends(
 # ---------------------------------------------------------------------------- selection
 
 
-def test_du_code_is_a_variant_of_bd_ba_pbd_pba_only_and_sound_stays_the_default() -> None:
+def test_du_code_is_a_variant_of_du_et_al_s_allocators_only_and_sound_stays_the_default() -> None:
     # streamdp-benchmark's mechanisms: the sound variant, and the code's rule where it is a
     # small, refutable change (dsat); adapub keeps the clip-free rule as `published`
     streamdp: dict[str, tuple[str, ...]] = {
@@ -85,7 +86,8 @@ def test_du_code_is_a_variant_of_bd_ba_pbd_pba_only_and_sound_stays_the_default(
         "adapub": VARIANTS,
     }
     for name, spec in BUILTIN.items():
-        expected: tuple[str, ...] = (*VARIANTS, DU_CODE) if name in PEERS else VARIANTS
+        peer = name in PEERS or name in DYNAMIC_PEERS
+        expected: tuple[str, ...] = (*VARIANTS, DU_CODE) if peer else VARIANTS
         expected = streamdp.get(name, expected)
         if name in STREAMDP_CODE_NAMES:  # streamdp-benchmark's rule instead of the paper's
             expected = ("sound", STREAMDP_CODE)
@@ -93,7 +95,7 @@ def test_du_code_is_a_variant_of_bd_ba_pbd_pba_only_and_sound_stays_the_default(
         assert spec.variants[0] == "sound"
     assert (*VARIANTS, DU_CODE, STREAMDP_CODE) == VARIANT_CHOICES  # what --variant offers
     fixed = [FixedClass(2, F(1))]
-    for name in ("uniform", "sample", "lba", "lbd", "dpbd", "dpba"):
+    for name in ("uniform", "sample", "lba", "lbd"):
         with pytest.raises(BudgetError, match=f"{name}: no variant 'du-code'"):
             kernel_for(name, ALG, fixed, DU_CODE)
     with pytest.raises(BudgetError, match=r"unknown variant 'x' \(expected sound or published\)"):

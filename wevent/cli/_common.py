@@ -205,7 +205,7 @@ def requirements_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 # The budget kernels' variants (`wevent.mechanisms.allocators.kernel`: VARIANTS, then DU_CODE,
-# which only bd, ba, pbd and pba accept, and STREAMDP_CODE, which dsat accepts); written out so the command line starts without
+# which only bd, ba, pbd, pba, dpbd and dpba accept, and STREAMDP_CODE, which dsat accepts); written out so the command line starts without
 # importing the kernels (tests/test_peers.py holds the two equal).
 VARIANT_CHOICES = ("sound", "published", "du-code", "streamdp-code")
 
@@ -225,7 +225,7 @@ def variant_options(f: Callable[..., Any]) -> Callable[..., Any]:
         default="sound",
         show_default=True,
         help="'published' runs the papers' pseudo-code as printed (unsound for dpbd/dpba after "
-        "a requirement change); see docs/deviations.md. 'du-code' (bd, ba, pbd, pba) runs the "
+        "a requirement change); see docs/deviations.md. 'du-code' (bd, ba, pbd, pba, dpbd, dpba) runs the "
         "rules of Du et al.'s public code, 'streamdp-code' (dsat) those of streamdp-benchmark; "
         "see docs/peers.md.",
     )(f)
@@ -261,7 +261,8 @@ def scope_options(f: Callable[..., Any]) -> Callable[..., Any]:
         default=None,
         metavar="W",
         help=f"Every window size 1..W [default: {DEFAULT_W_MAX}; for the dynamic kernels "
-        f"dpbd and dpba {INDUCTION_DEFAULT_W_MAX}, proved by induction for every horizon, as "
+        f"dpbd and dpba {INDUCTION_DEFAULT_W_MAX}, proved by induction for every horizon "
+        "(their sound and published variants; du-code has bounded proofs only), as "
         "their shapes grow as W^4 per class: prove allocator takes a larger W, the gate's proof "
         "stays at that bound and its search goes on to W].",
     )(f)

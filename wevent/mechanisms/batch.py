@@ -23,7 +23,8 @@ run (`wevent run`, `wevent.experiments.running.run_mechanism`) is the one to aud
   exact arithmetic, up to 2 classes, w <= 6, 18 slots, and a search up to w = 64 without a
   violation). A batch has no guard, so a variant that can overspend (du-code ba and pba, which
   the gate refutes and whose exact run the guard refuses at slot 2 or 3; the published dpbd
-  and dpba after a requirement change) would run on unchecked: it is refused before any slot,
+  and dpba, and DynamicWEventCode's (du-code dpbd and dpba), after a requirement change)
+  would run on unchecked: it is refused before any slot,
   with the variants accepted. So are an unknown name (the registry's error, with its "did you
   mean"), a third-party ``module:attribute`` or entry point
   (`wevent.experiments.harness.execute_many` runs many seeds of it exactly), another model, and
@@ -137,7 +138,7 @@ NEAR_ZERO_FLOOR: Final = 2.0**-8
 # The variants `wevent gate ALLOCATOR --variant V` proves (PROVED, exact arithmetic) besides
 # ``sound`` (module docstring, "Allocators and variants"); every other allocator runs its
 # ``sound`` variant only. Refuted: du-code ba and pba (window [1, 2] holds 5/4 of eps = 1), the
-# published dpbd and dpba (after a requirement change).
+# published and the du-code dpbd and dpba (after a requirement change).
 SOUND_VARIANTS: Final[dict[str, tuple[str, ...]]] = {
     "uniform": ("sound", "published"),
     "sample": ("sound", "published"),

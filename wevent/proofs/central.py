@@ -72,6 +72,7 @@ from wevent.mechanisms.allocators.api import Allocator as AllocatorLike
 from wevent.mechanisms.allocators.api import AllocatorSpec
 from wevent.mechanisms.allocators.fixed import FixedState
 from wevent.mechanisms.allocators.kernel import (
+    VARIANTS,
     ClassReq,
     Decl,
     DynamicClass,
@@ -564,12 +565,14 @@ def _prove_checked(
             raise BudgetError("--unbounded (induction) is for exact arithmetic")
         if allocator is not None and allocator is not ALLOCATORS.get(mechanism):
             raise BudgetError("--unbounded (induction) is for the built-in kernels")
+        if alloc.requirement == "dynamic" and not _dynamic_induction_serves(variant):
+            raise BudgetError(_NO_DYNAMIC_INDUCTION.format(name=alloc.name, variant=variant))
         if alloc.requirement == "dynamic":
             return _prove_dynamic_inductive(alloc, variant, scope, progress, workers)
         return _prove_inductive(alloc, variant, scope, progress)
     if arithmetic == "float":
         return _prove_explicit(alloc, variant, scope, progress, mechanism)
-    if _induction_covers(alloc, allocator, mechanism, scope):
+    if _induction_covers(alloc, allocator, mechanism, scope, variant):
         # The bounded scope has too many cases to enumerate; the induction proves the same
         # theorem for every horizon (so for this one) at a fraction of the cost.
         proof = _prove_dynamic_inductive(alloc, variant, scope, progress, workers)
@@ -701,14 +704,33 @@ def bounded_case_count(alloc: AllocatorLike, scope: Scope) -> int:
     return total
 
 
+# The dynamic induction builds `DynamicKernel` states (`wevent.proofs.dynamic`): the sound and
+# published variants. du-code's kernel keeps another state (records, not slots:
+# `wevent.mechanisms.allocators.dynamic_du_code`) and is proved or refuted bounded only.
+_NO_DYNAMIC_INDUCTION = (
+    "{name} --variant {variant}: the dynamic induction (--unbounded) builds the states of the "
+    "sound and published kernels; this variant keeps another state and has bounded proofs only "
+    "(drop --unbounded)"
+)
+
+
+def _dynamic_induction_serves(variant: str) -> bool:
+    return variant in VARIANTS
+
+
 def _induction_covers(
-    alloc: AllocatorLike, allocator: AllocatorLike | None, mechanism: str, scope: Scope
+    alloc: AllocatorLike,
+    allocator: AllocatorLike | None,
+    mechanism: str,
+    scope: Scope,
+    variant: str = "sound",
 ) -> bool:
     """A bounded request the induction answers instead: a built-in dynamic kernel whose bounded
     scope is larger than `BOUNDED_DYNAMIC_CASES_MAX`."""
     builtin = allocator is None or allocator is ALLOCATORS.get(mechanism)
     return (
         builtin
+        and _dynamic_induction_serves(variant)
         and alloc.requirement == "dynamic"
         and bounded_case_count(alloc, scope) > BOUNDED_DYNAMIC_CASES_MAX
     )

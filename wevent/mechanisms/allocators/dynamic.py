@@ -48,7 +48,9 @@ from typing import Any, Final, Generic, TypeVar
 
 from wevent.mechanisms.allocators.algebra import Algebra, vmax, vmin
 from wevent.mechanisms.allocators.api import AllocatorError, AllocatorSpec, KernelFactory
+from wevent.mechanisms.allocators.dynamic_du_code import DuCodeDynamicKernel
 from wevent.mechanisms.allocators.kernel import (
+    DU_CODE,
     VARIANTS,
     ClassReq,
     Decl,
@@ -275,11 +277,19 @@ def _room(
 
 def _factory(name: str) -> KernelFactory:
     def factory(alg: Algebra[Any, Any], classes: Sequence[ClassReq[Any]], variant: str) -> Any:
-        kernel: Kernel[Any, Any, Any] = DynamicKernel(name, alg, classes, variant)
+        kernel: Kernel[Any, Any, Any]
+        if variant == DU_CODE:  # DynamicWEventCode's step (`dynamic_du_code`)
+            kernel = DuCodeDynamicKernel(name, alg, classes)
+        else:
+            kernel = DynamicKernel(name, alg, classes, variant)
         return kernel
 
     return factory
 
+
+# The variants of both: the sound and printed rules (`DynamicKernel`) and DynamicWEventCode's own
+# step (``du-code``, `wevent.mechanisms.allocators.dynamic_du_code`: unsound, refuted by the gate).
+DYNAMIC_VARIANTS: Final = (*VARIANTS, DU_CODE)
 
 # The family's specs. DPBA's absorption counts divide spends by the forward budgets (``divides``:
 # its proof fixes forward budgets to ratios of the first, `wevent.proofs.dynamic.budget_cases`).
@@ -290,7 +300,7 @@ SPECS: Final = (
         "per-class",
         "dynamic distribution (001 Algorithm 6)",
         _factory("dpbd"),
-        variants=VARIANTS,
+        variants=DYNAMIC_VARIANTS,
     ),
     AllocatorSpec(
         "dpba",
@@ -299,6 +309,6 @@ SPECS: Final = (
         "dynamic absorption (001 Algorithm 7)",
         _factory("dpba"),
         divides=True,
-        variants=VARIANTS,
+        variants=DYNAMIC_VARIANTS,
     ),
 )
