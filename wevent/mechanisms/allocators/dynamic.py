@@ -59,6 +59,7 @@ from wevent.mechanisms.allocators.kernel import (
     Plan,
     Prefix,
     check_variant,
+    pushed_histories,
 )
 
 __all__ = ["SPECS", "DynamicKernel", "DynamicState", "as_dynamic"]
@@ -165,15 +166,8 @@ class DynamicKernel(Generic[V, B]):
     def step(
         self, state: DynamicState[V], t: int, plan: Plan[V, B], published: B
     ) -> DynamicState[V]:
-        alg = self.alg
-        zero = alg.const(0)
-        return DynamicState(
-            dis=tuple(h.push(x) for h, x in zip(state.dis, plan.dissimilarity, strict=True)),
-            pub=tuple(
-                h.push(alg.select(published, x, zero))
-                for h, x in zip(state.pub, plan.publication, strict=True)
-            ),
-        )
+        dis, pub = pushed_histories(self.alg, state.dis, state.pub, plan, published)
+        return DynamicState(dis=dis, pub=pub)
 
 
 # ---------------------------------------------------------------------- one class

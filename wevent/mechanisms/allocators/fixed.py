@@ -57,6 +57,7 @@ from wevent.mechanisms.allocators.kernel import (
     Prefix,
     check_variant,
     fixed_classes,
+    pushed_histories,
     uniform_class,
 )
 
@@ -131,13 +132,10 @@ class FixedState(Generic[V]):
         """The state after a slot of ``plan``: its dissimilarity budgets pushed on ``dis``, its
         publication budgets on ``pub`` if the slot published (0 if not); ``last`` and
         ``last_pub`` as given (kept when None)."""
-        zero = alg.const(0)
+        dis, pub = pushed_histories(alg, self.dis, self.pub, plan, published)
         return FixedState(
-            dis=tuple(h.push(d) for h, d in zip(self.dis, plan.dissimilarity, strict=True)),
-            pub=tuple(
-                h.push(alg.select(published, p, zero))
-                for h, p in zip(self.pub, plan.publication, strict=True)
-            ),
+            dis=dis,
+            pub=pub,
             last=self.last if last is None else last,
             last_pub=self.last_pub if last_pub is None else last_pub,
         )

@@ -36,6 +36,7 @@ __all__ = [
     "Plan",
     "Prefix",
     "classes_of",
+    "pushed_histories",
     "scaled_classes",
     "uniform_class",
 ]
@@ -160,6 +161,25 @@ class Prefix(Generic[V]):
         if b < max(a, 1):
             return self._alg.const(0)
         return self._alg.sub(self._upto(b), self._upto(max(a, 1) - 1))
+
+
+def pushed_histories(
+    alg: Algebra[V, B],
+    dis: tuple[Prefix[V], ...],
+    pub: tuple[Prefix[V], ...],
+    plan: Plan[V, B],
+    published: B,
+) -> tuple[tuple[Prefix[V], ...], tuple[Prefix[V], ...]]:
+    """Per class, the dissimilarity history with the slot's dissimilarity budget pushed, and the
+    publication history with its publication budget if the slot published (0 if not)."""
+    zero = alg.const(0)
+    return (
+        tuple(h.push(d) for h, d in zip(dis, plan.dissimilarity, strict=True)),
+        tuple(
+            h.push(alg.select(published, p, zero))
+            for h, p in zip(pub, plan.publication, strict=True)
+        ),
+    )
 
 
 def classes_of(population: Population, mechanism: str) -> list[ClassReq[Fraction]]:
