@@ -68,17 +68,24 @@ def test_a_fingerprint_draws_no_plot(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("a fingerprint drew a plot")
 
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", refuse)
-    assert provenance.fingerprint("ldp-ids-volatility").startswith("experiment,")
+    # a sweep (write_plots), the ROC experiment and ExSub's: each draws its plots its own way
+    for name in ("ldp-ids-volatility", "roc", "exsub"):
+        assert provenance.fingerprint(name).startswith("experiment,"), name
     with harness.without_plots():
         assert not harness.plots_wanted()
     assert harness.plots_wanted()
-    with pytest.raises(AssertionError, match="drew a plot"):  # the control: outside, it draws
-        harness.write_plots(
-            [harness.Row("e", "lns", "lbd", Fraction(1), 3, "mre", 1.0, 0.0)],
-            Path("unused"),
-            "w",
-            ["3"],
-        )
+    import matplotlib.pyplot as plt
+
+    try:
+        with pytest.raises(AssertionError, match="drew a plot"):  # the control: outside, it draws
+            harness.write_plots(
+                [harness.Row("e", "lns", "lbd", Fraction(1), 3, "mre", 1.0, 0.0)],
+                Path("unused"),
+                "w",
+                ["3"],
+            )
+    finally:
+        plt.close("all")
 
 
 def test_fingerprints_compare_numbers_to_a_relative_tolerance() -> None:

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -51,21 +52,28 @@ def test_no_slots_is_nan() -> None:
 
 
 class _FakeTime:
-    """Stands for the `time` module inside `timing`: a clock that moves 1 ns a reading and by
-    whatever `sleep` is told, so what a test times does not depend on the machine's load."""
+    """Stands for the `time` module inside `timing`: a wall clock and a thread CPU clock that
+    each move 1 ns a reading; `sleep` moves the wall clock only (waiting), `work` both (running),
+    so what a test times does not depend on the machine's load."""
 
     def __init__(self) -> None:
-        self.now = 0
+        self.wall = 0
+        self.cpu = 0
 
     def perf_counter_ns(self) -> int:
-        self.now += 1
-        return self.now
+        self.wall += 1
+        return self.wall
 
     def thread_time_ns(self) -> int:
-        return self.perf_counter_ns()
+        self.cpu += 1
+        return self.cpu
 
     def sleep(self, seconds: float) -> None:
-        self.now += round(seconds * 1e9)
+        self.wall += round(seconds * 1e9)
+
+    def work(self, seconds: float) -> None:
+        self.sleep(seconds)
+        self.cpu += round(seconds * 1e9)
 
 
 @pytest.fixture
@@ -98,6 +106,35 @@ class _SlowSpender:
 
     def group_size(self, group: str) -> int:
         return 7
+
+
+class _Busy:
+    """A stream whose ``histograms`` waits 1 ms and works 2 ms (on the fake clock)."""
+
+    domain = 2
+    slots = 3
+
+    def __init__(self, clock: _FakeTime) -> None:
+        self.clock = clock
+
+    def histograms(self, slot: int, rng: np.random.Generator) -> np.ndarray[Any, Any]:
+        self.clock.sleep(0.001)
+        self.clock.work(0.002)
+        return np.zeros(2, dtype=np.int64)
+
+
+def test_cpu_time_leaves_out_waiting_and_wall_time_keeps_it(fake_time: _FakeTime) -> None:
+    # cpu-us (a claims metric) is the thread's CPU time: a wait shows in the wall readings only.
+    clock = timing.SlotClock()
+    stream = timing.TimedStream(_Busy(fake_time), clock)
+    with clock.step():
+        fake_time.work(0.005)
+        fake_time.sleep(0.004)
+        stream.histograms(1, np.random.default_rng(0))
+    t = clock.result()
+    assert 3_000_000 <= t.stream_ns < 3_000_100 and 2_000_000 <= t.stream_cpu_ns < 2_000_100
+    assert 12_000_000 <= t.step_ns < 12_000_100 and 7_000_000 <= t.step_cpu_ns < 7_000_100
+    assert round(t.cpu_us) == 5_000 and round(t.with_guard_us) == 9_000
 
 
 def test_the_timed_spender_passes_every_call_and_adds_its_time(fake_time: _FakeTime) -> None:

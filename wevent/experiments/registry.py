@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from wevent.accounting.budget import BudgetError
-from wevent.experiments.harness import Size
+from wevent.experiments.harness import Size, plots_wanted
 from wevent.experiments.papers import SWEEPS, cfpu_experiment, roc_experiment, sweep_experiment
 from wevent.experiments.running_time import TIME_SWEEP, running_time_experiment
 
@@ -92,7 +92,8 @@ def _exsub(out_dir: Path, repeats: int, quick: bool, seed: int) -> list[Path]:
     from wevent.experiments.exsub_experiment import run_exsub_experiment
 
     run_exsub_experiment(out_dir, repeats, quick, seed)
-    return [out_dir / name for name in ("results.csv", "runs.csv", "table.md", "exsub.png")]
+    names = ("results.csv", "runs.csv", "table.md", "exsub.png")
+    return [out_dir / name for name in names if plots_wanted() or not name.endswith(".png")]
 
 
 def _exsub_tables(out_dir: Path, repeats: int, quick: bool, seed: int) -> list[Path]:
