@@ -33,7 +33,8 @@ way (one exact run each through `run_mechanism`, ``--runs`` times after a warm-u
 peer's classes (FAST_w, Pegasus, DSAT, AdaPub, RescueDP_MD, and BD and BA, which are the peer's
 budget-shifting rules) read from ``benchmarks/peer/peer_loop_more.json``; with ``--batch R`` the
 table adds the time per run of a batch of R runs of bd-shift and ba-shift, the two of the seven
-that `run_batch` accepts. ``--more-only`` prints that table alone.
+that `run_batch` accepts, and the first run beside the peer's first runs in a JVM of their own
+(``fresh/`` beside that file). ``--more-only`` prints that table alone.
 
 Wall times on a shared machine: the load averages are printed with every section, and the thread
 CPU time of each run beside its wall time. Measurements, not tests.
@@ -324,11 +325,19 @@ class MoreRow:
     median_ms: float
     cpu_ms: float
     batch_us: float | None  # time per run of a batch; None where run_batch refuses it
+    peer_first: dict[str, Any] | None = None  # its first run in a JVM of its own, if recorded
 
     def _over(self, ms: float | None) -> float | None:
         if ms is None or self.peer_run is None:
             return None
         return ms / float(self.peer_run["median_ms"])
+
+    @property
+    def first_ratio(self) -> float | None:
+        """The exact first run over the peer's first run in a fresh JVM."""
+        if self.peer_first is None:
+            return None
+        return self.first_ms / float(self.peer_first["first_ms"])
 
     @property
     def ratio(self) -> float | None:
@@ -352,9 +361,12 @@ def more_rows(
     exact: dict[str, dict[str, float]],
     batch_us: dict[str, float],
     peer_runs: dict[str, dict[str, Any]],
+    peer_first: dict[str, dict[str, Any]] | None = None,
 ) -> list[MoreRow]:
     """The rows of ``--more``, in the order of ``exact``: each mechanism beside its peer class
-    (`MORE_PEER_OF`), with a batch's time per run where ``batch_us`` has one."""
+    (`MORE_PEER_OF`), with a batch's time per run where ``batch_us`` has one and the peer's
+    first run in a fresh JVM where ``peer_first`` has one (`fresh_first_runs`)."""
+    firsts = peer_first or {}
     return [
         MoreRow(
             mechanism=mech,
@@ -364,6 +376,7 @@ def more_rows(
             median_ms=r["median_ms"],
             cpu_ms=r["cpu_ms"],
             batch_us=batch_us.get(mech),
+            peer_first=firsts.get(MORE_PEER_OF[mech]),
         )
         for mech, r in exact.items()
     ]
@@ -373,9 +386,9 @@ def more_table(rows: list[MoreRow], batch: int) -> str:
     """``--more``'s markdown table (``batch``: the runs per batch, 0 for no batch columns)."""
     head = (
         "| mechanism | first run ms | median ms | cpu ms | peer class | peer median ms (p10 - p90) "
-        "| median / peer median | within 10x |"
+        "| median / peer median | within 10x | peer first ms (fresh JVM) | first / peer first |"
     )
-    rule = "|---|---|---|---|---|---|---|---|"
+    rule = "|---|---|---|---|---|---|---|---|---|---|"
     if batch:
         head += f" batch of {batch}: per run us | per run / peer median | within 10x |"
         rule += "---|---|---|"
@@ -388,9 +401,11 @@ def more_table(rows: list[MoreRow], batch: int) -> str:
             else f"{p['median_ms']:.4f} ({p['p10_ms']:.4f} - {p['p90_ms']:.4f})"
         )
         ratio = "-" if r.ratio is None else f"{r.ratio:,.0f}x"
+        first = "not recorded" if r.peer_first is None else f"{r.peer_first['first_ms']:.3f}"
+        first_ratio = "-" if r.first_ratio is None else f"{r.first_ratio:,.1f}x"
         line = (
             f"| {r.mechanism} | {r.first_ms:.1f} | {r.median_ms:.1f} | {r.cpu_ms:.1f} | {r.peer} "
-            f"| {peer} | {ratio} | {within(r.ratio)} |"
+            f"| {peer} | {ratio} | {within(r.ratio)} | {first} | {first_ratio} |"
         )
         if batch:
             if r.batch_us is None:
@@ -554,8 +569,12 @@ def more_section(pop: Population, runs: int, batch: int, repeats: int, peer_file
         print(f"(exact runs done; {load()}; batches of {batch}, median of {repeats})\n")
         for mech, r in batch_runs(pop, batch, repeats, MORE_BATCH).items():
             batch_us[mech] = r["wall_ms"] * 1e3 / batch
-    rows = more_rows(exact, batch_us, {r["mechanism"]: r for r in peer["runs"]})
+    fresh = fresh_first_runs(peer_file.parent / "fresh")
+    rows = more_rows(exact, batch_us, {r["mechanism"]: r for r in peer["runs"]}, fresh)
     print(more_table(rows, batch))
+    if fresh:
+        loads = sorted({f["loadavg_before"] for f in fresh.values()})
+        print(f"\n(the peer's first runs, one driver process each: load {'; '.join(loads)})")
     print(f"\n({load()})")
 
 

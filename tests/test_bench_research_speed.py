@@ -28,11 +28,16 @@ EXACT = {
 }
 
 
+FIRST = {"FAST_w": {"first_ms": 3.0}}
+
+
 def test_rows_pair_each_mechanism_with_its_peer_class() -> None:
-    rows = {r.mechanism: r for r in bench.more_rows(EXACT, {"bd-shift": 150.0}, PEER)}
+    rows = {r.mechanism: r for r in bench.more_rows(EXACT, {"bd-shift": 150.0}, PEER, FIRST)}
     assert list(rows) == ["fast-w", "bd-shift", "dsat"]  # the order of the exact runs
     assert rows["fast-w"].peer == "FAST_w" and rows["fast-w"].ratio == pytest.approx(10.0)
     assert rows["fast-w"].batch_ratio is None  # no batch
+    assert rows["fast-w"].first_ratio == pytest.approx(2.0)  # 6 ms over the peer's 3 ms
+    assert rows["bd-shift"].first_ratio is None  # no first run recorded
     assert rows["bd-shift"].peer == "BD" and rows["bd-shift"].ratio == pytest.approx(4000.0)
     assert rows["bd-shift"].batch_ratio == pytest.approx(7.5)  # 150 us over 20 us
     dsat = rows["dsat"]  # its class not recorded
@@ -40,26 +45,30 @@ def test_rows_pair_each_mechanism_with_its_peer_class() -> None:
 
 
 def test_more_table() -> None:
-    rows = bench.more_rows(EXACT, {"bd-shift": 150.0}, PEER)
+    rows = bench.more_rows(EXACT, {"bd-shift": 150.0}, PEER, FIRST)
     lines = bench.more_table(rows, 1000).splitlines()
     assert lines[0].endswith(
-        "| within 10x | batch of 1000: per run us | per run / peer median | within 10x |"
+        "| within 10x | peer first ms (fresh JVM) | first / peer first | batch of 1000: per run us "
+        "| per run / peer median | within 10x |"
     )
-    assert lines[1].count("|") == lines[0].count("|") == 12
+    assert lines[1].count("|") == lines[0].count("|") == 14
     # exactly 10x is within
     assert lines[2] == (
-        "| fast-w | 6.0 | 5.0 | 4.0 | FAST_w | 0.5000 (0.2500 - 1.0000) | 10x | yes "
-        "| no batch | - | - |"
+        "| fast-w | 6.0 | 5.0 | 4.0 | FAST_w | 0.5000 (0.2500 - 1.0000) | 10x | yes | 3.000 "
+        "| 2.0x | no batch | - | - |"
     )
     assert lines[3] == (
         "| bd-shift | 90.0 | 80.0 | 70.0 | BD | 0.0200 (0.0100 - 0.0400) | 4,000x | no "
-        "| 150 | 7.5x | yes |"
+        "| not recorded | - | 150 | 7.5x | yes |"
     )
-    assert lines[4] == "| dsat | 3.0 | 2.0 | 1.0 | DSAT | not recorded | - | - | no batch | - | - |"
+    assert lines[4] == (
+        "| dsat | 3.0 | 2.0 | 1.0 | DSAT | not recorded | - | - | not recorded | - | no batch "
+        "| - | - |"
+    )
     assert len(lines) == 5
     plain = bench.more_table(rows, 0).splitlines()  # no batch columns
-    assert plain[0].count("|") == plain[2].count("|") == 9
-    assert plain[2].endswith("| 10x | yes |")
+    assert plain[0].count("|") == plain[2].count("|") == 11
+    assert plain[2].endswith("| 10x | yes | 3.000 | 2.0x |")
 
 
 def test_negative_controls(monkeypatch: pytest.MonkeyPatch) -> None:
