@@ -520,8 +520,9 @@ def main() -> None:
             f"| {p['mechanism']} | {p['median_ms']:.4f} | {peer_first} | {ratio:,.0f}x "
             f"| {ratio_first} | {'yes' if ratio <= 10 else 'no'} |"
         )
-    if fresh:
-        loads = sorted({f["loadavg_before"] for f in fresh.values()})
+    used = [f for name, f in fresh.items() if name in PEER_OF.values()]
+    if used:
+        loads = sorted({f["loadavg_before"] for f in used})
         print(f"\n(the peer's first runs, one driver process each: load {'; '.join(loads)})")
     print(f"\n({load()})")
     if args.breakdown:
@@ -572,8 +573,9 @@ def more_section(pop: Population, runs: int, batch: int, repeats: int, peer_file
     fresh = fresh_first_runs(peer_file.parent / "fresh")
     rows = more_rows(exact, batch_us, {r["mechanism"]: r for r in peer["runs"]}, fresh)
     print(more_table(rows, batch))
-    if fresh:
-        loads = sorted({f["loadavg_before"] for f in fresh.values()})
+    used = [r.peer_first for r in rows if r.peer_first is not None]
+    if used:
+        loads = sorted({f["loadavg_before"] for f in used})
         print(f"\n(the peer's first runs, one driver process each: load {'; '.join(loads)})")
     print(f"\n({load()})")
 
