@@ -27,6 +27,15 @@ the three eps as budget factors over 3R runs), and the start-up of one batch (a 
 slot). Batch runs compute budgets in double precision with no guard and no ledger (their
 module docstring): utility sweeps, not audited runs.
 
+``--more`` times the seven central mechanisms of the peer that wevent also implements with their
+own data paths or rules (fast-w, pegasus, dsat, adapub, rescuedp, bd-shift, ba-shift) the same
+way (one exact run each through `run_mechanism`, ``--runs`` times after a warm-up) beside the
+peer's classes (FAST_w, Pegasus, DSAT, AdaPub, RescueDP_MD, and BD and BA, which are the peer's
+budget-shifting rules) read from ``benchmarks/peer/peer_loop_more.json``; with ``--batch R`` the
+table adds the time per run of a batch of R runs of bd-shift and ba-shift, the two of the seven
+that `run_batch` accepts, and the first run beside the peer's first runs in a JVM of their own
+(``fresh/`` beside that file). ``--more-only`` prints that table alone.
+
 Wall times on a shared machine: the load averages are printed with every section, and the thread
 CPU time of each run beside its wall time. Measurements, not tests.
 """
@@ -43,6 +52,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
@@ -72,8 +82,23 @@ PEER_OF = {
 }
 # ``--batch`` measures these too: bd-shift and ba-shift are what the peer's BD and BA compute.
 BATCH_ALLOCATORS = (*ALLOCATORS, "bd-shift", "ba-shift")
+# ``--more``: wevent's versions of the peer's other central mechanisms, and the peer's class of
+# each (docs/peers.md, "streamdp-benchmark"); the peer's BD and BA shift budgets themselves.
+MORE_PEER_OF = {
+    "fast-w": "FAST_w",
+    "pegasus": "Pegasus",
+    "dsat": "DSAT",
+    "adapub": "AdaPub",
+    "rescuedp": "RescueDP_MD",
+    "bd-shift": "BD",
+    "ba-shift": "BA",
+}
+MORE = tuple(MORE_PEER_OF)
+MORE_BATCH = ("bd-shift", "ba-shift")  # run_batch refuses the five with a data path of their own
+WITHIN = 10.0  # the aim: at most this many times the peer's median
 USERS, DOMAIN, SLOTS, W, EPS, DATASET = 2000, 4, 400, 3, 1, "sin"
 PEER_FILE = Path(__file__).resolve().parent / "peer" / "peer_loop.json"
+PEER_MORE_FILE = Path(__file__).resolve().parent / "peer" / "peer_loop_more.json"
 # One driver run per mechanism (its sixth argument), so each first run is in a fresh JVM; in
 # peer_loop.json only the first mechanism's is (the others follow its warm-up).
 PEER_FRESH = Path(__file__).resolve().parent / "peer" / "fresh"
@@ -115,9 +140,11 @@ def timed_run(
     return wall, cpu
 
 
-def per_allocator(pop: Population, runs: int) -> dict[str, dict[str, float]]:
+def per_allocator(
+    pop: Population, runs: int, mechanisms: tuple[str, ...] = ALLOCATORS
+) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
-    for mech in ALLOCATORS:
+    for mech in mechanisms:
         clear_sm_cache()
         first_wall, _ = timed_run(mech, pop, 1)  # warm-up: its OBS results are cached
         walls, cpus = [], []
@@ -251,14 +278,16 @@ def _timed_kernels(ns: list[int]) -> Any:
     return mock.patch.object(batch, "kernel_for", timed)
 
 
-def batch_runs(pop: Population, runs: int, repeats: int) -> dict[str, dict[str, Any]]:
+def batch_runs(
+    pop: Population, runs: int, repeats: int, mechanisms: tuple[str, ...] = BATCH_ALLOCATORS
+) -> dict[str, dict[str, Any]]:
     """Per allocator: the median wall and CPU time of one batch of ``runs`` runs (after a warm-up
     batch), and the kernel's CPU time in it."""
     from wevent.mechanisms.batch import batch_histograms, run_batch
 
     hists = batch_histograms(stream(1), SLOTS, 1)
     out: dict[str, dict[str, Any]] = {}
-    for mech in BATCH_ALLOCATORS:
+    for mech in mechanisms:
         run_batch(mech, pop, hists, slots=SLOTS, runs=runs)  # warm-up
         walls, cpus, kernels, pubs, amres, near = [], [], [], [], [], []
         for k in range(repeats):
@@ -283,6 +312,109 @@ def batch_runs(pop: Population, runs: int, repeats: int) -> dict[str, dict[str, 
             "stream": res.stream_origin,
         }
     return out
+
+
+@dataclass(frozen=True)
+class MoreRow:
+    """One of ``--more``'s rows: wevent's exact run (and batch, if any) beside the peer's class."""
+
+    mechanism: str
+    peer: str
+    peer_run: dict[str, Any] | None  # the peer's recorded figures; None if not recorded
+    first_ms: float
+    median_ms: float
+    cpu_ms: float
+    batch_us: float | None  # time per run of a batch; None where run_batch refuses it
+    peer_first: dict[str, Any] | None = None  # its first run in a JVM of its own, if recorded
+
+    def _over(self, ms: float | None) -> float | None:
+        if ms is None or self.peer_run is None:
+            return None
+        return ms / float(self.peer_run["median_ms"])
+
+    @property
+    def first_ratio(self) -> float | None:
+        """The exact first run over the peer's first run in a fresh JVM."""
+        if self.peer_first is None:
+            return None
+        return self.first_ms / float(self.peer_first["first_ms"])
+
+    @property
+    def ratio(self) -> float | None:
+        """The exact run's median over the peer's median."""
+        return self._over(self.median_ms)
+
+    @property
+    def batch_ratio(self) -> float | None:
+        """A batch's time per run over the peer's median."""
+        return self._over(None if self.batch_us is None else self.batch_us / 1e3)
+
+
+def within(ratio: float | None) -> str:
+    """``yes`` or ``no`` against the aim, ``-`` where there is nothing to compare."""
+    if ratio is None:
+        return "-"
+    return "yes" if ratio <= WITHIN else "no"
+
+
+def more_rows(
+    exact: dict[str, dict[str, float]],
+    batch_us: dict[str, float],
+    peer_runs: dict[str, dict[str, Any]],
+    peer_first: dict[str, dict[str, Any]] | None = None,
+) -> list[MoreRow]:
+    """The rows of ``--more``, in the order of ``exact``: each mechanism beside its peer class
+    (`MORE_PEER_OF`), with a batch's time per run where ``batch_us`` has one and the peer's
+    first run in a fresh JVM where ``peer_first`` has one (`fresh_first_runs`)."""
+    firsts = peer_first or {}
+    return [
+        MoreRow(
+            mechanism=mech,
+            peer=MORE_PEER_OF[mech],
+            peer_run=peer_runs.get(MORE_PEER_OF[mech]),
+            first_ms=r["first_ms"],
+            median_ms=r["median_ms"],
+            cpu_ms=r["cpu_ms"],
+            batch_us=batch_us.get(mech),
+            peer_first=firsts.get(MORE_PEER_OF[mech]),
+        )
+        for mech, r in exact.items()
+    ]
+
+
+def more_table(rows: list[MoreRow], batch: int) -> str:
+    """``--more``'s markdown table (``batch``: the runs per batch, 0 for no batch columns)."""
+    head = (
+        "| mechanism | first run ms | median ms | cpu ms | peer class | peer median ms (p10 - p90) "
+        "| median / peer median | within 10x | peer first ms (fresh JVM) | first / peer first |"
+    )
+    rule = "|---|---|---|---|---|---|---|---|---|---|"
+    if batch:
+        head += f" batch of {batch}: per run us | per run / peer median | within 10x |"
+        rule += "---|---|---|"
+    lines = [head, rule]
+    for r in rows:
+        p = r.peer_run
+        peer = (
+            "not recorded"
+            if p is None
+            else f"{p['median_ms']:.4f} ({p['p10_ms']:.4f} - {p['p90_ms']:.4f})"
+        )
+        ratio = "-" if r.ratio is None else f"{r.ratio:,.0f}x"
+        first = "not recorded" if r.peer_first is None else f"{r.peer_first['first_ms']:.3f}"
+        first_ratio = "-" if r.first_ratio is None else f"{r.first_ratio:,.1f}x"
+        line = (
+            f"| {r.mechanism} | {r.first_ms:.1f} | {r.median_ms:.1f} | {r.cpu_ms:.1f} | {r.peer} "
+            f"| {peer} | {ratio} | {within(r.ratio)} | {first} | {first_ratio} |"
+        )
+        if batch:
+            if r.batch_us is None:
+                line += " no batch | - | - |"
+            else:
+                b = "-" if r.batch_ratio is None else f"{r.batch_ratio:.1f}x"
+                line += f" {r.batch_us:.0f} | {b} | {within(r.batch_ratio)} |"
+        lines.append(line)
+    return "\n".join(lines)
 
 
 SWEEP_EPS = (Fraction(1, 2), Fraction(1), Fraction(2))
@@ -335,6 +467,15 @@ def main() -> None:
     parser.add_argument(
         "--batch-only", action="store_true", help="with --batch: skip the exact runs' table"
     )
+    parser.add_argument(
+        "--more", action="store_true", help="the seven mechanisms of the peer's other classes"
+    )
+    parser.add_argument(
+        "--more-only", action="store_true", help="--more's table alone (with --batch: its batches)"
+    )
+    parser.add_argument(
+        "--more-peer", type=Path, default=PEER_MORE_FILE, help="the peer's figures for --more"
+    )
     args = parser.parse_args()
 
     peer = json.loads(args.peer.read_text(encoding="utf-8"))
@@ -351,6 +492,10 @@ def main() -> None:
         f"{peer['laplace_table_ms']:.0f} ms"
     )
     pop = population()
+    if args.more or args.more_only:
+        more_section(pop, args.runs, args.batch, args.batch_repeats, args.more_peer)
+        if args.more_only:
+            return
     if args.batch:
         batch_section(pop, args.batch, args.batch_repeats, peer_runs)
         if args.batch_only:
@@ -375,8 +520,9 @@ def main() -> None:
             f"| {p['mechanism']} | {p['median_ms']:.4f} | {peer_first} | {ratio:,.0f}x "
             f"| {ratio_first} | {'yes' if ratio <= 10 else 'no'} |"
         )
-    if fresh:
-        loads = sorted({f["loadavg_before"] for f in fresh.values()})
+    used = [f for name, f in fresh.items() if name in PEER_OF.values()]
+    if used:
+        loads = sorted({f["loadavg_before"] for f in used})
         print(f"\n(the peer's first runs, one driver process each: load {'; '.join(loads)})")
     print(f"\n({load()})")
     if args.breakdown:
@@ -407,6 +553,31 @@ def main() -> None:
             f"`python -m wevent run bd` on the workload: median {statistics.median(runs_):.2f} s; "
             f"`python -c 'import wevent.cli'`: median {statistics.median(imports):.2f} s"
         )
+
+
+def more_section(pop: Population, runs: int, batch: int, repeats: int, peer_file: Path) -> None:
+    """The seven mechanisms of ``--more`` beside the peer's classes (and, with ``batch``, the
+    batches of those `run_batch` accepts)."""
+    peer = json.loads(peer_file.read_text(encoding="utf-8"))
+    print(
+        f"\n## The peer's other mechanisms ({runs} runs after a warm-up; {load()})\n\n"
+        f"(peer: {peer_file.name}, {peer['java']}, measured {peer['measured_at']}, load "
+        f"{peer['loadavg_before']} before and {peer['loadavg_after']} after)\n"
+    )
+    exact = per_allocator(pop, runs, MORE)
+    batch_us: dict[str, float] = {}
+    if batch:
+        print(f"(exact runs done; {load()}; batches of {batch}, median of {repeats})\n")
+        for mech, r in batch_runs(pop, batch, repeats, MORE_BATCH).items():
+            batch_us[mech] = r["wall_ms"] * 1e3 / batch
+    fresh = fresh_first_runs(peer_file.parent / "fresh")
+    rows = more_rows(exact, batch_us, {r["mechanism"]: r for r in peer["runs"]}, fresh)
+    print(more_table(rows, batch))
+    used = [r.peer_first for r in rows if r.peer_first is not None]
+    if used:
+        loads = sorted({f["loadavg_before"] for f in used})
+        print(f"\n(the peer's first runs, one driver process each: load {'; '.join(loads)})")
+    print(f"\n({load()})")
 
 
 def batch_section(
