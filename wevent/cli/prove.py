@@ -144,8 +144,8 @@ def primitive_cmd(name: str, domain: int, json_out: str | None) -> None:
     default="sound",
     show_default=True,
     help="'published' is the papers' pseudo-code as printed (docs/deviations.md); 'du-code' "
-    "(bd, ba, pbd, pba, dpbd, dpba) the rules of Du et al.'s public code, 'streamdp-code' (dsat) those of "
-    "streamdp-benchmark (docs/peers.md).",
+    "(bd, ba, pbd, pba, dpbd, dpba) the rules of Du et al.'s public code, 'streamdp-code' "
+    "(dsat) those of streamdp-benchmark (docs/peers.md).",
 )
 @click.option(
     "--arithmetic",
@@ -210,8 +210,9 @@ def allocator_cmd(
     A proof covers every population of 1..--classes classes with windows <= --w-max for
     --unroll slots, or every horizon with --unbounded. A bounded dynamic scope too large to
     enumerate (over 5,000 cases) is proved by the one-slot induction, which covers every
-    horizon (sound and published variants; du-code is enumerated); the output says so. A counterexample is printed as a requirements CSV and a
-    --decisions string that `wevent trace` replays to the same failure. Your own allocator:
+    horizon (sound and published variants; du-code is enumerated); the output says so. A
+    counterexample is printed as a requirements CSV and a --decisions string that `wevent
+    trace` replays to the same failure. Your own allocator:
     `wevent gate module:attribute` proves it.
 
     \b
