@@ -15,6 +15,8 @@ from types import ModuleType
 import numpy as np
 import pytest
 
+from tests.analysis_import import analysis_module
+
 ANALYSIS = Path(__file__).resolve().parent.parent / "analysis"
 
 
@@ -22,11 +24,8 @@ ANALYSIS = Path(__file__).resolve().parent.parent / "analysis"
 def ducode() -> Iterator[ModuleType]:
     """analysis/pwsm_ratio_ducode.py as a module (it imports its sibling pwsm_absolute, as it
     does when run from the command line)."""
-    sys.path.insert(0, str(ANALYSIS))
-    try:
-        yield importlib.import_module("pwsm_ratio_ducode")
-    finally:
-        sys.path.remove(str(ANALYSIS))
+    with analysis_module("pwsm_ratio_ducode") as module:
+        yield module
 
 
 def output(script: str, *args: str) -> str:
@@ -201,11 +200,8 @@ def test_exsub_fanout_predicts_r4_best_under_our_levels() -> None:
 
 
 def test_exsub_fanout_levels_and_nonzero_probability() -> None:
-    sys.path.insert(0, str(ANALYSIS))
-    try:
-        fanout = importlib.import_module("exsub_fanout")
-    finally:
-        sys.path.remove(str(ANALYSIS))
+    with analysis_module("exsub_fanout") as fanout:
+        pass
     # 004's H = ceil(log_r T) + 1 against ours (r^h <= T): equal only when T is a power of r.
     assert [fanout.tree_levels(128, r, "ours") for r in (2, 4, 8, 16)] == [8, 4, 3, 2]
     assert [fanout.tree_levels(128, r, "004") for r in (2, 4, 8, 16)] == [8, 5, 4, 3]
@@ -291,11 +287,8 @@ def test_exsub_mae_reads_the_committed_runs() -> None:
 @pytest.fixture
 def table4() -> Iterator[ModuleType]:
     """analysis/exsub_table4.py as a module (it imports its sibling exsub_table2)."""
-    sys.path.insert(0, str(ANALYSIS))
-    try:
-        yield importlib.import_module("exsub_table4")
-    finally:
-        sys.path.remove(str(ANALYSIS))
+    with analysis_module("exsub_table4") as module:
+        yield module
 
 
 def test_exsub_table4_singles_out_512_counted_entries() -> None:

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import importlib
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from types import ModuleType
 import pytest
 
 import wevent
+from tests.analysis_import import analysis_module
 from wevent.mechanisms.allocators import make_kernel, run_trace
 from wevent.mechanisms.allocators.algebra import ExactAlgebra
 from wevent.mechanisms.allocators.kernel import classes_of
@@ -38,11 +38,8 @@ CEX_DECISIONS = [False, False, True]
 
 @pytest.fixture
 def code() -> Iterator[ModuleType]:
-    sys.path.insert(0, str(ANALYSIS))
-    try:
-        yield importlib.import_module("du_code_dynamic")
-    finally:
-        sys.path.remove(str(ANALYSIS))
+    with analysis_module("du_code_dynamic") as module:
+        yield module
 
 
 @pytest.fixture

@@ -15,8 +15,6 @@ arithmetic, the largest nullification bound over users, the one the runners cons
 
 from __future__ import annotations
 
-import importlib
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -30,6 +28,7 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
 import wevent
+from tests.analysis_import import analysis_module
 from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirement
 from wevent.cli import cli
 from wevent.mechanisms.allocators import dynamic_du_code, make_kernel, run_trace
@@ -48,11 +47,8 @@ CEX = "user,slot,w_back,eps_back,w_fwd,eps_fwd\nu1,1,1,2,2,2\nu1,2,2,1,1,2\n"
 
 @pytest.fixture(scope="module")
 def code() -> Iterator[ModuleType]:
-    sys.path.insert(0, str(ANALYSIS))
-    try:
-        yield importlib.import_module("du_code_dynamic")
-    finally:
-        sys.path.remove(str(ANALYSIS))
+    with analysis_module("du_code_dynamic") as module:
+        yield module
 
 
 # ---------------------------------------------------------------------- inputs
