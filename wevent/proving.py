@@ -191,7 +191,7 @@ def render_population(result: dict[str, Any]) -> list[str]:
     if replay:
         v = replay["violation"]
         lines.append(
-            f"  replays through the guard: {replay['mechanism']} (published), "
+            f"  replays through the guard: {replay['mechanism']} ({result['variant']}), "
             f"{len(replay['requirements'])} users, every slot publishing: refused at slot "
             f"{v['slot']}, window [{v['window'][0]}, {v['window'][1]}] spent {v['spent']}, "
             f"asked {v['asked']}, bound {v['bound']}"
@@ -201,6 +201,6 @@ def render_population(result: dict[str, Any]) -> list[str]:
         decisions = ",".join(str(d) for d in replay["decisions"])
         lines.append(
             f"  replay: wevent trace {replay['mechanism']} -r REQ.csv --decisions {decisions} "
-            "--variant published"
+            f"--variant {result['variant']}"
         )
     return lines

@@ -205,7 +205,8 @@ def requirements_option(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 # The budget kernels' variants (`wevent.mechanisms.allocators.kernel`: VARIANTS, then DU_CODE,
-# which only bd, ba, pbd, pba, dpbd and dpba accept, and STREAMDP_CODE, which dsat accepts);
+# which only bd, ba, pbd, pba, dpbd, dpba and the OPS population allocators (plpd+, plpa+,
+# plbd-ops, plba-ops) accept, and STREAMDP_CODE, which dsat accepts);
 # written out so the command line starts without importing the kernels (tests/test_peers.py
 # holds the two equal).
 VARIANT_CHOICES = ("sound", "published", "du-code", "streamdp-code")
@@ -227,8 +228,8 @@ def variant_options(f: Callable[..., Any]) -> Callable[..., Any]:
         show_default=True,
         help="'published' runs the papers' pseudo-code as printed (unsound for dpbd/dpba after "
         "a requirement change); see docs/deviations.md. 'du-code' (bd, ba, pbd, pba, dpbd, "
-        "dpba) runs the rules of Du et al.'s public code, 'streamdp-code' (dsat) those of streamdp-benchmark; "
-        "see docs/peers.md.",
+        "dpba, plpd+, plpa+, plbd-ops, plba-ops) runs the rules of Du et al.'s public code, "
+        "'streamdp-code' (dsat) those of streamdp-benchmark; see docs/peers.md.",
     )(f)
 
 

@@ -271,10 +271,12 @@ def allocator_cmd(
 @click.argument("name", metavar="NAME")
 @click.option(
     "--variant",
-    type=Choice(["sound", "published"]),
+    type=Choice(["sound", "published", "du-code"]),
     default="sound",
     show_default=True,
-    help="'published' is the papers' OPS split as printed (docs/deviations.md).",
+    help="'published' is the papers' OPS split as printed (docs/deviations.md); 'du-code' "
+    "(plpd+, plpa+, plbd-ops, plba-ops, ops) adds the recycle period of Du et al.'s public "
+    "code (docs/peers.md).",
 )
 @scope_options
 @json_option("The proof")
@@ -293,8 +295,8 @@ def population_cmd(
     For every decision sequence, every window tuple of 1..--classes classes with windows
     <= --w-max, n = 2 w_max .. 3 w_max users, --unroll slots. The OPS allocators (and NAME
     ops) also prove the budget split: k reports R apart inside w slots never exceed the split
-    (integer arithmetic, n up to 10^4); the published split is refuted. No user reports twice
-    within R slots by construction of the pool.
+    (integer arithmetic, n up to 10^4); the published split and du-code are refuted. No user
+    reports twice within R slots by construction of the pool.
 
     \b
     Names: lpu lpd lpa plpd plpa plpd+ plpa+ plbd-rp plba-rp plbd-ops plba-ops, and ops.

@@ -22,6 +22,15 @@ never runs short: ``R z~ <= n / 2`` users are out for dissimilarity at any time,
 ``n / 2`` for publications. Candidates with ``z~ = 0`` (every window longer than ``n / 2``) are
 not candidates; users whose own ``z_i`` is 0 are served by the split (the published rule cannot
 split by ``z~ / 0`` and refuses them).
+
+Du et al.'s public code (WEventPLDPCode, docs/peers.md), the ``du-code`` variant: the published
+split, and the recycle period ``w_opt`` taken as the window of the first listed user whose own
+sample size ``z_i`` equals ``z_opt`` (the first class in population order, as classes keep the
+order of their first member). Since ``z_i = floor(n / (2 w_i))``, that window is at most
+``floor(n / (2 z_opt))``, and shorter when another window with the same sample size is listed
+first: for n = 10, one user with w = 3 listed before nine with w = 4 (z = 1 for both), users are
+recycled after 3 slots, so a w = 4 user reports twice in [1, 4] with their whole budget. Listed
+the other way round the period is 4 and every window holds: the rule depends on the input order.
 """
 
 from __future__ import annotations
@@ -51,7 +60,7 @@ class OPSChoice:
 
     z_opt: int
     recycle: int  # R: a sampled user is available again R slots later
-    w_opt: Fraction  # n / (2 z_opt), the paper's (fractional) optimal window
+    w_opt: Fraction  # n / (2 z_opt), the paper's (fractional) optimal window; du-code: the code's
     splits: tuple[int, ...]  # k_i per class: each report spends eps_i / k_i
     error: float  # 000 Eq. 7 at z_opt
     candidates: tuple[tuple[int, float], ...]  # every (z~, error) evaluated, in ascending z~
@@ -95,6 +104,12 @@ def _published_splits(classes: Sequence[OPSClass], n: int, z: int) -> tuple[int,
     return tuple(out)
 
 
+def _code_window(classes: Sequence[OPSClass], zs: Sequence[int], z: int) -> int:
+    """The du-code recycle period for candidate ``z``: the window of the first class (with users)
+    whose sample size is ``z`` (WEventPLDPCode takes the first listed user's)."""
+    return next(c.w for c, zi in zip(classes, zs, strict=True) if c.count > 0 and zi == z)
+
+
 def _sound_splits(classes: Sequence[OPSClass], recycle: int) -> tuple[int, ...]:
     """``ceil(w_i / R)``: the most reports a user recycled every R slots makes in w_i slots."""
     return tuple(-(-c.w // recycle) for c in classes)
@@ -111,14 +126,16 @@ def ops(
 
     ``sizes`` overrides the per-class sample sizes ``floor(n / (2 w_i))`` with given ones (000
     Example 2 states sample sizes directly); only the published split can use it, since the sound
-    split is defined by the windows.
+    split is defined by the windows. ``variant`` ``du-code``: the published split, recycled after
+    the window of the first class whose sample size is ``z_opt`` (module docstring); the class
+    order is the population's.
     """
     live = [c for c in classes if c.count > 0]
     n = sum(c.count for c in live)
     if n < 2:
         raise BudgetError(f"OPS needs at least 2 users, got {n}")
-    if variant not in ("sound", "published"):
-        raise BudgetError(f"unknown OPS variant {variant!r} (expected sound or published)")
+    if variant not in ("sound", "published", "du-code"):
+        raise BudgetError(f"unknown OPS variant {variant!r} (expected sound, published or du-code)")
     if sizes is not None:
         if variant != "published":
             raise BudgetError("explicit sample sizes only apply to the published OPS split")
@@ -138,7 +155,11 @@ def ops(
     evaluated = []
     for z in candidates:
         recycle = n // (2 * z)
-        if variant == "published":
+        w_opt = Fraction(n, 2 * z)
+        if variant == "du-code":
+            recycle = _code_window(classes, zs, z)
+            w_opt = Fraction(recycle)
+        if variant != "sound":
             if sizes is not None:
                 splits = tuple(-(-z // zi) if zi < z else 1 for zi in zs)
             else:
@@ -149,7 +170,7 @@ def ops(
         err = _error(classes, shares, n, z, d)
         evaluated.append((z, err))
         if best is None or err < best.error:  # 000 Algorithm 1 line 13: strictly smaller
-            best = OPSChoice(z, recycle, Fraction(n, 2 * z), splits, err, ())
+            best = OPSChoice(z, recycle, w_opt, splits, err, ())
     assert best is not None
     return OPSChoice(
         best.z_opt, best.recycle, best.w_opt, best.splits, best.error, tuple(evaluated)

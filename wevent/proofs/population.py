@@ -10,7 +10,9 @@ leave half the users for publications.
 
 The published split ``ceil(z / z_w)`` with ``z_w = floor(n / (2 w))`` is checked against the
 same reports; Z3 returns the smallest counterexample it finds (n, w_o, w, the report count and the
-split).
+split). ``du-code`` (Du et al.'s public code) checks the published split against reports
+``R = w_o`` apart: the code recycles after the window of the first listed user whose sample size
+is z, and any window ``w_o`` with sample size z is that one when its users are listed first.
 
 The report slots are encoded as ``s_1 = a``, ``s_{j+1} >= s_j + R`` and ``s_k <= a + w - 1``, which
 is the same as ``(k - 1) R <= w - 1``; ``k`` ranges over ``1 .. w`` (at most one report per slot).
@@ -101,8 +103,8 @@ def prove_ops_split(
     variant: str = "sound", *, n_max: int = 400, w_max: int = 40, timeout_ms: int = 60_000
 ) -> SplitResult:
     """Check that the split covers every report a window can hold, for n <= n_max and windows
-    <= w_max (``variant`` "sound" or "published")."""
-    if variant not in ("sound", "published"):
+    <= w_max (``variant`` "sound", "published" or "du-code")."""
+    if variant not in ("sound", "published", "du-code"):
         raise ValueError(f"unknown variant {variant!r}")
     start = time.perf_counter()
     s = z3.Solver()
@@ -111,7 +113,8 @@ def prove_ops_split(
     s.add(n >= 2, n <= n_max, w_o >= 1, w_o <= w_max, w >= 1, w <= w_max)
     z = _floor_div(s, "z", n, 2 * w_o)
     s.add(z >= 1)
-    recycle = _floor_div(s, "R", n, 2 * z)
+    # du-code: the window of a user with sample size z, listed first (the code's w_opt)
+    recycle = w_o if variant == "du-code" else _floor_div(s, "R", n, 2 * z)
     s.add(k >= 1, k <= w, (k - 1) * recycle <= w - 1)  # k reports fit in w slots, R apart
     if variant == "sound":
         split = _ceil_div(s, "split", w, recycle)
@@ -123,9 +126,10 @@ def prove_ops_split(
         split = z3.If(z_w < z, _ceil_div(s, "ratio", z, z_w), 1)
         goal = "k <= (ceil(z / z_w) if z_w < z else 1)"
         s.add(k > split)
+    period = "R = w_o (the code's)" if variant == "du-code" else "R = floor(n/(2z))"
     statement = (
         f"for n in [2, {n_max}], w_o, w in [1, {w_max}], z = floor(n/(2 w_o)) >= 1, "
-        f"R = floor(n/(2z)): any k reports R apart inside w slots satisfy {goal}"
+        f"{period}: any k reports R apart inside w slots satisfy {goal}"
     )
     result = s.check()
     seconds = time.perf_counter() - start
@@ -145,9 +149,8 @@ def prove_ops_split(
                 if not smaller:
                     break
         m = s.model()
-        cex = {
-            str(v): m.eval(v, model_completion=True).as_long() for v in (n, w_o, w, k, z, recycle)
-        }
+        named = {"n": n, "w_o": w_o, "w": w, "k": k, "z": z, "R": recycle}
+        cex = {name: m.eval(v, model_completion=True).as_long() for name, v in named.items()}
         cex["split"] = m.eval(split, model_completion=True).as_long()
         return SplitResult(variant, n_max, w_max, "counterexample", statement, cex, seconds)
     return SplitResult(variant, n_max, w_max, "unknown", statement, seconds=seconds)
@@ -236,7 +239,8 @@ def prove_pool(
         cfg = PopulationConfig(
             cfg.n, cfg.rule, cfg.unit, cfg.recycle, cfg.capacity, Fraction(cfg.recycle)
         )
-    kernel_variant = "published" if uncapped or variant == "published" else "sound"
+    # uncapped sound: the published arithmetic with R as the cap; otherwise the variant itself
+    kernel_variant = "published" if uncapped and variant == "sound" else variant
     if method not in ("auto", "explicit", "z3"):
         raise ValueError(f"unknown pool-check method {method!r}")
     if method == "explicit" or (method == "auto" and cfg.rule == "absorption"):
@@ -374,6 +378,11 @@ def prove_population(
     `PopulationAllocator` named ``target`` (the pool theorem only; see `prove_pool`);
     ``method`` the pool check's (`prove_pool`)."""
 
+    from wevent.mechanisms.allocators.kernel import check_variant
+    from wevent.mechanisms.allocators.population import variants_of
+
+    if allocator is None:  # a variant the target does not have: refused, not a skipped case
+        check_variant(target, variant, variants_of("plpd+" if target == "ops" else target))
     start = time.perf_counter()
     out: dict[str, Any] = {"mechanism": target, "variant": variant, "theorems": []}
     status = "proved"
@@ -383,7 +392,7 @@ def prove_population(
         status = split.status
         if split.status == "counterexample":
             name = target if target != "ops" else "plpd+"
-            replay = replay_split_counterexample(split.counterexample, name)
+            replay = replay_split_counterexample(split.counterexample, name, variant)
             if replay is not None:
                 out["replay"] = replay
     if target != "ops" and status == "proved":
@@ -631,12 +640,14 @@ def certify(directory: str | None = None) -> list[dict[str, Any]]:
 
 
 def replay_split_counterexample(
-    cex: dict[str, int], mechanism: str = "plpd+"
+    cex: dict[str, int], mechanism: str = "plpd+", variant: str = "published"
 ) -> dict[str, Any] | None:
     """Turn an arithmetic split counterexample (n users, windows w_o and w) into a population
     and a decision sequence that the runtime guard refuses: try every split of the n users
-    between the two windows (OPS must pick z for w_o) with every slot publishing. Returns the
-    requirements (user, w, epsilon), the decisions and the guard's refusal, or None."""
+    between the two windows, w_o's users listed first (OPS must pick z for w_o; du-code recycles
+    after the first listed window), with every slot publishing, run as ``variant`` (published
+    or du-code). Returns the requirements (user, w, epsilon), the decisions and the guard's
+    refusal, or None."""
     from wevent.accounting.budget import Budget
     from wevent.accounting.population import Population
     from wevent.accounting.requirements import Fixed
@@ -648,7 +659,7 @@ def replay_split_counterexample(
     decisions = [True] * (2 * max(w, w_o) + 2)
     for k in range(1, n):
         pop = Population.from_classes({Fixed(w_o, Budget(1)): k, Fixed(w, Budget(1)): n - k})
-        trace = trace_population(mechanism, pop, decisions, variant="published")
+        trace = trace_population(mechanism, pop, decisions, variant=variant)
         if trace.refusal is not None:
             r = trace.refusal
             return {

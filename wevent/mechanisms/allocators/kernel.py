@@ -48,7 +48,9 @@ S = TypeVar("S")
 VARIANTS: Final = ("sound", "published")
 
 # A peer implementation's rules, kept as an audited fixture: Du et al.'s public Java code
-# (DynamicWEventCode) for BD, BA, PBD and PBA (`wevent.mechanisms.allocators.fixed`, docs/peers.md).
+# (DynamicWEventCode) for BD, BA, PBD and PBA (`wevent.mechanisms.allocators.fixed`, docs/peers.md),
+# DPBD and DPBA (`dynamic_du_code`), and WEventPLDPCode for the OPS population allocators
+# (`wevent.mechanisms.ops`, `wevent.mechanisms.allocators.population`).
 # Only the allocators that have such a rule accept it; `sound` stays every allocator's default.
 DU_CODE: Final = "du-code"
 

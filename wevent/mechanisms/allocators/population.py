@@ -39,6 +39,15 @@ slot with no publication user left is nullified. In the sound variant the cap ne
 property tests and proofs check it): at most ``R z <= n/2`` users are out for dissimilarity and
 at most ``floor(n/2)`` (distribution) or ``R z`` (absorption) for publications.
 
+``du-code`` (the OPS members only: plpd+, plpa+, plbd-ops, plba-ops) is what Du et al.'s public
+code (WEventPLDPCode, docs/peers.md) does: the published split, recycled after the window of the
+first listed user whose sample size is ``z_opt`` (`wevent.mechanisms.ops`; the distribution's
+window and the absorption's cap are that period too), no request checked against the pool, and
+the absorption's last publication starting at slot -1 with no users (the code's
+``AbsorptionLastInfo(-1, 0)``), so slot 1 may absorb three units where the listings' start
+absorbs two. Unsound: the period can be shorter than ``floor(n / (2 z_opt))``, and the published
+split is unsound already; `wevent gate NAME --variant du-code` refutes it.
+
 Counts are computed through the kernel's `Algebra`, so the same code runs on Z3 terms.
 """
 
@@ -53,6 +62,7 @@ from wevent.accounting.budget import BudgetError
 from wevent.mechanisms.allocators.algebra import Algebra, vmax, vmin
 from wevent.mechanisms.allocators.api import AllocatorError, PopulationSpec
 from wevent.mechanisms.allocators.kernel import (
+    DU_CODE,
     VARIANTS,
     ClassReq,
     Prefix,
@@ -72,6 +82,7 @@ __all__ = [
     "PopulationSetup",
     "PopulationState",
     "population_setup",
+    "variants_of",
 ]
 
 V = TypeVar("V")
@@ -133,7 +144,7 @@ class PopulationKernel(Generic[V, B]):
     def __init__(
         self, name: str, alg: Algebra[V, B], config: PopulationConfig, variant: str = "sound"
     ) -> None:
-        check_variant(name, variant)
+        check_variant(name, variant, variants_of(name))
         self.name = name
         self.variant = variant
         self.alg = alg
@@ -145,7 +156,10 @@ class PopulationKernel(Generic[V, B]):
         zero = alg.const(0)
         # 002 Algorithm 4 line 1 / 000 Algorithm 6 (Example 7): |U_{l,2}| = 0 at l = 0, so
         # t_N = -1 and slot 1 may absorb two units (a phantom slot 0, as in 002's LBA).
-        return PopulationState(Prefix(alg, keep), Prefix(alg, keep), zero, zero)
+        # du-code: the code's last publication is at slot -1 with no users, so slot 1 may
+        # absorb three units (a count of users, not of budget; docs/peers.md).
+        last = alg.const(-1) if self.variant == DU_CODE else zero
+        return PopulationState(Prefix(alg, keep), Prefix(alg, keep), last, zero)
 
     def _out(self, state: PopulationState[V], t: int) -> V:
         """Users drawn in slots ``t - R + 1 .. t - 1``: not back in the pool before slot t."""
@@ -185,7 +199,7 @@ class PopulationKernel(Generic[V, B]):
         now = alg.const(t)
         nullified = alg.le(alg.count_sub(now, state.last), t_n)
         absorbed = alg.count_sub(now, alg.count_add(state.last, t_n))
-        cap = alg.const(cfg.absorb_cap if self.variant == "published" else cfg.recycle)
+        cap = alg.const(cfg.recycle if self.variant == "sound" else cfg.absorb_cap)
         candidate = alg.floor(alg.mul(unit, vmin(alg, absorbed, cap)))
         return Draw(nullified, alg.truth(False), unit, candidate, available)
 
@@ -307,6 +321,12 @@ ONE_ORACLE: Final = tuple(m.name for m in _MEMBERS if not m.personalized)
 OPS_SPLIT: Final = tuple(m.name for m in _MEMBERS if m.ops)
 
 
+def variants_of(name: str) -> tuple[str, ...]:
+    """The variants of member ``name``: sound and published, and du-code for the OPS members
+    (WEventPLDPCode's recycle period and absorption start; the module docstring)."""
+    return (*VARIANTS, DU_CODE) if name in OPS_SPLIT else VARIANTS
+
+
 @dataclass(frozen=True)
 class PopulationSetup:
     """Everything a population allocator fixes before the stream starts."""
@@ -334,7 +354,7 @@ def population_setup(
         raise AllocatorError(
             f"unknown population allocator {name!r} (the family has: {', '.join(_BY_NAME)})"
         )
-    check_variant(name, variant)
+    check_variant(name, variant, variants_of(name))
     rule, personalized, use_ops, use_pue = member.rule, member.personalized, member.ops, member.pue
     fixed = fixed_classes(classes, name)
     if not any(k > 0 for k in counts):
@@ -406,7 +426,7 @@ def _spec(member: _Member) -> PopulationSpec:
     ) -> PopulationKernel[Any, Any]:
         return PopulationKernel(name, alg, config, variant)
 
-    return PopulationSpec(name, member.summary, setup, kernel, VARIANTS)
+    return PopulationSpec(name, member.summary, setup, kernel, variants_of(name))
 
 
 # The family's specs, in the order the command line lists them.
