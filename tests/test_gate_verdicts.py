@@ -146,6 +146,19 @@ def test_a_broken_plain_python_kernel_is_refuted_by_the_search() -> None:
     assert report.headline().startswith("REFUTED by search/fixed: slot ")
 
 
+def test_a_refutation_names_the_stage_that_found_its_counterexample() -> None:
+    """du-code plpd+: the proof's replay fails at slot 5, the search's counterexample at slot 4
+    (smaller, so the one shown): the headline names the search, not the first failed stage."""
+    report = run_gate("plpd+", GateOptions(w_max=3, variant="du-code"))
+    assert report.verdict == "refuted", report.describe()
+    proof, search = report.stage("proof"), report.stage("search/population")
+    cex = report.counterexample
+    assert proof.counterexample is not None and search.counterexample is cex
+    assert proof.counterexample.failure.describe() != cex.failure.describe()
+    head = report.headline()
+    assert head == f"REFUTED by search/population: {cex.failure.describe()}", head
+
+
 def test_nothing_searched_is_said() -> None:
     report = run_gate(
         "tests.test_gate_verdicts:PLAIN_SOUND",

@@ -194,8 +194,14 @@ class GateReport:
             bad = next(s for s in self.stages if s.status == VERIFIER_ERROR)
             return f"VERIFIER ERROR in {bad.name} (a bug in wevent, not a verdict): {bad.detail}"
         if verdict == "refuted":
-            bad = next(s for s in self.stages if s.status == FAILED)
             cex = self.counterexample
+            # The stage that found the counterexample shown (the smallest of every stage's), not
+            # merely the first that failed: a proof's replay can fail at a later slot than the
+            # search's counterexample, which the headline then shows.
+            bad = next(
+                (s for s in self.stages if cex is not None and s.counterexample is cex),
+                None,
+            ) or next(s for s in self.stages if s.status == FAILED)
             why = cex.failure.describe() if cex is not None else bad.detail
             return f"REFUTED by {bad.name}: {why}"
         searched = (
