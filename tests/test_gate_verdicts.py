@@ -153,7 +153,7 @@ def test_a_refutation_names_the_stage_that_found_its_counterexample() -> None:
     assert report.verdict == "refuted", report.describe()
     proof, search = report.stage("proof"), report.stage("search/population")
     cex = report.counterexample
-    assert proof.counterexample is not None and search.counterexample is cex
+    assert proof.counterexample is not None and cex is not None and search.counterexample is cex
     assert proof.counterexample.failure.describe() != cex.failure.describe()
     head = report.headline()
     assert head == f"REFUTED by search/population: {cex.failure.describe()}", head

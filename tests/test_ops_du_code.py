@@ -103,8 +103,9 @@ def test_ops_takes_the_first_class_with_the_chosen_sample_size() -> None:
     assert ops(first[::-1], 2, variant=DU).recycle == 4
     published = ops(first, 2, variant="published")
     assert published.recycle == 5 and published.w_opt == Fraction(5)
-    # a class with no users is not listed: the next class with the sample size is
-    empty_first = [OPSClass(2, Fraction(1), 0), *first]
+    # a class with no users is not listed, even with the chosen sample size (w = 4 gives 1
+    # here): the next class with it is
+    empty_first = [OPSClass(4, Fraction(1), 0), *first]
     assert ops(empty_first, 2, variant=DU).recycle == 3
     with pytest.raises(BudgetError, match="only apply to the published"):
         ops(first, 2, variant=DU, sizes=[1, 1])
@@ -267,3 +268,29 @@ def test_prove_population_refuses_du_code_where_there_is_none() -> None:
     bad = CliRunner().invoke(cli, ["prove", "population", "lpa", "--variant", DU])
     assert bad.exit_code == 2 and "no variant 'du-code'" in bad.output
     assert "Traceback" not in bad.output
+
+
+def test_du_code_refuses_users_with_no_budget(tmp_path: Path) -> None:
+    """The code counts eps = 0 users in n and may take its period from one listed first; the
+    variant leaves them out, so it refuses such a population instead of running another one."""
+    users = {"u1": Fixed(4, Budget(0)), "u2": Fixed(3, Budget(1))}
+    users |= {f"u{i}": Fixed(4, Budget(1)) for i in range(3, 11)}
+    population = Population(users)
+    classes, counts = classes_of(population, "plpa+"), [c.count for c in population.classes]
+    with pytest.raises(BudgetError, match="does not model users with eps = 0"):
+        population_setup("plpa+", classes, counts, 2, DU)
+    # the control: published leaves them out of n, as the paper does
+    assert population_setup("plpa+", classes, counts, 2, "published").config.n == 9
+    path = tmp_path / "eps0.csv"
+    write_requirements(population, path)
+    done = CliRunner().invoke(
+        cli, ["trace", "plpa+", "-r", str(path), "--decisions", "1,0,0,1", "--variant", DU]
+    )
+    assert done.exit_code == 2 and "does not model users with eps = 0" in done.output
+    assert "Traceback" not in done.output
+
+
+def test_du_code_names_itself_when_a_window_has_no_sample() -> None:
+    wide = [OPSClass(2, Fraction(1), 4), OPSClass(3, Fraction(1), 1)]  # n = 5: w = 3 gives 0
+    with pytest.raises(BudgetError, match=r"^du-code OPS: a window of 3 slots"):
+        ops(wide, 2, variant=DU)

@@ -86,7 +86,9 @@ def _error(
     return (sampling_variance(n, z) + pfo.total_variance(z)) / d
 
 
-def _published_splits(classes: Sequence[OPSClass], n: int, z: int) -> tuple[int, ...]:
+def _published_splits(
+    classes: Sequence[OPSClass], n: int, z: int, variant: str = "published"
+) -> tuple[int, ...]:
     """000 Algorithm 1 lines 5-9: ``ceil(z~ / z_i)`` for ``z_i < z~``, else 1."""
     out = []
     for c in classes:
@@ -96,7 +98,7 @@ def _published_splits(classes: Sequence[OPSClass], n: int, z: int) -> tuple[int,
             continue
         if zi == 0:
             raise BudgetError(
-                f"published OPS: a window of {c.w} slots exceeds n/2 = {Fraction(n, 2)} users, so "
+                f"{variant} OPS: a window of {c.w} slots exceeds n/2 = {Fraction(n, 2)} users, so "
                 "its sample size floor(n/(2w)) is 0 and ceil(z/0) is undefined; use the sound "
                 "variant, which splits by the reports possible within the window"
             )
@@ -163,7 +165,7 @@ def ops(
             if sizes is not None:
                 splits = tuple(-(-z // zi) if zi < z else 1 for zi in zs)
             else:
-                splits = _published_splits(classes, n, z)
+                splits = _published_splits(classes, n, z, variant)
         else:
             splits = _sound_splits(classes, recycle)
         shares = [c.eps / k for c, k in zip(classes, splits, strict=True)]

@@ -508,8 +508,13 @@ def _prove_cases(
     import itertools
 
     from wevent.accounting.budget import BudgetError
-    from wevent.mechanisms.allocators.kernel import FixedClass
+    from wevent.mechanisms.allocators.kernel import DU_CODE, FixedClass
 
+    # Windows in ascending order only: right where the class order does not matter, which
+    # du-code's recycle period (the first listed user's window) breaks. It never gets here (its
+    # split is refuted first); a change that let it would need every order of the windows.
+    if variant == DU_CODE:
+        raise ValueError("the population cases assume the class order does not matter: not du-code")
     cases = skipped = window_cases = 0
     for size in range(1, classes + 1):
         for windows in itertools.combinations(range(1, w_max + 1), size):

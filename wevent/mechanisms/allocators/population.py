@@ -365,6 +365,14 @@ def population_setup(
             "nobody could report; use a personalized allocator (plpd, plpa, ...), which leaves "
             "the eps = 0 users out"
         )
+    if variant == DU_CODE and any(c.eps <= 0 for c, k in zip(fixed, counts, strict=True) if k):
+        # The code keeps them in n and may take its recycle period from one listed first; the
+        # variant, like the paper, leaves them out, so it would not be the code's run.
+        raise BudgetError(
+            f"{name} --variant du-code does not model users with eps = 0: Du et al.'s code counts "
+            "them in n and may take its recycle period from their window, where wevent leaves "
+            "them out; remove them, or use the published or sound variant"
+        )
     # Users with eps = 0 never report: they are not in the pool and not in n (000 Section IV
     # samples reporters among the users who can report at all).
     counts = [k if c.eps > 0 else 0 for c, k in zip(fixed, counts, strict=True)]
