@@ -26,7 +26,7 @@ from wevent.verifier.check import check
 from wevent.verifier.engines import make_engine
 from wevent.verifier.guard import Guard
 from wevent.verifier.reference import reference_check
-from wevent.verifier.verdict import EvidenceFailure, cost_text
+from wevent.verifier.verdict import EvidenceFailure, Verdict, breaks, cost_text
 
 TINY = Fraction(1, 10**30)
 BIG = 2**62 - 1  # the largest slot
@@ -186,10 +186,37 @@ def test_every_engine_and_the_guard_agree_at_the_boundary(
                 accepted = False
                 assert refusal.excess == excess  # exactly the step over the bound
                 assert f"excess {format_exact(excess)}" in str(refusal)
+                assert _names_what_it_breaks(str(refusal), over_verdict, pop)
             assert accepted is ok
     for v in over_verdict.violations:  # the window, the requirement and the exact excess
         assert f"excess {format_exact(excess)}" in v.describe()
         assert v.requirement in v.describe() and f"[{v.first}, {v.last}]" in v.describe()
+
+
+def _names_what_it_breaks(message: str, verdict: Verdict, pop: Population) -> bool:
+    """A refusal names the requirement the batch checker says the ledger breaks: for a dynamic
+    user, the declaration in force at the broken window's anchor."""
+    return all(
+        (f"breaks {breaks(v, pop)}" if v.kind in ("backward", "forward") else v.requirement)
+        in message
+        for v in verdict.violations
+    )
+
+
+def test_a_dynamic_refusal_names_its_declaration() -> None:
+    """Found here: the guard refused with '[dynamic, 2 declaration(s) from slot 1]' only, where
+    the batch checker names the declaration the window breaks."""
+    _, pop, _, over = next(c for c in CASES if c[0] == "dynamic-straddle")
+    verdict = check(over, pop)
+    guard = Guard(pop)
+    with pytest.raises(BudgetExceeded) as caught:
+        for charge in over:
+            guard.spend_charge(charge)
+    assert "breaks declaration B:(3, 0.6) F:(2, 0.4) from slot 3" in str(caught.value)
+    assert _names_what_it_breaks(str(caught.value), verdict, pop)
+    # negative control: the message as it was
+    old = str(caught.value).replace("; breaks declaration B:(3, 0.6) F:(2, 0.4) from slot 3", "")
+    assert not _names_what_it_breaks(old, verdict, pop)
 
 
 def _guard_accepts(guard: Guard, slot: int, amount: Fraction, user: str) -> bool:
