@@ -42,7 +42,7 @@ from wevent.accounting.evidence import CostCheck, Evidence, certify_cost
 from wevent.accounting.ledger import Charge, Ledger, ValidatedRow, distinct
 from wevent.accounting.population import Population
 from wevent.accounting.recovery import Recovered, open_durable
-from wevent.accounting.requirements import requirement_bounds
+from wevent.accounting.requirements import Dynamic, requirement_bounds
 from wevent.accounting.sinks import LedgerSink
 from wevent.accounting.spending import BudgetExceeded, EvidenceRejected, WindowState
 from wevent.errors import WeventError
@@ -341,12 +341,14 @@ class Guard:
             who = _subject(user, group)
             if group is not None and refusal.member is not None:
                 who = f"{who}, member {refusal.member!r}"
+            window = self._window_state(refusal.window)
+            breaker = user if group is None else refusal.member
             raise BudgetExceeded(
                 subject=who,
                 slot=slot,
                 asked=budget,
-                window=self._window_state(refusal.window),
-                requirement=refusal.requirement,
+                window=window,
+                requirement=refusal.requirement + self._declaration(breaker, window),
                 affected_users=refusal.affected,
             )
         if user is not None:
@@ -513,6 +515,17 @@ class Guard:
             self._engine.rescale(factor)
             self._scale *= factor
         return amount.numerator * (self._scale // den)
+
+    def _declaration(self, user: str | None, window: WindowState) -> str:
+        """For a dynamic user's backward or forward window, the declaration it belongs to (in
+        force at its anchor: the backward window's last slot, the forward window's first), as
+        the batch checker's text names it; else nothing."""
+        req = None if user is None else self.population.get(user)
+        if not isinstance(req, Dynamic) or window.kind not in ("backward", "forward"):
+            return ""
+        anchor = window.last if window.kind == "backward" else window.first
+        decl = req.in_force(anchor) if anchor is not None else None
+        return "" if decl is None else f"; breaks declaration {decl.describe()}"
 
     def _window_state(self, w: Window) -> WindowState:
         scale = self._scale

@@ -19,13 +19,15 @@ reported once, listing every such user.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from wevent.accounting.budget import approx, format_exact, ratio_text
+from wevent.accounting.budget import format_exact, ratio_text
 from wevent.accounting.evidence import Evidence, evidence_to_json
 
 if TYPE_CHECKING:
@@ -36,6 +38,7 @@ __all__ = [
     "Verdict",
     "Violation",
     "breaks",
+    "cost_text",
     "percent_text",
     "ratio",
     "render_verdict",
@@ -134,6 +137,59 @@ class Violation:
         }
 
 
+def _directed(x: Fraction, digits: int, *, up: bool) -> Decimal:
+    """``x`` rounded to about ``digits`` significant decimal digits, down (toward -inf) or up
+    (toward +inf): an exact decimal, so the direction holds whatever its size."""
+    if x == 0:
+        return Decimal(0)
+    size = abs(x)
+    if size >= 1:
+        exponent = len(str(size.numerator // size.denominator))
+    else:  # the first significant digit's place below the point, give or take one
+        exponent = 1 - len(str(size.denominator // size.numerator))
+    places = digits - exponent
+    scaled = x * Fraction(10) ** places
+    whole = (
+        -(-scaled.numerator // scaled.denominator) if up else scaled.numerator // scaled.denominator
+    )
+    return Decimal(f"{whole}E{-places}")  # exact (scaleb would round to the context)
+
+
+def _short(x: Fraction) -> str | None:
+    """``x`` exactly (a decimal or a ratio) in at most 24 characters, else None."""
+    text = format_exact(x)
+    return text if len(text) <= 24 else None
+
+
+def cost_text(lower: Fraction, upper: Fraction, amount: Fraction) -> str:
+    """What the certified bounds ``[lower, upper]`` of an evidence cost say against the amount
+    charged, for the text verdict (display only; the JSON and the reports give the bounds
+    exactly). A cost known exactly is printed exactly; rounded bounds are rounded outward
+    (lower down, upper up), marked ``~``, and with as many digits as it takes for a lower bound
+    above the amount to read as above it."""
+    if lower == upper and _short(lower) is not None:
+        return f"is {_short(lower)}, more than the amount"
+
+    def bound(x: Fraction, *, up: bool, above: Fraction | None = None) -> str:
+        exact = _short(x)
+        if exact is not None:
+            return exact
+        for digits in range(6, 61):
+            r = _directed(x, digits, up=up)
+            if above is None or Fraction(r) > above:
+                return f"~{r}"
+        return ratio_text(x)  # exact, however long
+
+    if lower > amount:
+        shown = bound(lower, up=False, above=amount)
+        note = " (rounded down)" if shown.startswith("~") else ""
+        return f"is at least {shown}{note}, more than the amount"
+    return (
+        f"could not be certified at most the amount: it lies in [{bound(lower, up=False)}, "
+        f"{bound(upper, up=True)}] (rounded outward where marked ~)"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class EvidenceFailure:
     """Charges whose evidence certifies a cost above the amount charged (or could not be
@@ -148,10 +204,11 @@ class EvidenceFailure:
     first_slot: int
 
     def describe(self) -> str:
+        evidence = json.dumps(evidence_to_json(self.evidence))
         return (
             f"{self.rows} charge(s) of {format_exact(self.amount)} "
-            f"(first: row {self.first_row + 1}, slot {self.first_slot}) carry evidence {evidence_to_json(self.evidence)} whose cost "
-            f"is in [{approx(self.cost_lower)}, {approx(self.cost_upper)}], not <= the amount"
+            f"(first: row {self.first_row + 1}, slot {self.first_slot}) carry evidence {evidence} "
+            f"whose cost {cost_text(self.cost_lower, self.cost_upper, self.amount)}"
         )
 
     def to_json(self) -> dict[str, Any]:
