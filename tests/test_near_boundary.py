@@ -402,3 +402,75 @@ def test_cost_text_undecided_interval_is_outward() -> None:
     text = cost_text(third - TINY, third + TINY, third)
     assert text.startswith("could not be certified at most the amount")
     assert "[~0.333333, ~0.333334]" in text
+
+
+def test_a_forward_refusal_names_the_declaration_at_its_anchor() -> None:
+    """A forward window is anchored at its first slot: the spend at slot 3 breaks slot 1's
+    forward window [1, 4] (1/4 + 1/2 > 1/2), so slot 1's declaration is named, not slot 3's
+    (which is in force at the window's last slot)."""
+    pop = Population(
+        {
+            "u": Dynamic(
+                (
+                    Declaration(1, 1, Budget(5), 4, Budget("1/2")),
+                    Declaration(3, 1, Budget(5), 5, Budget(5)),
+                )
+            )
+        }
+    )
+    guard = Guard(pop)
+    guard.spend(1, Budget("1/4"), user="u")
+    with pytest.raises(BudgetExceeded) as caught:
+        guard.spend(3, Budget("1/2"), user="u")
+    message = str(caught.value)
+    assert "forward window [1, 4]" in message, message
+    assert "breaks declaration B:(1, 5) F:(4, 0.5) from slot 1" in message, message
+    assert "from slot 3]" not in message
+
+
+def test_a_group_refusal_names_the_members_declaration() -> None:
+    """The same straddling ledger as `dynamic-straddle`, charged to a group of the user: the
+    refusal names the member and the declaration (the path population allocators take)."""
+    _, pop, _, over = next(c for c in CASES if c[0] == "dynamic-straddle")
+    (user,) = {c.user for c in over}
+    assert user is not None
+    guard = Guard(pop)
+    guard.define_group("g", [user])
+    with pytest.raises(BudgetExceeded) as caught:
+        for c in over:
+            guard.spend(c.slot, c.amount, group="g")
+    message = str(caught.value)
+    assert f"member {user!r}" in message
+    assert "breaks declaration B:(3, 0.6) F:(2, 0.4) from slot 3" in message, message
+
+
+def test_a_cost_above_the_amount_by_less_than_60_digits_show_is_exact() -> None:
+    """An amount within 10**-70 under the cost: no rounding to 60 digits reads as above it, so
+    the text falls back to the exact ratio (unmarked, and exact)."""
+    import decimal
+
+    grr = GRR(2, Fraction(21, 40), Fraction(19, 40))  # cost ln(21/19)
+    with decimal.localcontext() as ctx:
+        ctx.prec = 100
+        truncated = int((decimal.Decimal(21) / 19).ln().scaleb(70))  # 70 decimals, down
+    amount = Fraction(truncated, 10**70)
+    failure = _failure(grr, amount)
+    assert failure is not None
+    text = failure.describe()
+    assert "~" not in text.split(" whose cost ", 1)[1], text
+    assert _claims_hold(failure), text
+
+
+def test_an_undecided_evidence_refusal_does_not_say_more_than() -> None:
+    """A cost the finest precision could not separate from the amount is refused (fail closed),
+    and the refusal says so; 'at least X, more than the amount' only when X is more."""
+    from wevent.accounting.spending import EvidenceRejected
+
+    third = Fraction(1, 3)
+    undecided = EvidenceRejected(
+        subject="user 'u'", slot=1, amount=third, lower=third - TINY, upper=third + TINY
+    )
+    assert "could not be certified at most the 1/3 charged" in str(undecided)
+    assert "more than" not in str(undecided)
+    above = EvidenceRejected(subject="user 'u'", slot=1, amount=third, lower=Fraction(1, 2))
+    assert "certifies a cost of at least 0.5, more than the 1/3 charged" in str(above)

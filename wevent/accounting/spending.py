@@ -97,17 +97,40 @@ class EvidenceRejected(Refused):
     def __reduce__(self) -> tuple[Any, ...]:
         return (_remake, (type(self), self._fields))
 
-    def __init__(self, *, subject: str, slot: int, amount: Fraction, lower: Fraction) -> None:
+    def __init__(
+        self,
+        *,
+        subject: str,
+        slot: int,
+        amount: Fraction,
+        lower: Fraction,
+        upper: Fraction | None = None,
+    ) -> None:
         self.subject = subject
         self.slot = slot
         self.amount = amount
         self.lower = lower
-        self._fields = {"subject": subject, "slot": slot, "amount": amount, "lower": lower}
-        super().__init__(
-            f"refused spend at slot {slot} for {subject}: the evidence certifies a cost of at "
-            f"least {format_exact(lower)} (or could not be certified), more than the "
-            f"{format_exact(amount)} charged"
-        )
+        self.upper = upper
+        self._fields = {
+            "subject": subject,
+            "slot": slot,
+            "amount": amount,
+            "lower": lower,
+            "upper": upper,
+        }
+        if lower > amount:
+            why = (
+                f"the evidence certifies a cost of at least {format_exact(lower)}, more than the "
+                f"{format_exact(amount)} charged"
+            )
+        else:  # undecided at the finest precision: refused (fail closed), not "more than"
+            within = "" if upper is None else f" (it lies in [{format_exact(lower)}, "
+            within += "" if upper is None else f"{format_exact(upper)}])"
+            why = (
+                "the evidence's cost could not be certified at most the "
+                f"{format_exact(amount)} charged{within}"
+            )
+        super().__init__(f"refused spend at slot {slot} for {subject}: {why}")
 
 
 def batched(spender: Spender) -> AbstractContextManager[None]:

@@ -541,7 +541,13 @@ class Guard:
         code, failed = self._evidence_check(evidence, amount)
         if failed is not None:
             subject = _subject(user, group)
-            raise EvidenceRejected(subject=subject, slot=slot, amount=amount, lower=failed.lower)
+            raise EvidenceRejected(
+                subject=subject,
+                slot=slot,
+                amount=amount,
+                lower=failed.lower,
+                upper=failed.upper,
+            )
         return code
 
     def _evidence_check(

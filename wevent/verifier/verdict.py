@@ -204,7 +204,7 @@ class EvidenceFailure:
     first_slot: int
 
     def describe(self) -> str:
-        evidence = json.dumps(evidence_to_json(self.evidence))
+        evidence = json.dumps(evidence_to_json(self.evidence), default=str)
         return (
             f"{self.rows} charge(s) of {format_exact(self.amount)} "
             f"(first: row {self.first_row + 1}, slot {self.first_slot}) carry evidence {evidence} "
