@@ -280,12 +280,19 @@ def test_an_empty_population_gives_every_engine_the_same_verdict(
     _same(reference, verdict)
 
 
+_TAG_REFUSAL = (
+    "column 'wevent_source_file' is unknown (a ledger's columns are slot, user, group, epsilon, "
+    "part, mechanism, evidence)"
+)
+
+
 def test_duckdb_reads_a_path_with_glob_characters_and_a_column_named_like_its_tag(
     tmp_path: Path,
 ) -> None:
     """A path DuckDB would take for a glob pattern (``run[2]`` matches ``run2``) is read as
-    the file it names, and a ledger column named like the file tag does not collide with it:
-    numpy's verdict either way (DuckDB read the sibling file, or nothing, before)."""
+    the file it names: numpy's verdict (DuckDB read the sibling file, or nothing, before). A
+    ledger column named like DuckDB's file tag is no column of a ledger: every engine refuses
+    it alike (it collided with the tag before columns outside the format were refused)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -300,11 +307,18 @@ def test_duckdb_reads_a_path_with_glob_characters_and_a_column_named_like_its_ta
         pa.table({"slot": [2], "user": ["a"], "epsilon": ["1/10"], "wevent_source_file": ["x"]}),
         tagged,
     )
-    for files in ([over], [over, tagged], [under, tagged]):
+    for files in ([over], [under]):
         reference, _ = make_engine("numpy").audit(files, population)
         verdict, _ = make_engine("duckdb").audit(files, population)
         _same(reference, verdict)
     assert make_engine("duckdb").audit([over], population)[0].violations
+    for files in ([over, tagged], [under, tagged]):
+        refusals = set()
+        for engine in ("numpy", "duckdb"):
+            with pytest.raises(FormatError) as refused:
+                make_engine(engine).audit(files, population)
+            refusals.add(str(refused.value))
+        assert refusals == {f"{tagged}: {_TAG_REFUSAL}"}, refusals
 
 
 def test_sql_engines_reject_bad_input_in_one_line(tmp_path: Path) -> None:

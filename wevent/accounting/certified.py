@@ -9,10 +9,11 @@ image of ``[lo, hi]`` is bounded by the images of its endpoints.
 
 from __future__ import annotations
 
+import decimal
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_CEILING, ROUND_FLOOR, Decimal, localcontext
 from fractions import Fraction
 
-__all__ = ["exp_bounds", "ln_bounds"]
+__all__ = ["exp_above", "exp_below", "exp_bounds", "ln_bounds"]
 
 
 def _wide(ctx: object) -> None:
@@ -35,17 +36,47 @@ def _ulp(value: Decimal, digits: int) -> Fraction:
     return Fraction(10) ** (value.adjusted() - digits + 1)
 
 
-def exp_bounds(lo: Fraction, hi: Fraction, digits: int = 40) -> tuple[Fraction, Fraction]:
-    """Rational bounds ``[a, b]`` with ``a <= exp(x) <= b`` for every x in ``[lo, hi]``."""
-    if lo > hi:
-        raise ValueError("empty interval")
+# Past |x| = _FAR, e^x as a rational has more than 4,000 digits, and Decimal's exp (its exponent
+# range widened) gives one of |x| / 2.3 digits: for x = -2^62, a denominator no machine can hold
+# (a requirement's epsilon of 2^62 hung `wevent run`). No evaluation is needed there:
+# e^x <= e^-_FAR < _TINY for x <= -_FAR, and e^x >= e^_FAR is a (weaker) lower bound for x >= _FAR.
+_FAR = 10_000
+_TINY = Fraction(1, 10**4000)  # e^-10000 is about 10^-4343
+
+
+def exp_below(x: Fraction, digits: int = 40) -> Fraction:
+    """A rational ``a <= exp(x)``: 0 below -10,000, and ``e^10000``'s bound above 10,000."""
+    if x <= -_FAR:
+        return Fraction(0)
     with localcontext() as ctx:
         _wide(ctx)
         ctx.prec = digits
-        a = _to_decimal(lo, digits, up=False).exp()
-        b = _to_decimal(hi, digits, up=True).exp()
-    low = Fraction(a) - _ulp(a, digits)
-    return (max(low, Fraction(0)), Fraction(b) + _ulp(b, digits))
+        a = _to_decimal(min(x, Fraction(_FAR)), digits, up=False).exp()
+    return max(Fraction(a) - _ulp(a, digits), Fraction(0))
+
+
+def exp_above(x: Fraction, digits: int = 40) -> Fraction:
+    """A rational ``b >= exp(x)``: ``10^-4000`` below -10,000. Above 10,000 it is a number of
+    x / 2.3 digits, evaluated (`OverflowError` past Decimal's exponent range, x > 2.3 10^18):
+    a caller keeps x within what it can afford."""
+    if x <= -_FAR:
+        return _TINY
+    with localcontext() as ctx:
+        _wide(ctx)
+        ctx.prec = digits
+        try:
+            b = _to_decimal(x, digits, up=True).exp()
+        except decimal.Overflow:
+            raise OverflowError("e^x has too many digits to bound (x above 2.3 10^18)") from None
+    return Fraction(b) + _ulp(b, digits)
+
+
+def exp_bounds(lo: Fraction, hi: Fraction, digits: int = 40) -> tuple[Fraction, Fraction]:
+    """Rational bounds ``[a, b]`` with ``a <= exp(x) <= b`` for every x in ``[lo, hi]``
+    (`exp_below` of lo, `exp_above` of hi)."""
+    if lo > hi:
+        raise ValueError("empty interval")
+    return (exp_below(lo, digits), exp_above(hi, digits))
 
 
 def ln_bounds(lo: Fraction, hi: Fraction, digits: int = 40) -> tuple[Fraction, Fraction]:

@@ -191,12 +191,6 @@ def _text(value: object, what: str, *, allow_empty: bool = False) -> str:
     problem = text_problem(value)  # what every reader refuses, refused before it is written
     if problem is not None:
         raise RecordError(f"{what} {problem}")
-    if value.isascii():  # the common case, without encoding
-        return value
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise RecordError(f"{what}: {value!r} is not valid Unicode text") from None
     return value
 
 
@@ -1205,7 +1199,18 @@ def _walk_chain(
                     )
                 )
                 return
-            head = chain_step(head, obj)
+            try:
+                head = chain_step(head, obj)
+            except UnicodeEncodeError:  # a JSON escape of a lone surrogate: no UTF-8 holds it
+                problems.append(
+                    IntegrityProblem(
+                        name,
+                        number,
+                        "record holds a lone surrogate (a \\ud800-\\udfff escape), which no "
+                        "writer writes: it is not valid Unicode text",
+                    )
+                )
+                return
             if obj[CHAIN_KEY] != head:
                 problems.append(
                     IntegrityProblem(
@@ -1585,6 +1590,21 @@ def _audit_segments(
                 IntegrityProblem(str(target), 0, "committed segment is missing (deleted)")
             )
             continue
+        if not target.is_file():  # a directory would crash the hash and a FIFO block it
+            problems.append(
+                IntegrityProblem(
+                    str(target), 0, "committed segment is not a regular file (replaced)"
+                )
+            )
+            continue
+        count = rec.get("rows", 0)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            problems.append(
+                IntegrityProblem(
+                    str(manifest), number, f"bad row count {shown(count)} (no writer wrote it)"
+                )
+            )
+            continue
         if file_sha256(target) != rec.get("sha256"):
             problems.append(
                 IntegrityProblem(
@@ -1593,7 +1613,7 @@ def _audit_segments(
             )
             continue
         files.append(str(target))
-        rows += int(rec.get("rows", 0))
+        rows += count
     unanchored = {str(r.get("segment")) for r in all_lines[found.records :]}
     for extra in sorted(directory.glob("*.parquet*")):
         if extra.name in unanchored:

@@ -36,9 +36,11 @@ from wevent.accounting.inputs import (
     max_evidence,
     max_field,
     text_problem,
+    unknown_name,
 )
 from wevent.accounting.ledger import Ledger, take_codes
 from wevent.accounting.parquet_rows import (
+    LEDGER_COLUMNS,
     MEMBERSHIP_ROW,
     check_coded_rows,
     check_ledger_columns,
@@ -61,7 +63,11 @@ __all__ = [
 
 FIXED_COLUMNS = ("user", "w", "epsilon")
 DYNAMIC_COLUMNS = ("user", "slot", "w_back", "eps_back", "w_fwd", "eps_fwd")
-LEDGER_COLUMNS = ("slot", "user", "group", "epsilon", "part", "mechanism", "evidence")
+# The keys of a JSONL line: a charge's (the columns) or a group line's; "chain" is a durable
+# ledger's link (`wevent.accounting.durable`), which the reader does not check.
+CHARGE_KEYS = (*LEDGER_COLUMNS, "chain")
+GROUP_KEYS = ("group", "members", "chain")
+_KEY_SETS = {keys: frozenset(keys) for keys in (CHARGE_KEYS, GROUP_KEYS)}
 _NUMERIC = frozenset({"slot", "epsilon", "evidence"})
 
 
@@ -513,6 +519,13 @@ def read_ledger(
             obj = _json_object(text, where)
             if not isinstance(obj, dict):
                 raise FormatError(f"{where}: each line must be a JSON object")
+            keys, what = (
+                (GROUP_KEYS, "a group line has")
+                if "members" in obj
+                else (CHARGE_KEYS, "a charge has")
+            )
+            if not _KEY_SETS[keys].issuperset(obj):  # a charge on a group line, a misspelt key
+                raise FormatError(f"{where}: field {unknown_name(obj, keys, what)}")
             if "members" in obj:
                 group = obj.get("group")
                 members = obj["members"]
@@ -538,6 +551,9 @@ def read_ledger(
     if missing or not ({"user", "group"} & set(header)):
         need = ", ".join(missing + ([] if {"user", "group"} & set(header) else ["user"]))
         raise FormatError(f"{path}:1: missing column(s): {need}")
+    unknown = unknown_name((h for h in header if h), LEDGER_COLUMNS, "a ledger's columns are")
+    if unknown is not None:
+        raise FormatError(f"{path}:1: column {unknown}")
     for line, row in rows:
         if progress is not None and line % _PROGRESS_EVERY == 0:
             progress(line, total)

@@ -1,6 +1,7 @@
 """The rules every reader of user input shares, below the format modules (so the durable ledger
 reader, the stream readers and the format readers all apply them): regular files only, text
-fields of bounded length without NUL, JSON without duplicate keys or deep nesting. Violations
+fields of bounded length without NUL, JSON without duplicate keys or deep nesting, no field or
+column a format does not define (`unknown_name`: its content would be dropped unread). Violations
 are `BudgetError`s (input errors, exit 2) naming the file and, where there is one, the line.
 
 The limits are configurable through environment variables (`check_limits`): each command reads
@@ -15,10 +16,12 @@ from __future__ import annotations
 import functools
 import json
 import stat
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 from wevent.accounting.budget import BudgetError, env_limit, max_digits, shown
+from wevent.accounting.names import close_names, did_you_mean
 
 __all__ = [
     "DEPTH_VARIABLE",
@@ -37,6 +40,7 @@ __all__ = [
     "max_field",
     "reset_limits",
     "text_problem",
+    "unknown_name",
 ]
 
 MAX_FIELD: Final = 4096  # default: characters of an id, group name, part or mechanism
@@ -85,7 +89,8 @@ def check_limits() -> None:
 
 def text_problem(value: str, *, evidence: bool = False) -> str | None:
     """What is wrong with a text field as read (longer than `max_field`, or `max_evidence` for
-    an evidence value; or a NUL character), or None."""
+    an evidence value; a NUL character; or a lone surrogate, which JSON's ``\\ud800`` escape
+    can write but no UTF-8 file, report or terminal can hold), or None."""
     limit = max_evidence() if evidence else max_field()
     if len(value) > limit:
         variable = EVIDENCE_VARIABLE if evidence else FIELD_VARIABLE
@@ -95,6 +100,25 @@ def text_problem(value: str, *, evidence: bool = False) -> str | None:
         )
     if "\x00" in value:
         return f"{shown(value)} holds a NUL character"
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"{shown(value)} is not valid Unicode text (a lone surrogate)"
+    return None
+
+
+def unknown_name(names: Iterable[str], known: Sequence[str], what: str) -> str | None:
+    """The first of ``names`` that is not in ``known``, as a message naming it (``'x' is
+    unknown (a charge has slot, ...); did you mean ...?``, ``what`` being "a charge has"); or
+    None. A reader refuses such a field or column, never drops it: a misspelt ``epsilon`` or
+    ``evidence``, or a charge written on a group line, would otherwise vanish unread."""
+    for name in names:
+        if name not in known:
+            return (
+                f"{shown(name)} is unknown ({what} {', '.join(known)})"
+                f"{did_you_mean(close_names(name, known))}"
+            )
     return None
 
 

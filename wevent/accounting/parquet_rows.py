@@ -15,6 +15,7 @@ defined again with other members) stay with the engines.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Container
 from pathlib import Path
 from typing import Any
@@ -23,9 +24,10 @@ import numpy as np
 
 from wevent.accounting.budget import MAX_SLOT, Budget, BudgetError, shown
 from wevent.accounting.evidence import evidence_from_json
-from wevent.accounting.inputs import FormatError, check_input_file, text_problem
+from wevent.accounting.inputs import FormatError, check_input_file, text_problem, unknown_name
 
 __all__ = [
+    "LEDGER_COLUMNS",
     "MEMBERSHIP_ROW",
     "check_coded_rows",
     "check_ledger_columns",
@@ -33,6 +35,8 @@ __all__ = [
     "check_parquet_rows",
 ]
 
+LEDGER_COLUMNS = ("slot", "user", "group", "epsilon", "part", "mechanism", "evidence")
+_PANDAS_INDEX = re.compile(r"__index_level_\d+__")
 MEMBERSHIP_ROW = (
     "a membership row (empty slot) gives a group, a user unless the group has no members, "
     "and nothing else (no epsilon, part, mechanism or evidence)"
@@ -57,6 +61,15 @@ def check_ledger_columns(path: Path, names: set[str], type_of: Callable[[str], A
     missing = [c for c in ("slot", "epsilon") if c not in names]
     if missing or not ({"user", "group"} & names):
         raise FormatError(f"{path}: missing column(s): {', '.join(missing) or 'user'}")
+    # A column no engine reads is refused, not dropped (a misspelt evidence column would leave
+    # every charge unchecked); pandas' index columns, which to_parquet adds, hold no charge.
+    unknown = unknown_name(
+        sorted(n for n in names if not _PANDAS_INDEX.fullmatch(n)),
+        LEDGER_COLUMNS,
+        "a ledger's columns are",
+    )
+    if unknown is not None:
+        raise FormatError(f"{path}: column {unknown}")
     for name in ("user", "group", "epsilon", "part", "mechanism", "evidence"):
         if name in names:
             kind = _value_type(type_of(name))

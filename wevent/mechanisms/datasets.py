@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,6 +142,13 @@ def _slots(seconds: FloatArray, interval: int) -> IntArray:
     return out
 
 
+def _named(paths: Sequence[Path]) -> str:
+    """The files of a data set, for a message: one named, or how many and the first."""
+    if len(paths) == 1:
+        return str(paths[0])
+    return f"the {len(paths):,} files given ({paths[0]}, ...)" if paths else "no file"
+
+
 def tdrive_observations(
     files: Iterable[str | Path],
     *,
@@ -154,11 +162,11 @@ def tdrive_observations(
         raise BudgetError(f"the grid needs at least 1 x 1 cells, got {grid}")
     taxis: dict[str, int] = {}
     rows: list[tuple[int, float, float, float]] = []
-    for path in files:
-        path = Path(path)
+    paths = [Path(f) for f in files]
+    for path in paths:
         check_input_file(path)
         try:
-            with path.open(encoding="utf-8", newline="") as fh:
+            with path.open(encoding="utf-8-sig", newline="") as fh:
                 for line_no, rec in enumerate(csv.reader(fh), start=1):
                     if not rec or all(not f.strip() for f in rec):
                         continue
@@ -170,6 +178,8 @@ def tdrive_observations(
                     try:
                         when = dt.datetime.strptime(key[1], "%Y-%m-%d %H:%M:%S")
                         lon, lat = float(key[2]), float(key[3])
+                        if not (math.isfinite(lon) and math.isfinite(lat)):  # nan, inf, 1e400
+                            raise ValueError("not a finite position")
                     except ValueError:
                         raise FormatError(
                             f"{path}:{line_no}: cannot read the time or position {shown(','.join(rec))}"
@@ -182,12 +192,12 @@ def tdrive_observations(
         except (csv.Error, UnicodeDecodeError) as exc:  # a huge field, a stray quote, not UTF-8
             raise FormatError(f"{path}: not T-Drive text ({exc})") from None
     if not rows:
-        raise FormatError("no T-Drive records found")
+        raise FormatError(f"no T-Drive records found in {_named(paths)}")
     arr = np.unique(np.array(rows, dtype=np.float64), axis=0)  # 001 6.1: duplicates removed
     cell = grid_cell(arr[:, 2], arr[:, 3], area, grid)
     inside = cell >= 0
     if not inside.any():
-        raise FormatError("no T-Drive record lies inside the area")
+        raise FormatError(f"no T-Drive record of {_named(paths)} lies inside the area")
     user = arr[inside, 0].astype(np.int64)
     when = arr[inside, 1]
     names = [f"cell{c}" for c in range(grid * grid)]
@@ -213,7 +223,7 @@ def foursquare_observations(
         check_input_file(given)
     reading = pois  # the file a csv or decoding error is in
     try:
-        with pois.open(encoding="utf-8", newline="") as fh:
+        with pois.open(encoding="utf-8-sig", newline="") as fh:
             for line_no, rec in enumerate(csv.reader(fh, delimiter="\t"), start=1):
                 if not rec:
                     continue
@@ -225,7 +235,7 @@ def foursquare_observations(
         users: dict[str, int] = {}
         rows: list[tuple[int, float, str]] = []
         reading = checkins
-        with checkins.open(encoding="utf-8", newline="") as fh:
+        with checkins.open(encoding="utf-8-sig", newline="") as fh:
             for line_no, rec in enumerate(csv.reader(fh, delimiter="\t"), start=1):
                 if not rec:
                     continue

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from wevent.accounting.certified import exp_bounds
+from wevent.accounting.certified import exp_above, exp_below
 
 __all__ = ["exp_lower", "exp_upper", "float_down", "float_up", "grid_down", "grid_up"]
 
@@ -38,12 +38,12 @@ def float_down(x: Fraction) -> float:
 
 def exp_lower(x: Fraction) -> Fraction:
     """A rational certainly <= e^x."""
-    return exp_bounds(x, x, 40)[0]
+    return exp_below(x, 40)
 
 
 def exp_upper(x: Fraction) -> Fraction:
     """A rational certainly >= e^x."""
-    return exp_bounds(x, x, 40)[1]
+    return exp_above(x, 40)
 
 
 def grid_down(x: Fraction) -> float:

@@ -82,6 +82,7 @@ def obs(budgets: Mapping[Budget, int]) -> tuple[Budget, float]:
 
 # SamplingMechanism.evidence by (sensitivity, Laplace scale, keep probability).
 _EVIDENCE: dict[tuple[Fraction, float, float], Evidence] = {}
+_LARGE_THETA = 60  # above it, a keep-probability is bounded without computing e^theta
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,12 @@ class SamplingMechanism:
             e = Budget(eps)
             if e >= theta_b:
                 keep[e] = 1.0
+            elif theta_b > _LARGE_THETA:
+                # p >= (e^eps - 1) / e^theta = e^(eps - theta) - e^-theta: exponents <= 0 only,
+                # where e^theta would be a number of theta / 2.3 digits (a threshold of 2^62
+                # hung the run); (e^eps - 1) / e^theta is p times 1 - e^-theta > 1 - e^-60.
+                low = exp_lower(e - theta_b) - exp_upper(-theta_b)
+                keep[e] = float_down(min(max(low, Fraction(0)), Fraction(1)))
             else:  # p = (e^eps - 1) / (e^theta - 1), a certified lower bound rounded down
                 # e^x - 1 >= x and e^x - 1 <= x e^x keep tiny budgets meaningful where the
                 # exp bounds alone would round to 1.

@@ -70,7 +70,8 @@ def _check_domain(d: int, where: str) -> None:
         )
 
 
-_INT64: Final = re.compile(r"\s*-?[0-9]+\s*", re.ASCII)  # what pyarrow parses as an int64
+_INT64: Final = re.compile(r"\s*-?[0-9]+\s*", re.ASCII)  # a slot or value (int64 checked apart)
+_INT64_RE2: Final = r"^\s*-?[0-9]+\s*$"  # the same for pyarrow's regular expressions (RE2)
 
 
 @runtime_checkable
@@ -459,19 +460,27 @@ def _read_columns(path: Path) -> tuple[IntArray, list[str], IntArray, IntArray]:
             path,
             read_options=pcsv.ReadOptions(skip_rows=1, column_names=list(CSV_COLUMNS)),
             convert_options=pcsv.ConvertOptions(
-                column_types={"user": pa.string(), "slot": pa.int64(), "value": pa.int64()},
+                # read as text: pyarrow's int64 conversion also takes hexadecimal ("0x10" as
+                # 16), where a slot or value is written in decimal digits (docs/formats.md)
+                column_types=dict.fromkeys(CSV_COLUMNS, pa.string()),
                 null_values=[],
                 strings_can_be_null=False,
                 quoted_strings_can_be_null=False,
             ),
         )
+        numbers = []
+        for name in ("slot", "value"):
+            column = table.column(name)
+            if pc.all(pc.match_substring_regex(column, _INT64_RE2)).as_py() is False:
+                raise FormatError(_parse_problem(path) or f"{path}: {name}: not an integer")
+            numbers.append(pc.cast(pc.utf8_trim_whitespace(column), pa.int64()))
         users = pc.unique(table.column("user"))
         codes = pc.index_in(table.column("user"), value_set=users)
         return (
             np.asarray(codes.to_numpy(), dtype=np.int64),
             [str(u) for u in users.to_pylist()],
-            np.asarray(table.column("slot").to_numpy(), dtype=np.int64),
-            np.asarray(table.column("value").to_numpy(), dtype=np.int64),
+            np.asarray(numbers[0].to_numpy(), dtype=np.int64),
+            np.asarray(numbers[1].to_numpy(), dtype=np.int64),
         )
     except (pa.ArrowException, OSError) as exc:
         raise FormatError(
