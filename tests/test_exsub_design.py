@@ -138,6 +138,19 @@ def test_exclusion_weight_is_rounded_up_and_certified() -> None:
         exclusion_weight(Fraction(0))
 
 
+def test_exclusion_weight_never_passes_one() -> None:
+    """Found by fuzzing: at eps = 10^-400 the certified upper bound of e^-eps passed 1 and x
+    was 1 + 2^-52 (the prover refuted the runtime's design, the evidence refused x > 1); x = 1
+    is at least e^-eps and costs nothing."""
+    for k in (17, 40, 41, 400):
+        eps = Fraction(1, 10**k)
+        x = exclusion_weight(eps)
+        assert x <= 1
+        assert x >= exp_bounds(-eps, -eps, 60)[0]
+        assert certify_cost(ExSub(10, 2, 3, x), eps).ok
+    assert exclusion_weight(Fraction(1, 10**400)) == 1
+
+
 def test_exsub_evidence_round_trip_and_cost() -> None:
     ev = ExSub(51, 3, 4, Fraction(828390857088487, 2251799813685248))
     assert evidence_from_json(evidence_to_json(ev)) == ev

@@ -106,10 +106,15 @@ class RandomChooser:
 
 def exclusion_weight(eps: Fraction) -> Fraction:
     """``x``: the float the sampler uses for e^-eps, rounded up (so ln(1/x) <= eps), as an exact
-    rational. The ledger's `wevent.accounting.ExSub` evidence records it."""
+    rational, and at most 1. The ledger's `wevent.accounting.ExSub` evidence records it.
+
+    e^-eps < 1 for every eps > 0, but the certified upper bound of it (40 digits) can pass 1
+    when eps is smaller than that precision, and its float rounded up is then 1 + 2^-52: an
+    exclusion weight above 1 favours the outputs that miss the input, a ratio of x > e^eps
+    (eps = 10^-400). x = 1 is at least e^-eps and costs ln(1/1) = 0: the uniform output."""
     if eps <= 0:
         raise BudgetError(f"ExSub needs a positive epsilon, got {eps}")
-    return Fraction(float_up(exp_upper(-Fraction(eps))))
+    return min(Fraction(1), Fraction(float_up(exp_upper(-Fraction(eps)))))
 
 
 def choose_m(d_prime: int, s: int, x: Fraction, task: str = "value") -> int:
