@@ -13,10 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from wevent.accounting.formats import write_requirements
-from wevent.cli import cli
+from tests.replay import replay_on_the_command_line
 from wevent.gate import GateOptions, GateReport, run_gate
 from wevent.mechanisms.allocators.kernel import DU_CODE
 from wevent.proofs.central import Scope, prove_allocator
@@ -33,15 +31,7 @@ FAST = GateOptions(
 
 
 def _replays_on_the_command_line(report: GateReport, tmp_path: Path) -> str:
-    cex = report.counterexample
-    assert cex is not None and cex.variant == DU_CODE and cex.replays()
-    csv = tmp_path / "cex.csv"
-    write_requirements(cex.population, csv)
-    command = cex.command(str(csv))
-    assert command.endswith(f"--decisions {cex.decision_text} --variant du-code")
-    replay = CliRunner().invoke(cli, command.split()[1:])
-    assert replay.exit_code == 1, replay.output
-    return replay.output
+    return replay_on_the_command_line(report, tmp_path / "cex.csv", DU_CODE).output
 
 
 @pytest.mark.parametrize("name", NAMES)

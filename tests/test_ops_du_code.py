@@ -21,6 +21,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.replay import replay_on_the_command_line
 from wevent.accounting.budget import Budget, BudgetError
 from wevent.accounting.formats import write_requirements
 from wevent.accounting.population import Population
@@ -182,16 +183,7 @@ def _gate(name: str, variant: str, stages: tuple[str, ...]) -> GateReport:
 
 
 def _replays_on_the_command_line(report: GateReport, tmp_path: Path) -> str:
-    cex = report.counterexample
-    assert cex is not None and cex.variant == DU and cex.replays()
-    csv = tmp_path / "cex.csv"
-    write_requirements(cex.population, csv)
-    command = cex.command(str(csv))
-    assert command.endswith("--variant du-code")
-    result = CliRunner().invoke(cli, command.split()[1:])
-    assert result.exit_code == 1, result.output
-    assert "REFUSED by the guard" in result.output
-    return result.output
+    return replay_on_the_command_line(report, tmp_path / "cex.csv", DU).output
 
 
 def _order_dependent(report: GateReport) -> None:

@@ -26,6 +26,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.replay import replay_on_the_command_line
 from wevent.accounting.budget import Budget, BudgetError
 from wevent.accounting.formats import read_ledger, read_requirements, write_requirements
 from wevent.accounting.population import Population
@@ -170,13 +171,8 @@ def test_gate_refutes_du_code_absorption_and_trace_replays_it(name: str, tmp_pat
     assert (cex.failure.spent, cex.failure.bound) == (F(5, 4), F(1))
     assert report.stage("proof").status == "failed"
     assert report.stage("search/fixed").status == "failed"
-    csv = tmp_path / "counterexample.csv"
-    write_requirements(cex.population, csv)
-    command = cex.command(str(csv))
-    assert command.endswith("--decisions 1,1 --variant du-code")
-    replay = CliRunner().invoke(cli, command.split()[1:])
-    assert replay.exit_code == 1, replay.output
-    assert "REFUSED by the guard" in replay.output and "excess 0.25" in replay.output
+    replay = replay_on_the_command_line(report, tmp_path / "counterexample.csv", DU_CODE)
+    assert "excess 0.25" in replay.output
 
 
 def test_the_bundled_peer_log_is_what_du_code_pba_spends() -> None:
