@@ -73,6 +73,22 @@ def test_exp_bounds_far_out_are_bounds_without_evaluating_e_to_the_x() -> None:
     assert 0 < lo < hi < Fraction(1, 10**21)
 
 
+def test_the_far_out_constants_bound_e_to_the_x_independently() -> None:
+    """Against e^x evaluated here at 60 digits (not through the code under test): the upper
+    constant is above e^x for every x past -10,000 (a smaller one, 10^-4400, would certify
+    costs below the true ones), and x = -10,000 itself is still evaluated (a bound of 0 there
+    left sampled costs undecided)."""
+    with localcontext() as ctx:
+        ctx.prec = 60
+        for k in (-10_000, -10_001, -20_000):
+            true = Fraction(Decimal(k).exp())  # (60 digits: within 10^-59 relatively)
+            lo, hi = exp_below(Fraction(k)), exp_above(Fraction(k))
+            assert lo <= true * (1 + Fraction(1, 10**50))
+            assert hi >= true * (1 + Fraction(1, 10**50))
+    at = exp_below(Fraction(-10_000))
+    assert 0 < at < Fraction(1, 10**4342)  # evaluated, not the constant 0
+
+
 def _true_keep(eps: Fraction, theta: Fraction) -> Decimal:
     """(e^eps - 1) / (e^theta - 1) to 80 digits."""
     with localcontext() as ctx:
@@ -93,6 +109,16 @@ def test_a_large_sampling_threshold_keeps_a_certified_probability(theta: str) ->
         assert kept <= true
         if true > Decimal("1e-300"):
             assert kept >= true * (1 - Decimal("1e-12")), (e, kept, true)
+
+
+def test_a_tiny_budget_above_a_large_threshold_keeps_a_probability() -> None:
+    """eps = 10^-41 under theta = 61: e^(eps - theta) - e^-theta cancels to 0 at 40 digits
+    (nobody would be sampled); eps e^-theta is a lower bound that does not cancel."""
+    for eps in (Fraction(1, 10**41), Fraction(1, 10**36)):
+        sm = SamplingMechanism.for_budgets({Budget(eps): 1}, Budget(61))
+        kept, true = Decimal(sm.keep[Budget(eps)]), _true_keep(eps, Fraction(61))
+        assert 0 < kept <= true
+        assert kept >= true * (1 - Decimal("1e-9")), (eps, kept, true)
 
 
 @pytest.mark.parametrize("allocator", ["pba", "plbu"])

@@ -39,14 +39,14 @@ def _ulp(value: Decimal, digits: int) -> Fraction:
 # Past |x| = _FAR, e^x as a rational has more than 4,000 digits, and Decimal's exp (its exponent
 # range widened) gives one of |x| / 2.3 digits: for x = -2^62, a denominator no machine can hold
 # (a requirement's epsilon of 2^62 hung `wevent run`). No evaluation is needed there:
-# e^x <= e^-_FAR < _TINY for x <= -_FAR, and e^x >= e^_FAR is a (weaker) lower bound for x >= _FAR.
+# e^x < e^-_FAR < _TINY for x < -_FAR, and e^x >= e^_FAR is a (weaker) lower bound for x >= _FAR.
 _FAR = 10_000
 _TINY = Fraction(1, 10**4000)  # e^-10000 is about 10^-4343
 
 
 def exp_below(x: Fraction, digits: int = 40) -> Fraction:
     """A rational ``a <= exp(x)``: 0 below -10,000, and ``e^10000``'s bound above 10,000."""
-    if x <= -_FAR:
+    if x < -_FAR:
         return Fraction(0)
     with localcontext() as ctx:
         _wide(ctx)
@@ -59,7 +59,7 @@ def exp_above(x: Fraction, digits: int = 40) -> Fraction:
     """A rational ``b >= exp(x)``: ``10^-4000`` below -10,000. Above 10,000 it is a number of
     x / 2.3 digits, evaluated (`OverflowError` past Decimal's exponent range, x > 2.3 10^18):
     a caller keeps x within what it can afford."""
-    if x <= -_FAR:
+    if x < -_FAR:
         return _TINY
     with localcontext() as ctx:
         _wide(ctx)

@@ -111,6 +111,9 @@ class SamplingMechanism:
                 # where e^theta would be a number of theta / 2.3 digits (a threshold of 2^62
                 # hung the run); (e^eps - 1) / e^theta is p times 1 - e^-theta > 1 - e^-60.
                 low = exp_lower(e - theta_b) - exp_upper(-theta_b)
+                # For a tiny eps that difference cancels at 40 digits (0 at eps = 10^-41,
+                # theta = 61); e^eps - 1 >= eps gives p >= eps e^-theta, also a lower bound.
+                low = max(low, Fraction(e) * exp_lower(-theta_b))
                 keep[e] = float_down(min(max(low, Fraction(0)), Fraction(1)))
             else:  # p = (e^eps - 1) / (e^theta - 1), a certified lower bound rounded down
                 # e^x - 1 >= x and e^x - 1 <= x e^x keep tiny budgets meaningful where the
