@@ -337,3 +337,27 @@ def test_a_non_finite_tdrive_position_is_refused(coordinate: str, tmp_path: Path
     taxis.write_text("\ufeff" + good)
     result = _invoke(*prepare)
     assert result.exit_code == 0 and ": 1 users," in result.stdout, result.output
+
+
+@pytest.mark.parametrize(
+    "evidence",
+    [
+        '{"kind":"laplace","sensitivity":"1","scale":"10","sensitivty":"100"}',
+        '{"kind":"sampled","probability":"0.5",'
+        '"inner":{"kind":"laplace","sensitivity":"1","scale":"10","extra":"1"}}',
+    ],
+    ids=["misspelt", "nested"],
+)
+def test_an_unknown_evidence_field_is_refused_not_dropped(evidence: str, tmp_path: Path) -> None:
+    """Found in review: every reader dropped an evidence field the kind lacks (only the durable
+    writer refused it), so a misspelt field read as absent and the verdict was COMPLIANT."""
+    (tmp_path / "r.csv").write_text("user,w,epsilon\na,3,1\n")
+    line = '{"slot":1,"user":"a","epsilon":"0.1","evidence":%s}\n'
+    (tmp_path / "l.jsonl").write_text(line % evidence)
+    result = _invoke("check", str(tmp_path / "l.jsonl"), "-r", str(tmp_path / "r.csv"))
+    _refused(result, EXIT_INPUT, "l.jsonl:1", "unknown field")
+    # the control: the same ledger without the extra field is read and compliant
+    clean = evidence.replace(',"sensitivty":"100"', "").replace(',"extra":"1"', "")
+    (tmp_path / "l.jsonl").write_text(line % clean)
+    result = _invoke("check", str(tmp_path / "l.jsonl"), "-r", str(tmp_path / "r.csv"))
+    assert result.exit_code == 0, result.output

@@ -456,6 +456,15 @@ def evidence_from_json(obj: object) -> Evidence:
     if missing:
         raise BudgetError(f"evidence {kind.name}: missing {', '.join(missing)}")
     out: Evidence = kind.from_json(obj)
+    # Nothing dropped unread: a field the kind does not have (a misspelt one) is refused, not
+    # ignored (an ignored "sensitivty" would leave the certified cost another one's).
+    known = set(evidence_to_json(out)) | set(kind.fields) | {"kind", "note"}
+    unknown = sorted(str(k) for k in obj if k not in known)
+    if unknown:
+        raise BudgetError(
+            f"evidence {kind.name}: unknown field(s) {', '.join(map(repr, unknown))} (it has: "
+            f"{', '.join(sorted(known - {'kind'}))})"
+        )
     return out
 
 
