@@ -361,3 +361,25 @@ def test_an_unknown_evidence_field_is_refused_not_dropped(evidence: str, tmp_pat
     (tmp_path / "l.jsonl").write_text(line % clean)
     result = _invoke("check", str(tmp_path / "l.jsonl"), "-r", str(tmp_path / "r.csv"))
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(
+    "command", [["check"], ["audit"], ["audit", "--engine", "duckdb"]], ids=lambda c: "-".join(c)
+)
+def test_a_parquet_text_column_that_is_not_utf8_names_the_file(
+    command: list[str], tmp_path: Path
+) -> None:
+    """Found in review: bytes that are not UTF-8 in a Parquet string column made `check` crash
+    (exit 4, a traceback) and `audit` say 'engine failed' without the file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "r.csv").write_text("user,w,epsilon\na,3,1\n")
+    for name, user in (("bad", b"a\xff"), ("good", b"a")):
+        users = pa.array([user], pa.binary()).view(pa.string())  # unchecked: as a writer may
+        table = pa.table({"slot": pa.array([1], pa.int64()), "user": users, "epsilon": ["0.1"]})
+        pq.write_table(table, tmp_path / f"{name}.parquet")
+    result = _invoke(*command, str(tmp_path / "bad.parquet"), "-r", str(tmp_path / "r.csv"))
+    _refused(result, EXIT_INPUT, "bad.parquet", "not UTF-8")
+    good = _invoke(*command, str(tmp_path / "good.parquet"), "-r", str(tmp_path / "r.csv"))
+    assert good.exit_code == 0, good.output  # the control: the same file, valid text

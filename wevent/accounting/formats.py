@@ -1015,7 +1015,13 @@ def _columns_ledger(
     def codes(name: str) -> tuple[np.ndarray[Any, Any], list[str]]:
         if name not in names:
             return np.broadcast_to(np.int32(0), (n,)), [""]
-        return _string_codes(src.chunks(name), n)
+        try:
+            return _string_codes(src.chunks(name), n)
+        except UnicodeDecodeError as exc:  # Parquet's strings are UTF-8 by definition
+            raise FormatError(
+                f"{path}: column {name!r} holds bytes that are not UTF-8 text ({exc.reason} at "
+                f"byte {exc.start} of a value)"
+            ) from None
 
     groups: dict[str, tuple[str, ...]] = {}
     group_codes: list[np.ndarray[Any, Any]] = []

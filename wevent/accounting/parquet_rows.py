@@ -98,6 +98,11 @@ def check_parquet_columns(path: Path) -> None:
     check_input_file(path, FormatError)
     try:
         schema = pq.read_schema(path)
+    except UnicodeDecodeError as exc:  # Parquet's strings are UTF-8 by definition
+        raise FormatError(
+            f"{path}: a text column holds bytes that are not UTF-8 text ({exc.reason} at byte "
+            f"{exc.start} of a value)"
+        ) from None
     except (OSError, pa.ArrowException) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise FormatError(f"{path}: not a readable Parquet file ({first})") from None
@@ -412,6 +417,11 @@ def check_parquet_rows(path: Path, earlier: Container[str] = ()) -> set[str]:
             scan.batch(start, is_member, slots, cols)
             start += batch.num_rows
         return scan.defined()
+    except UnicodeDecodeError as exc:  # Parquet's strings are UTF-8 by definition
+        raise FormatError(
+            f"{path}: a text column holds bytes that are not UTF-8 text ({exc.reason} at byte "
+            f"{exc.start} of a value)"
+        ) from None
     except (OSError, pa.ArrowException) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise FormatError(f"{path}: not a readable Parquet file ({first})") from None
