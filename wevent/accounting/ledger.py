@@ -281,14 +281,15 @@ class Ledger:
 
     def define_group_codes(
         self, name: str, codes: npt.ArrayLike, *, validated: bool = False
-    ) -> None:
+    ) -> int:
         """`define_group` with the members given as user codes (see `intern_users`): no per-member
         Python work. The members are materialized as ids only when asked for (`members`).
-        ``validated``: the caller guarantees the codes exist and are distinct (not re-checked)."""
+        ``validated``: the caller guarantees the codes exist and are distinct (not re-checked).
+        Returns the group's code (`group_code`)."""
         if not isinstance(name, str) or not name:
             raise BudgetError("group names must be non-empty strings")
-        arr = np.asarray(codes)
-        if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
+        arr = codes if type(codes) is np.ndarray else np.asarray(codes)
+        if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):  # (integer dtypes)
             raise BudgetError(f"group {name!r}: member codes must be a 1-D integer array")
         if not validated and arr.size:
             wide = arr.astype(np.int64)
@@ -304,11 +305,12 @@ class Ledger:
         if existing is not None:
             if not np.array_equal(self._member_codes[existing], code_arr):
                 raise BudgetError(f"group {name!r} is already defined with other members")
-            return
+            return existing
         code_arr.flags.writeable = False
-        self._groups.code(name)
+        group = self._groups.code(name)
         self._members.append(None)
         self._member_codes.append(code_arr)
+        return group
 
     def has_group(self, group: str) -> bool:
         return group in self._groups.index

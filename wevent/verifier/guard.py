@@ -183,10 +183,10 @@ class Guard:
         """`define_group` with the members ``table[i] for i in indices``. When ``table`` is the
         population's canonical order (`Population.users`; checked once per table) the members
         are interned in bulk and resolved by array lookups, with no per-member Python work."""
-        idx = np.asarray(indices)
+        idx = indices if type(indices) is np.ndarray else np.asarray(indices)
         if idx.ndim == 1 and not idx.size:
             idx = idx.astype(np.int64)  # np.array([]) is float: no member, whatever its type
-        if idx.ndim != 1 or (idx.size and not np.issubdtype(idx.dtype, np.integer)):
+        if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):  # (integer dtypes)
             raise BudgetError(f"group {name!r}: indices must be a 1-D integer array")
         # How the mechanisms draw members: ascending, so distinct, with the extremes at the ends
         # (one pass over the indices answers all three questions).
@@ -205,12 +205,13 @@ class Guard:
             codes = idx  # every population user's code is its index (see below)
         else:
             codes = self._intern_by_index(table, idx)
+        # The engine keeps a read-only copy of the codes: ``codes`` may be the caller's own
+        # array, which it is free to change afterwards (the ledger keeps a narrower copy).
+        codes = codes.astype(np.int64)
+        codes.flags.writeable = False
         # idx is in range and distinct, and index -> code is one-to-one: codes need no check
-        self.ledger.define_group_codes(name, codes, validated=True)
-        # The engine keeps the ledger's (read-only) codes: ``codes`` may be the caller's own
-        # array, which it is free to change afterwards.
-        group = self.ledger.group_code(name)
-        self._engine.group_defined(group, self.ledger.member_codes(name), idx, ascending=ascending)
+        group = self.ledger.define_group_codes(name, codes, validated=True)
+        self._engine.group_defined(group, codes, idx, ascending=ascending)
         if self._sink is not None:
             self._sink.define_group(name, self.ledger.members(name))
 
