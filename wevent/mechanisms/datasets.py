@@ -24,6 +24,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,26 @@ FloatArray = npt.NDArray[np.float64]
 # 001 Section 6.1: longitude 116..116.8, latitude 39.5..40.3.
 TDRIVE_AREA: Final = (116.0, 116.8, 39.5, 40.3)
 FOURSQUARE_TIME: Final = "%a %b %d %H:%M:%S %z %Y"
+# A position as the data sets write it: a decimal in ASCII digits, with an optional exponent.
+# ``float`` alone also takes "1_16.5", other scripts' digits, "nan" and "inf".
+_DECIMAL: Final = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def _position(text: str) -> float:
+    """A finite longitude or latitude (ValueError for anything else)."""
+    if not _DECIMAL.fullmatch(text):
+        raise ValueError(f"not a decimal position: {text!r}")
+    value = float(text)
+    if not math.isfinite(value):  # 1e400
+        raise ValueError("not a finite position")
+    return value
+
+
+def _time(text: str, layout: str) -> dt.datetime:
+    """``strptime`` on ASCII text only (it reads other scripts' digits as digits)."""
+    if not text.isascii():
+        raise ValueError(f"not ASCII: {text!r}")
+    return dt.datetime.strptime(text, layout)
 
 
 @dataclass(frozen=True)
@@ -174,12 +195,10 @@ def tdrive_observations(
                         raise FormatError(
                             f"{path}:{line_no}: expected taxi_id,datetime,longitude,latitude"
                         )
-                    key = (rec[0].strip(), rec[1].strip(), rec[2].strip(), rec[3].strip())
+                    key = tuple(f.strip(" \t") for f in rec)  # spaces and tabs only (formats.md)
                     try:
-                        when = dt.datetime.strptime(key[1], "%Y-%m-%d %H:%M:%S")
-                        lon, lat = float(key[2]), float(key[3])
-                        if not (math.isfinite(lon) and math.isfinite(lat)):  # nan, inf, 1e400
-                            raise ValueError("not a finite position")
+                        when = _time(key[1], "%Y-%m-%d %H:%M:%S")
+                        lon, lat = _position(key[2]), _position(key[3])
                     except ValueError:
                         raise FormatError(
                             f"{path}:{line_no}: cannot read the time or position {shown(','.join(rec))}"
@@ -245,7 +264,7 @@ def foursquare_observations(
                 if not c:
                     continue  # an invalid record: its venue has no country
                 try:
-                    stamp = dt.datetime.strptime(rec[2].strip(), FOURSQUARE_TIME).timestamp()
+                    stamp = _time(rec[2].strip(" \t"), FOURSQUARE_TIME).timestamp()
                 except ValueError:
                     raise FormatError(
                         f"{checkins}:{line_no}: cannot read the time {shown(rec[2])}"

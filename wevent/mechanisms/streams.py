@@ -70,8 +70,10 @@ def _check_domain(d: int, where: str) -> None:
         )
 
 
-_INT64: Final = re.compile(r"\s*-?[0-9]+\s*", re.ASCII)  # a slot or value (int64 checked apart)
-_INT64_RE2: Final = r"^\s*-?[0-9]+\s*$"  # the same for pyarrow's regular expressions (RE2)
+# A slot or value (int64 checked apart), padded with spaces or tabs only (docs/formats.md): the
+# two engines' ``\s`` differ (Python's takes a vertical tab, RE2's does not), so neither is used.
+_INT64: Final = re.compile(r"[ \t]*-?[0-9]+[ \t]*")
+_INT64_RE2: Final = r"^[ \t]*-?[0-9]+[ \t]*$"  # the same for pyarrow's regular expressions (RE2)
 
 
 @runtime_checkable
