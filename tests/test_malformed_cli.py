@@ -225,7 +225,7 @@ def test_a_ledger_column_the_format_lacks_is_refused_by_every_reader(
 ) -> None:
     """CSV and Parquet (numpy and DuckDB alike) refuse a named column outside the format: a
     misspelt evidence column left every charge's evidence unchecked. Trailing unnamed CSV
-    columns (a spreadsheet's export) and pandas' index column are still read."""
+    columns (a spreadsheet's export) are still read while empty, and pandas' index column."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -237,6 +237,14 @@ def test_a_ledger_column_the_format_lacks_is_refused_by_every_reader(
         repr(column),
     )
     assert _check(tmp_path, "l.csv", "slot,user,epsilon,,\n1,alice,0.1,,\n").exit_code == 0
+    # ... but a value in an unnamed column was dropped unread, as a named one's had been
+    _refused(
+        _check(tmp_path, "l.csv", f"slot,user,epsilon,,\n1,alice,0.1,,{ev}\n"),
+        EXIT_INPUT,
+        "l.csv:2",
+        "field 5",
+        "no name",
+    )
     table = {"slot": [1], "user": ["alice"], "epsilon": ["0.1"]}
     for extra, code in ((column, EXIT_INPUT), ("__index_level_0__", 0)):
         pq.write_table(pa.table({**table, extra: ["x"]}), tmp_path / "l.parquet")

@@ -554,12 +554,21 @@ def read_ledger(
     unknown = unknown_name((h for h in header if h), LEDGER_COLUMNS, "a ledger's columns are")
     if unknown is not None:
         raise FormatError(f"{path}:1: column {unknown}")
+    # A column without a name (a spreadsheet's trailing comma) may only be empty: no engine
+    # reads it, so a value there would be dropped unread, as an unknown column's would.
+    unnamed = [i for i, h in enumerate(header) if not h]
     for line, row in rows:
         if progress is not None and line % _PROGRESS_EVERY == 0:
             progress(line, total)
         where = _where(path, line)
         if len(row) != len(header):
             raise FormatError(f"{where}: expected {len(header)} fields, found {len(row)}")
+        for i in unnamed:
+            if row[i].strip(_PAD):
+                raise FormatError(
+                    f"{where}: field {i + 1} holds {shown(row[i])} but its column has no name "
+                    f"in the header (a ledger's columns are {', '.join(LEDGER_COLUMNS)})"
+                )
         fields = {
             h: (v.strip(_PAD) if h in _NUMERIC else v) for h, v in zip(header, row, strict=True)
         }
