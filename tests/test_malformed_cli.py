@@ -433,3 +433,49 @@ def test_a_parquet_text_column_that_is_not_utf8_names_the_file(
     _refused(result, EXIT_INPUT, "bad.parquet", "not UTF-8")
     good = _invoke(*command, str(tmp_path / "good.parquet"), "-r", str(tmp_path / "r.csv"))
     assert good.exit_code == 0, good.output  # the control: the same file, valid text
+
+
+# ------------------------------------------------------------------ outputs that cannot be written
+
+
+@pytest.mark.parametrize("read_only", ["directory", "file"])
+def test_an_output_that_cannot_be_written_is_refused_before_the_work(
+    read_only: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An existing directory without write permission (or on a read-only file system) was
+    found only when the gate's counterexample was written, after the whole gate had run.
+    Refused before any work. As root every permission is granted, so where the kernel would
+    not refuse, `os.access` is made to answer as it does for another user (the real check runs
+    too, when the tests do not run as root)."""
+    import wevent.gate as gate
+
+    out = tmp_path / "out"
+    out.mkdir()
+    target = out / "cex.csv"
+    if read_only == "file":
+        target.write_text("x\n")
+        target.chmod(0o444)
+        denied = target
+    else:
+        out.chmod(0o555)
+        denied = out
+    real_access = os.access
+    if real_access(denied, os.W_OK):  # root: answer as the kernel does for other users
+        monkeypatch.setattr(
+            os,
+            "access",
+            lambda p, mode: not (Path(p) == denied and mode & os.W_OK) and real_access(p, mode),
+        )
+
+    def no_gate(*_: object, **__: object) -> None:
+        raise AssertionError("the gate ran before the output was checked")
+
+    monkeypatch.setattr(gate, "run_gate", no_gate)  # the command imports it when it runs
+    try:
+        result = _invoke("gate", "uniform", "--save-requirements", str(target))
+        _refused(result, EXIT_INPUT, str(target), "cannot write")
+    finally:
+        out.chmod(0o755)
+    # the control: a writable place passes the check (and reaches the gate, stubbed here)
+    assert "cannot write" not in _invoke("gate", "uniform", "--save-requirements",
+                                         str(tmp_path / "ok.csv")).output  # fmt: skip

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -163,7 +164,8 @@ def json_option(what: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
 def check_writable(*paths: Path | str | None) -> None:
-    """Refuse, before any long work, an output whose directory does not exist."""
+    """Refuse, before any long work, an output that cannot be written: its directory does not
+    exist or may not be written to, or it is a directory or a file that may not be written."""
     for path in paths:
         if path is None or str(path) == "-":
             continue
@@ -173,6 +175,12 @@ def check_writable(*paths: Path | str | None) -> None:
             fail(f"{p}: directory {parent} does not exist")
         if p.is_dir():
             fail(f"{p}: is a directory")
+        # (os.access asks with the real ids, which are the effective ones for a command line;
+        # a read-only file system refuses even root)
+        if not os.access(parent, os.W_OK | os.X_OK):
+            fail(f"{p}: cannot write in directory {parent} (permission denied or read-only)")
+        if p.exists() and not os.access(p, os.W_OK):
+            fail(f"{p}: cannot write (permission denied or read-only)")
 
 
 def emit_json(target: str | None, data: Any) -> bool:
