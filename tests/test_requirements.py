@@ -30,6 +30,10 @@ def test_dynamic_declaration_in_force_until_next() -> None:
     assert dyn.max_w_back == 2 and dyn.max_w_fwd == 4
     with pytest.raises(BudgetError, match="increasing"):
         Dynamic((d2, d1))
+    # a backward or forward window belongs to the declaration in force at its anchor
+    assert dyn.governing("backward", 4) == d1 and dyn.governing("forward", 5) == d2
+    assert dyn.governing("backward", 1) is None and dyn.governing("forward", None) is None
+    assert dyn.governing("fixed", 4) is None and dyn.governing("whole-stream", 9) is None
 
 
 def test_population_groups_users_into_classes() -> None:

@@ -131,6 +131,14 @@ class Dynamic:
         idx = self.index_in_force(slot)
         return self.declarations[idx] if idx >= 0 else None
 
+    def governing(self, kind: str, anchor: int | None) -> Declaration | None:
+        """The declaration a window of ``kind`` anchored at ``anchor`` belongs to: the one in
+        force at the anchor (a backward window's last slot, a forward window's first; 001
+        Definitions 9-10); None for another kind of window or before the first declaration."""
+        if kind not in ("backward", "forward") or anchor is None:
+            return None
+        return self.in_force(anchor)
+
     @property
     def max_w_back(self) -> int:
         return max(d.w_back for d in self.declarations)

@@ -522,10 +522,10 @@ class Guard:
         force at its anchor: the backward window's last slot, the forward window's first), as
         the batch checker's text names it; else nothing."""
         req = None if user is None else self.population.get(user)
-        if not isinstance(req, Dynamic) or window.kind not in ("backward", "forward"):
+        if not isinstance(req, Dynamic):
             return ""
         anchor = window.last if window.kind == "backward" else window.first
-        decl = req.in_force(anchor) if anchor is not None else None
+        decl = req.governing(window.kind, anchor)
         return "" if decl is None else f"; breaks declaration {decl.describe()}"
 
     def _window_state(self, w: Window) -> WindowState:

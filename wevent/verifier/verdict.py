@@ -297,10 +297,9 @@ def breaks(violation: Violation, population: Population) -> str:
     from wevent.accounting.requirements import Dynamic
 
     req = population.get(violation.users[0])
-    if isinstance(req, Dynamic) and violation.kind in ("backward", "forward"):
-        decl = req.in_force(violation.anchor)
-        if decl is not None:
-            return f"declaration {decl.describe()}"
+    decl = req.governing(violation.kind, violation.anchor) if isinstance(req, Dynamic) else None
+    if decl is not None:
+        return f"declaration {decl.describe()}"
     if violation.kind == "unregistered":
         return "no requirement in force"
     return violation.requirement
