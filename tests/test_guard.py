@@ -63,7 +63,7 @@ def test_slots_must_not_go_back() -> None:
 def test_evidence_must_certify_the_charge() -> None:
     guard = Guard(fixed_pop(eps="1"))
     guard.spend(1, "0.1", user="u0", evidence=Laplace(F(1), F(10)))
-    with pytest.raises(EvidenceRejected, match=r"at least 0\.2"):
+    with pytest.raises(EvidenceRejected, match=r"cost is 0\.2, more than the 0\.1 charged"):
         guard.spend(2, "0.1", user="u0", evidence=Laplace(F(1), F(5)))
     assert len(guard.ledger) == 1
 

@@ -5,6 +5,7 @@ control: a mutant that compares in doubles, or with ``<`` for ``<=``, fails it."
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from fractions import Fraction
@@ -324,14 +325,16 @@ def test_scaled_onto_the_bound_every_checker_agrees(data: st.DataObject) -> None
 _NUMBER = re.compile(r"(~?)(-?\d+(?:\.\d+)?(?:E[+-]?\d+)?(?:/\d+)?)")
 
 
-def _claims_hold(failure: EvidenceFailure) -> bool:
+def _claims_hold(failure: EvidenceFailure, described: str | None = None) -> bool:
     """The text of an evidence failure claims only what holds: an exact cost is the cost, a
     lower bound shown is at most the certified lower bound and above the amount, an interval
     shown contains the certified one, and every rounded number is marked ``~``."""
-    text = failure.describe().split(" whose cost ", 1)[1]
+    text = (described or failure.describe()).split(" whose cost ", 1)[1]
     lower, upper, amount = failure.cost_lower, failure.cost_upper, failure.amount
     numbers = [(m.group(1) == "~", Fraction(m.group(2))) for m in _NUMBER.finditer(text)]
     (marked, shown), *rest = numbers
+    if text.startswith("is more than the amount by at least "):  # the excess, rounded down
+        return marked and 0 < shown <= lower - amount
     if not marked and shown != lower:  # an unmarked number must be exact
         return False
     if text.startswith("is at least "):
@@ -444,9 +447,10 @@ def test_a_group_refusal_names_the_members_declaration() -> None:
     assert "breaks declaration B:(3, 0.6) F:(2, 0.4) from slot 3" in message, message
 
 
-def test_a_cost_above_the_amount_by_less_than_60_digits_show_is_exact() -> None:
+def test_a_cost_above_the_amount_by_less_than_60_digits_shows_the_excess() -> None:
     """An amount within 10**-70 under the cost: no rounding to 60 digits reads as above it, so
-    the text falls back to the exact ratio (unmarked, and exact)."""
+    the text gives the excess, rounded down (it printed the exact ratio of the certified lower
+    bound, hundreds of digits long)."""
     import decimal
 
     grr = GRR(2, Fraction(21, 40), Fraction(19, 40))  # cost ln(21/19)
@@ -457,8 +461,13 @@ def test_a_cost_above_the_amount_by_less_than_60_digits_show_is_exact() -> None:
     failure = _failure(grr, amount)
     assert failure is not None
     text = failure.describe()
-    assert "~" not in text.split(" whose cost ", 1)[1], text
+    cost = text.split(" whose cost ", 1)[1]
+    assert cost.startswith("is more than the amount by at least ~") and len(cost) < 80, text
     assert _claims_hold(failure), text
+    # the check of that claim can fail: the same text for a cost nearer the amount than shown
+    shown = Fraction(text.split("by at least ~", 1)[1].split(" ", 1)[0])
+    nearer = dataclasses.replace(failure, cost_lower=amount + shown / 2)
+    assert not _claims_hold(nearer, text)
 
 
 def test_an_undecided_evidence_refusal_does_not_say_more_than() -> None:
@@ -470,7 +479,16 @@ def test_an_undecided_evidence_refusal_does_not_say_more_than() -> None:
     undecided = EvidenceRejected(
         subject="user 'u'", slot=1, amount=third, lower=third - TINY, upper=third + TINY
     )
-    assert "could not be certified at most the 1/3 charged" in str(undecided)
+    assert "cost could not be certified at most the 1/3 charged" in str(undecided)
+    assert "[~0.333333, ~0.333334] (rounded outward" in str(undecided)
     assert "more than" not in str(undecided)
     above = EvidenceRejected(subject="user 'u'", slot=1, amount=third, lower=Fraction(1, 2))
-    assert "certifies a cost of at least 0.5, more than the 1/3 charged" in str(above)
+    assert "the evidence's cost is at least 0.5, more than the 1/3 charged" in str(above)
+    # a long certified bound is rounded (down, marked, to as many digits as it takes to read as
+    # above the amount), as in the checker's verdict
+    long = EvidenceRejected(
+        subject="user 'u'", slot=1, amount=third, lower=third + Fraction(1, 3**40)
+    )
+    assert "is at least ~0.3333333333333333334 (rounded down), more than the 1/3 charged" in str(
+        long
+    )

@@ -11,6 +11,7 @@ import functools
 import math
 import os
 import re
+from decimal import Decimal
 from enum import Enum
 from fractions import Fraction
 from typing import Final
@@ -181,6 +182,64 @@ def check_slot(value: object, *, what: str = "slot") -> int:
     if value > MAX_SLOT:
         raise BudgetError(f"{what}: {shown(value)} is beyond the largest slot 2^62 - 1")
     return value
+
+
+def directed_decimal(x: Fraction, digits: int, *, up: bool) -> Decimal:
+    """``x`` rounded to about ``digits`` significant decimal digits, down (toward -inf) or up
+    (toward +inf): an exact decimal, so the direction holds whatever its size."""
+    if x == 0:
+        return Decimal(0)
+    size = abs(x)
+    if size >= 1:
+        exponent = len(str(size.numerator // size.denominator))
+    else:  # the first significant digit's place below the point, give or take one
+        exponent = 1 - len(str(size.denominator // size.numerator))
+    places = digits - exponent
+    scaled = x * Fraction(10) ** places
+    whole = (
+        -(-scaled.numerator // scaled.denominator) if up else scaled.numerator // scaled.denominator
+    )
+    return Decimal(f"{whole}E{-places}")  # exact (scaleb would round to the context)
+
+
+def short_exact(x: Fraction) -> str | None:
+    """``x`` exactly (a decimal or a ratio) in at most 24 characters, else None."""
+    text = format_exact(x)
+    return text if len(text) <= 24 else None
+
+
+def cost_phrase(
+    lower: Fraction, upper: Fraction | None, amount: Fraction, amount_text: str = "the amount"
+) -> str:
+    """What certified bounds ``[lower, upper]`` of an evidence cost say against the ``amount``
+    charged (named ``amount_text``), completing "the cost ...": the checker's verdicts and the
+    guard's refusals word it alike. A cost known exactly is printed exactly; every rounded bound
+    is rounded outward (a lower bound down, an upper bound up) and marked ``~``, a lower bound
+    above the amount with as many digits as it takes to read as above it (up to 60; closer
+    than that, the excess itself, rounded down, is shown). ``upper`` None: not known."""
+    if lower == upper and short_exact(lower) is not None:
+        return f"is {short_exact(lower)}, more than {amount_text}"
+    if lower > amount:
+        exact = short_exact(lower)
+        if exact is not None:
+            return f"is at least {exact}, more than {amount_text}"
+        for digits in range(6, 61):
+            shown = directed_decimal(lower, digits, up=False)
+            if Fraction(shown) > amount:
+                return f"is at least ~{shown} (rounded down), more than {amount_text}"
+        excess = directed_decimal(lower - amount, 6, up=False)  # positive: lower > amount
+        return f"is more than {amount_text} by at least ~{excess} (rounded down)"
+
+    def bound(x: Fraction, *, up: bool) -> str:
+        exact = short_exact(x)
+        return exact if exact is not None else f"~{directed_decimal(x, 6, up=up)}"
+
+    if upper is None:
+        return f"could not be certified at most {amount_text}"
+    return (
+        f"could not be certified at most {amount_text}: it lies in [{bound(lower, up=False)}, "
+        f"{bound(upper, up=True)}] (rounded outward where marked ~)"
+    )
 
 
 def approx(value: Fraction | int, digits: int = 6) -> str:

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from wevent.accounting.budget import Budget, format_exact
+from wevent.accounting.budget import Budget, cost_phrase, format_exact
 from wevent.accounting.evidence import Evidence
 from wevent.accounting.ledger import Charge
 from wevent.errors import Refused
@@ -118,18 +118,10 @@ class EvidenceRejected(Refused):
             "lower": lower,
             "upper": upper,
         }
-        if lower > amount:
-            why = (
-                f"the evidence certifies a cost of at least {format_exact(lower)}, more than the "
-                f"{format_exact(amount)} charged"
-            )
-        else:  # undecided at the finest precision: refused (fail closed), not "more than"
-            within = "" if upper is None else f" (it lies in [{format_exact(lower)}, "
-            within += "" if upper is None else f"{format_exact(upper)}])"
-            why = (
-                "the evidence's cost could not be certified at most the "
-                f"{format_exact(amount)} charged{within}"
-            )
+        # (undecided at the finest precision is refused too: fail closed, never "more than")
+        why = "the evidence's cost " + cost_phrase(
+            lower, upper, amount, f"the {format_exact(amount)} charged"
+        )
         super().__init__(f"refused spend at slot {slot} for {subject}: {why}")
 
 

@@ -23,11 +23,10 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from wevent.accounting.budget import format_exact, ratio_text
+from wevent.accounting.budget import cost_phrase, format_exact, ratio_text
 from wevent.accounting.evidence import Evidence, evidence_to_json
 
 if TYPE_CHECKING:
@@ -137,57 +136,11 @@ class Violation:
         }
 
 
-def _directed(x: Fraction, digits: int, *, up: bool) -> Decimal:
-    """``x`` rounded to about ``digits`` significant decimal digits, down (toward -inf) or up
-    (toward +inf): an exact decimal, so the direction holds whatever its size."""
-    if x == 0:
-        return Decimal(0)
-    size = abs(x)
-    if size >= 1:
-        exponent = len(str(size.numerator // size.denominator))
-    else:  # the first significant digit's place below the point, give or take one
-        exponent = 1 - len(str(size.denominator // size.numerator))
-    places = digits - exponent
-    scaled = x * Fraction(10) ** places
-    whole = (
-        -(-scaled.numerator // scaled.denominator) if up else scaled.numerator // scaled.denominator
-    )
-    return Decimal(f"{whole}E{-places}")  # exact (scaleb would round to the context)
-
-
-def _short(x: Fraction) -> str | None:
-    """``x`` exactly (a decimal or a ratio) in at most 24 characters, else None."""
-    text = format_exact(x)
-    return text if len(text) <= 24 else None
-
-
 def cost_text(lower: Fraction, upper: Fraction, amount: Fraction) -> str:
     """What the certified bounds ``[lower, upper]`` of an evidence cost say against the amount
-    charged, for the text verdict (display only; the JSON and the reports give the bounds
-    exactly). A cost known exactly is printed exactly; rounded bounds are rounded outward
-    (lower down, upper up), marked ``~``, and with as many digits as it takes for a lower bound
-    above the amount to read as above it."""
-    if lower == upper and _short(lower) is not None:
-        return f"is {_short(lower)}, more than the amount"
-
-    def bound(x: Fraction, *, up: bool, above: Fraction | None = None) -> str:
-        exact = _short(x)
-        if exact is not None:
-            return exact
-        for digits in range(6, 61):
-            r = _directed(x, digits, up=up)
-            if above is None or Fraction(r) > above:
-                return f"~{r}"
-        return ratio_text(x)  # exact, however long
-
-    if lower > amount:
-        shown = bound(lower, up=False, above=amount)
-        note = " (rounded down)" if shown.startswith("~") else ""
-        return f"is at least {shown}{note}, more than the amount"
-    return (
-        f"could not be certified at most the amount: it lies in [{bound(lower, up=False)}, "
-        f"{bound(upper, up=True)}] (rounded outward where marked ~)"
-    )
+    charged, for the text verdict (`wevent.accounting.budget.cost_phrase`, the guard's refusal's
+    wording too; display only: the JSON and the reports give the bounds exactly)."""
+    return cost_phrase(lower, upper, amount)
 
 
 @dataclass(frozen=True, slots=True)
