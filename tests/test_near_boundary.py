@@ -429,6 +429,17 @@ def test_a_forward_refusal_names_the_declaration_at_its_anchor() -> None:
     assert "forward window [1, 4]" in message, message
     assert "breaks declaration B:(1, 5) F:(4, 0.5) from slot 1" in message, message
     assert "from slot 3]" not in message
+    # ... and as a field of its own (the requirement field holds the requirement only), which
+    # survives a pickle (refusals cross processes) and reaches the trace's JSON
+    import pickle
+
+    from wevent.verifier.tracing import refusal_json
+
+    refused = caught.value
+    assert refused.declaration == "B:(1, 5) F:(4, 0.5) from slot 1"
+    assert "breaks" not in refused.requirement
+    assert pickle.loads(pickle.dumps(refused)).declaration == refused.declaration
+    assert refusal_json(refused)["declaration"] == refused.declaration
 
 
 def test_a_group_refusal_names_the_members_declaration() -> None:

@@ -66,13 +66,17 @@ class BudgetExceeded(Refused):
         window: WindowState,
         requirement: str,
         affected_users: int = 1,
+        declaration: str | None = None,
     ) -> None:
+        """``declaration``: for a dynamic user's backward or forward window, the declaration
+        the window belongs to (`Dynamic.governing`), as `Declaration.describe` gives it."""
         self.subject = subject
         self.slot = slot
         self.asked = asked
         self.window = window
         self.requirement = requirement
         self.affected_users = affected_users
+        self.declaration = declaration
         self.excess = window.spent + asked - window.bound
         self._fields: dict[str, Any] = {
             "subject": subject,
@@ -81,10 +85,12 @@ class BudgetExceeded(Refused):
             "window": window,
             "requirement": requirement,
             "affected_users": affected_users,
+            "declaration": declaration,
         }
         users = "" if affected_users == 1 else f" ({affected_users} users)"
+        broken = "" if declaration is None else f"; breaks declaration {declaration}"
         super().__init__(
-            f"refused spend at slot {slot} for {subject}{users} [{requirement}]: "
+            f"refused spend at slot {slot} for {subject}{users} [{requirement}{broken}]: "
             f"{window.describe()} already spent {format_exact(window.spent)}, "
             f"asked {format_exact(asked)}, bound {format_exact(window.bound)}, "
             f"excess {format_exact(self.excess)}"

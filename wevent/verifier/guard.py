@@ -349,8 +349,9 @@ class Guard:
                 slot=slot,
                 asked=budget,
                 window=window,
-                requirement=refusal.requirement + self._declaration(breaker, window),
+                requirement=refusal.requirement,
                 affected_users=refusal.affected,
+                declaration=self._declaration(breaker, window),
             )
         if user is not None:
             subject_code = ledger.intern_user(user)
@@ -517,16 +518,16 @@ class Guard:
             self._scale *= factor
         return amount.numerator * (self._scale // den)
 
-    def _declaration(self, user: str | None, window: WindowState) -> str:
+    def _declaration(self, user: str | None, window: WindowState) -> str | None:
         """For a dynamic user's backward or forward window, the declaration it belongs to (in
         force at its anchor: the backward window's last slot, the forward window's first), as
-        the batch checker's text names it; else nothing."""
+        the batch checker's text names it; else None."""
         req = None if user is None else self.population.get(user)
         if not isinstance(req, Dynamic):
-            return ""
+            return None
         anchor = window.last if window.kind == "backward" else window.first
         decl = req.governing(window.kind, anchor)
-        return "" if decl is None else f"; breaks declaration {decl.describe()}"
+        return None if decl is None else decl.describe()
 
     def _window_state(self, w: Window) -> WindowState:
         scale = self._scale

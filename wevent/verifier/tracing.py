@@ -100,6 +100,7 @@ def refusal_json(r: BudgetExceeded) -> dict[str, Any]:
         "slot": r.slot,
         "subject": r.subject,
         "requirement": r.requirement,
+        "declaration": r.declaration,  # the dynamic declaration broken (None: not dynamic)
         "window": [r.window.first, r.window.last],
         "kind": r.window.kind,
         "spent": ratio_text(r.window.spent),
