@@ -502,6 +502,7 @@ def test_end_to_end_sound_run_is_accepted_and_checked() -> None:
     stage = report.stage("end-to-end")
     assert stage.status == "passed" and stage.data["charges"] > 0
     assert report.verdict == "passed"
+    assert report.headline().startswith("PASSED (end to end only: neither proved nor searched")
 
 
 # ---------------------------------------------------------------------------- fixed defects

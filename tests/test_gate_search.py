@@ -433,7 +433,8 @@ def test_population_allocator_refusing_everything_is_skipped_not_unusable(
     assert report.exit_code != 2 and report.error is None, "\n".join(report.describe())
     assert report.stage("proof").status == "unknown"
     assert report.stage("search/population").status == "skipped"
-    assert report.verdict != "proved"
+    # nothing proved, nothing searched: UNCHECKED, exit 3 (it exited 0 as "PASSED")
+    assert report.verdict == "unchecked" and report.exit_code == 3
 
 
 # ---------------------------------------------------------------------------- default scope

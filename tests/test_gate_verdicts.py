@@ -160,11 +160,25 @@ def test_a_refutation_names_the_stage_that_found_its_counterexample() -> None:
 
 
 def test_nothing_searched_is_said() -> None:
+    """Neither proved nor searched is not a pass: UNCHECKED, exit 3, and a failing case in the
+    JUnit XML (it exited 0 as "PASSED (neither proved nor searched)", and the XML was green)."""
     report = run_gate(
         "tests.test_gate_verdicts:PLAIN_SOUND",
         GateOptions(w_max=3, stages=("conformance", "proof")),
     )
-    assert report.headline().startswith("PASSED (neither proved nor searched")
+    assert report.verdict == "unchecked" and report.exit_code == 3 and not report.ok
+    assert report.headline().startswith("UNCHECKED: neither proved nor searched")
+    assert "PASSED" not in report.headline()
+    suite = ET.fromstring(report.junit_xml()).find("testsuite")
+    assert suite is not None and int(suite.get("failures", "0")) == 1
+    verdict_case = [c for c in suite.iter("testcase") if c.get("name") == "verdict"]
+    assert len(verdict_case) == 1 and verdict_case[0].find("failure") is not None
+    # the control: searched, not proved, is a pass (exit 0) with no failing case
+    searched = run_gate("tests.test_gate_verdicts:PLAIN_SOUND", QUICK)
+    assert searched.verdict == "passed" and searched.exit_code == 0
+    suite = ET.fromstring(searched.junit_xml()).find("testsuite")
+    assert suite is not None and suite.get("failures") == "0"
+    assert not [c for c in suite.iter("testcase") if c.get("name") == "verdict"]
     proved = run_gate("pba", GateOptions(w_max=3, stages=("conformance", "proof")))
     assert proved.headline().endswith("; not searched")
     third_party = run_gate(
@@ -191,3 +205,83 @@ def test_a_kernel_that_never_publishes_is_not_said_to_pass_end_to_end() -> None:
     assert "end to end: never published" in report.headline()
     # negative control: a kernel that publishes passes the stage
     assert run_gate("pba", QUICK).stage("end-to-end").status == "passed"
+
+
+class _BigBudgetRule:
+    """Thrifty's rule written on the algebra (it runs on Z3 terms), except that from a budget
+    of 10^6 on the publication share is the whole budget: a window of 2 then spends more than
+    eps. It declares per-class scaling, which the gate's conformance stage samples (factors
+    1/9..9 of small budgets: it holds there); a proof normalizing budgets to 1 by that claim
+    said "PROVED ... every positive budget"."""
+
+    def __init__(self, alg: Any, classes: Sequence[ClassReq[Any]], variant: str) -> None:
+        from wevent.mechanisms.allocators.kernel import Prefix
+
+        self.alg = alg
+        self.classes = tuple(classes)
+        self.fixed = fixed_classes(classes, "big-budget-rule")
+        self._prefix = Prefix
+
+    def start(self) -> tuple[Any, ...]:
+        return tuple(self._prefix(self.alg, c.w) for c in self.fixed)
+
+    def plan(self, state: tuple[Any, ...], t: int) -> Plan[Any, Any]:
+        alg = self.alg
+        dis, pub = [], []
+        for c, spent in zip(self.fixed, state, strict=True):
+            dis.append(alg.scale(c.eps, F(1, 2 * c.w)))
+            half = alg.scale(c.eps, F(1, 2))
+            half = alg.select(alg.le(alg.const(10**6), c.eps), c.eps, half)
+            pub.append(alg.scale(alg.sub(half, spent.total(t - c.w + 1, t - 1)), F(1, 3)))
+        no = alg.truth(False)
+        return Plan(no, no, tuple(dis), tuple(pub))
+
+    def step(self, state: tuple[Any, ...], t: int, plan: Plan[Any, Any], published: Any) -> Any:
+        zero = self.alg.const(0)
+        return tuple(
+            h.push(self.alg.select(published, p, zero))
+            for h, p in zip(state, plan.publication, strict=True)
+        )
+
+
+def _big(alg: Any, classes: Sequence[ClassReq[Any]], variant: str) -> Any:
+    return _BigBudgetRule(alg, classes, variant)
+
+
+BIG_BUDGET_RULE = AllocatorSpec("big-budget-rule", "fixed", "per-class", "", _big)
+
+
+def test_a_third_party_scaling_claim_is_not_what_a_proof_rests_on() -> None:
+    """The proof of a kernel that is not built in keeps every budget symbolic, whatever scaling
+    it declares (the claim is only sampled): the rule that breaks windows from eps = 10^6 is
+    refuted by the proof, with a counterexample at such a budget that replays."""
+    opts = GateOptions(w_max=2, classes=1, search_runs=5, examples=5)
+    report = run_gate("tests.test_gate_verdicts:BIG_BUDGET_RULE", opts)
+    assert report.stage("conformance/scaling").status == "passed"  # the sample misses it
+    assert report.verdict == "refuted", report.headline()
+    assert report.stage("proof").status == "failed"
+    cex = report.counterexample
+    assert cex is not None and any(getattr(r, "eps", 0) >= 10**6 for _, r in cex.requirements)
+    # the control: a sound third-party kernel is still proved with symbolic budgets
+    sound = run_gate("tests.gate_sound:half_uniform", opts)
+    assert sound.verdict == "proved", sound.headline()
+    assert "every positive budget" in sound.headline()
+
+
+def test_the_search_reach_is_given_per_kind_and_junit_options_once() -> None:
+    """A dynamic allocator's gate searches fixed and dynamic populations with different
+    reaches: the headline gave the maxima over both as if one search had reached them. JUnit
+    listed variant and arithmetic twice and a search length of 0 (the default's sentinel)."""
+    report = run_gate("dpba", GateOptions(w_max=2, classes=1, search_runs=2, examples=5,
+                                         stages=("search",)))  # fmt: skip
+    scope = report.search_scope()
+    assert scope is not None and len(scope["by_kind"]) >= 2
+    head = report.headline()
+    for k in scope["by_kind"]:
+        assert f"{k['kind']}: {k['runs']:,} up to w = {k['w_max']}" in head, head
+    names = [p.get("name") for p in ET.fromstring(report.junit_xml()).iter("property")]
+    assert len(names) == len(set(names)), names
+    props = {
+        p.get("name"): p.get("value") for p in ET.fromstring(report.junit_xml()).iter("property")
+    }
+    assert (props["search_horizon"] or "").startswith("0 (default")

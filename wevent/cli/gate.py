@@ -136,9 +136,11 @@ def gate_cmd(
       end-to-end   wevent run's data path on synthetic streams, ledger batch-checked
 
     The verdict is PROVED (with its scope), PASSED (searched, not proved: a clean search is
-    not a proof) or REFUTED, printed with a requirements CSV and a decision string; the
-    printed `wevent trace ALLOCATOR -r FILE --decisions ...` replays it through the guard
-    (write FILE with --save-requirements).
+    not a proof), UNCHECKED (neither proved nor searched: nothing decided) or REFUTED, printed
+    with a requirements CSV and a decision string; the printed `wevent trace ALLOCATOR -r FILE
+    --decisions ...` replays it through the guard (write FILE with --save-requirements). A
+    kernel that is not built in is proved with every budget symbolic: the scaling it declares
+    is sampled by the conformance stage, never taken as proved.
 
     \b
     Examples:
@@ -147,9 +149,9 @@ def gate_cmd(
       wevent gate mypkg.alloc:allocator --junit gate.xml --json gate.json
 
     Exit 0 proved or passed, 1 refuted, 2 unusable target (it does not load, breaks the
-    protocol, or its kernel raises; one line on stderr), 3 with --require-proof when no proof
-    holds, 4 verifier error (a proof's counterexample that does not replay: a bug in wevent,
-    not a verdict).
+    protocol, or its kernel raises; one line on stderr), 3 unchecked (no proof and no search
+    passed), and with --require-proof whenever no proof holds, 4 verifier error (a proof's
+    counterexample that does not replay: a bug in wevent, not a verdict).
     """
     from wevent.gate import GateOptions, run_gate
 

@@ -3,8 +3,11 @@
 Verdicts and exit codes (`wevent gate`):
 
 * ``proved`` (0): every check passed and the Z3 proof holds over its scope;
-* ``passed`` (0): every check passed; no proof (the kernel is not symbolic, or Z3 was undecided);
-  with ``--require-proof`` this is ``unproved`` (3), never a pass;
+* ``passed`` (0): every check passed and a search passed; no proof (the kernel is not symbolic,
+  or Z3 was undecided); with ``--require-proof`` this is ``unproved`` (3), never a pass;
+* ``unchecked`` (3): nothing was proved, and no search and no end-to-end run passed (every stage
+  skipped or undecided, say a setup that refused every population): nothing decided, never a
+  pass;
 * ``refuted`` (1): some check failed; the smallest counterexample is reported, as the requirements
   CSV and ``--decisions`` string that `wevent trace` replays;
 * ``unusable`` (2): the target does not load, does not implement the protocol, or its kernel
@@ -36,6 +39,7 @@ EXIT_CODES = {
     "refuted": 1,
     "unusable": 2,
     "unproved": 3,
+    "unchecked": 3,
     "verifier-error": 4,
 }
 
@@ -116,6 +120,8 @@ class GateReport:
             return "verifier-error"
         if any(s.status == PROVED for s in self.stages):
             return "proved"
+        if self.search_scope() is None and not self._ran_end_to_end():
+            return "unchecked"  # no proof, no search, no run: nothing was decided
         return "unproved" if self.require_proof else "passed"
 
     @property
@@ -155,11 +161,25 @@ class GateReport:
             "classes": max(int(x.get("classes", 0)) for x in scopes),
             "horizon": max(int(x.get("horizon", 0)) for x in scopes),
             "kinds": [str(x.get("kind", "")) for x in scopes],
+            # each kind's own reach: the maxima above may come from different kinds
+            "by_kind": [
+                {
+                    "kind": str(x.get("kind", "")),
+                    "runs": int(x.get("runs", 0)) - int(x.get("skipped", 0)),
+                    "w_max": int(x.get("w_max", 0)),
+                    "classes": int(x.get("classes", 0)),
+                    "horizon": int(x.get("horizon", 0)),
+                }
+                for x in scopes
+            ],
         }
         pools = [x["pool"] for x in scopes if "pool" in x]
         if pools:
             out["pool"] = pools[0]
         return out
+
+    def _ran_end_to_end(self) -> bool:
+        return any(s.name == "end-to-end" and s.status == PASSED for s in self.stages)
 
     def _unexercised(self) -> str:
         """A note when the end-to-end run never published (nothing released was checked)."""
@@ -212,8 +232,13 @@ class GateReport:
         reason = _short(self._not_proved_because())
         if verdict == "unproved":
             return f"UNPROVED (--require-proof; not proved: {reason}); {searched}"
-        if self.search_scope() is None:
-            return f"PASSED (neither proved nor searched; not proved: {reason})"
+        if verdict == "unchecked":
+            return (
+                f"UNCHECKED: neither proved nor searched, nothing was decided (not proved: "
+                f"{reason}; {searched})"
+            )
+        if self.search_scope() is None:  # the end-to-end runs alone passed
+            return f"PASSED (end to end only: neither proved nor searched; not proved: {reason})"
         return f"PASSED (searched, not proved: {reason}); {searched}"
 
     @property
@@ -256,9 +281,13 @@ class GateReport:
         ]
         if self.allocator:
             a = self.allocator
+            symbolic = "declares symbolic" if a["symbolic"] else "declares not symbolic"
+            ran = next((st for st in self.stages if st.name == "conformance/symbolic"), None)
+            if ran is not None and a["symbolic"] and ran.status != PASSED:
+                symbolic += f" (conformance/symbolic {ran.status}: see below)"
             lines.append(
                 f"  allocator {a['name']}: {a['requirement']} requirements, scaling "
-                f"{a['scaling']}, {'symbolic' if a['symbolic'] else 'not symbolic'}"
+                f"{a['scaling']} (declared), {symbolic}"
             )
         if self.error is not None:
             lines.append(f"  unusable: {self.error}")
@@ -309,14 +338,21 @@ class GateReport:
             },
         )
         props = ET.SubElement(suite, "properties")
+        options = {"variant": self.variant, "arithmetic": self.arithmetic}
+        for k, v in self.options.items():  # as given (variant and arithmetic once)
+            options.setdefault(k, str(v))
+        # the options' sentinels for "the default", said so (the reach is in "searched")
+        if options.get("search_horizon") == "0":
+            options["search_horizon"] = "0 (default: max(256, 4 search_w_max) slots)"
+        if options.get("search_runs") == "-1":
+            options["search_runs"] = "-1 (default: 600 a kind; 100 dynamic, 400 population)"
         for key, value in (
             ("verdict", self.verdict),
+            ("exit_code", str(self.exit_code)),
             ("headline", self.headline()),
             ("proved", json.dumps(self.proof_scope(), sort_keys=True)),
             ("searched", json.dumps(self.search_scope(), sort_keys=True)),
-            ("variant", self.variant),
-            ("arithmetic", self.arithmetic),
-            *((k, str(v)) for k, v in self.options.items()),
+            *options.items(),
         ):
             ET.SubElement(props, "property", {"name": key, "value": str(value)})
         classname = f"wevent.gate.{self.target}"
@@ -344,6 +380,18 @@ class GateReport:
             else:
                 out = ET.SubElement(case, "system-out")
                 out.text = f"{s.status}: {s.detail}"
+        if (
+            self.exit_code != 0
+            and not any(s.status in (FAILED, ERROR, VERIFIER_ERROR) for s in self.stages)
+            and self.error is None
+        ):
+            # a verdict that is not a pass (unproved, unchecked) although no stage failed: one
+            # failing case, so a dashboard does not show it green
+            case = ET.SubElement(suite, "testcase", {"classname": classname, "name": "verdict"})
+            node = ET.SubElement(case, "failure", {"message": self.headline()})
+            node.text = self.headline()
+            suite.set("tests", str(int(suite.get("tests", "0")) + 1))
+            suite.set("failures", str(int(suite.get("failures", "0")) + 1))
         root = ET.Element("testsuites")
         root.append(suite)
         ET.indent(root)
@@ -380,6 +428,8 @@ def _proved_text(scope: dict[str, Any]) -> str:
                 bits.append(f"n <= {_range_max(sc['n'])}")
             if "users" in sc:
                 bits.append(f"users {sc['users']}")
+            if "horizon" in sc:  # the slots the bounded proof unrolled
+                bits.append(f"{sc['horizon']} slots")
             if "budgets" in sc:
                 budgets = sorted({b for row in sc["budgets"] for b in row}, key=Fraction)
                 bits.append(f"budgets in {{{', '.join(budgets)}}}")
@@ -411,10 +461,20 @@ def _searched_text(scope: dict[str, Any] | None) -> str:
     if scope is None:
         return "not searched"
     pool = f", pools of {scope['pool']} users" if "pool" in scope else ""
-    return (
-        f"searched {scope['runs']:,} populations up to w = {scope['w_max']}, "
-        f"{scope['classes']} classes, {scope['horizon']} slots{pool}: no violation"
+    kinds = scope.get("by_kind") or [scope]
+    if len(kinds) == 1:
+        k = kinds[0]
+        return (
+            f"searched {scope['runs']:,} populations up to w = {k['w_max']}, "
+            f"{k['classes']} classes, {k['horizon']} slots{pool}: no violation"
+        )
+    # several kinds (fixed and dynamic requirements): each with its own reach
+    reach = "; ".join(
+        f"{k['kind']}: {k['runs']:,} up to w = {k['w_max']}, {k['classes']} classes, "
+        f"{k['horizon']} slots"
+        for k in kinds
     )
+    return f"searched {scope['runs']:,} populations ({reach}){pool}: no violation"
 
 
 def new_report(target: str, opts: GateOptions) -> GateReport:
