@@ -62,7 +62,12 @@ EXIT_INTEGRITY = 5
 EXIT_TAIL = 6
 
 # A proof outcome's status -> its exit code (prove and gate).
-STATUS_EXIT = {"proved": EXIT_OK, "counterexample": EXIT_VIOLATION, "unknown": EXIT_UNKNOWN}
+STATUS_EXIT = {
+    "proved": EXIT_OK,
+    "checked": EXIT_OK,  # a primitive checked at a finite set of exact cases (not a proof)
+    "counterexample": EXIT_VIOLATION,
+    "unknown": EXIT_UNKNOWN,
+}
 # An audit's status (`wevent.verifier.audit.STATUSES`) -> its exit code.
 AUDIT_EXIT = {
     "compliant": EXIT_OK,
