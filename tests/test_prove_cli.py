@@ -137,3 +137,20 @@ def test_help_teaches() -> None:
 def test_primitives_still_proved() -> None:
     code, out, _ = run("prove", "primitive", "grr", "--json")
     assert code == 0 and json.loads(out)[0]["result"] == "proved"
+
+
+def test_exsub_and_population_first_lines_give_their_scope() -> None:
+    # Found in review: "exsub (sound): PROVED (40 inputs, ...)" and "lpa (sound): PROVED (0.01
+    # s)" named no scope on their first line, and the population scope was a Python dict repr.
+    code, out, _ = run("prove", "exsub", "--domain", "4", "--sparsity", "1", "--m", "2")
+    assert code == 0
+    assert out.startswith("exsub (sound): PROVED for d' = 4, s = 1, m = 2, every eps > 0 (8 inputs")
+    args = ["prove", "population", "lpa", "--w-max", "2", "--classes", "1", "--unroll", "2"]
+    code, out, _ = run(*args)
+    assert code == 0 and "{'" not in out
+    assert out.startswith(
+        "lpa (sound): PROVED for 1 class, windows 1..2, users 2 w_max .. 3 w_max, 2 slots ("
+    )
+    code, out, _ = run(*args, "--json")
+    pool = next(th for th in json.loads(out)["theorems"] if th["theorem"] == "pool-never-short")
+    assert pool["scope"]["horizon"] == 2

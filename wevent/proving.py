@@ -156,11 +156,58 @@ def run_population_proof(
     )
 
 
+def population_scope_text(scope: dict[str, Any]) -> str:
+    """A population proof's scope in words (not a dict repr): classes, windows, users, slots and
+    budget assignments, in that order; keys it does not know are appended as "key value"."""
+    words: list[str] = []
+    rest = dict(scope)
+    if "classes" in rest:
+        low, high = rest.pop("classes")
+        words.append(
+            f"{low} class{'es' if high > 1 else ''}" if low == high else f"{low}..{high} classes"
+        )
+    if "w" in rest:
+        low, high = rest.pop("w")
+        words.append(f"windows {low}..{high}")
+    if "windows" in rest:
+        words.append("windows " + ", ".join(str(w) for w in rest.pop("windows")))
+    if "n" in rest:
+        low, high = rest.pop("n")
+        words.append(f"n = {low}..{high} users")
+    if "users" in rest:
+        words.append(f"users {rest.pop('users')}")
+    if "horizon" in rest:
+        low, high = rest.pop("horizon"), rest.pop("horizon_max", None)
+        rule = rest.pop("horizon_rule", None)
+        words.append(f"{low} slots" if high is None else f"{low}..{high} slots ({rule})")
+    if "budgets" in rest:
+        grids = ["{" + ", ".join(str(b) for b in g) + "}" for g in rest.pop("budgets")]
+        words.append("budgets " + " or ".join(grids))
+    words += [f"{key} {value}" for key, value in rest.items()]
+    return ", ".join(words)
+
+
+def _population_headline_scope(result: dict[str, Any]) -> str:
+    """The scope of the first line: the pool theorem's (classes, windows, users, slots)."""
+    for th in result["theorems"]:
+        if th.get("scope") and th["theorem"] == "pool-never-short":
+            return population_scope_text(th["scope"])
+    for th in result["theorems"]:
+        if th.get("scope"):
+            return population_scope_text(th["scope"])
+    return ""
+
+
 def render_population(result: dict[str, Any]) -> list[str]:
     label = {"proved": "PROVED", "counterexample": "REFUTED", "unknown": "UNKNOWN"}[
         result["result"]
     ]
-    lines = [f"{result['mechanism']} ({result['variant']}): {label} ({result['seconds']:.2f} s)"]
+    scope = _population_headline_scope(result)
+    lines = [
+        f"{result['mechanism']} ({result['variant']}): {label}"
+        + (f" for {scope}" if scope and label == "PROVED" else "")
+        + f" ({result['seconds']:.2f} s)"
+    ]
     for th in result["theorems"]:
         name = th["theorem"]
         if name == "ops-split":
@@ -174,7 +221,7 @@ def render_population(result: dict[str, Any]) -> list[str]:
                 )
         else:
             scope = th.get("scope", {})
-            lines.append(f"  {name}: {th['result']} - scope {scope}")
+            lines.append(f"  {name}: {th['result']} - scope: {population_scope_text(scope)}")
             if name == "user-windows" and th.get("counterexample"):
                 bad = th["counterexample"]
                 lines.append(

@@ -412,9 +412,11 @@ def exsub_cmd(
         fail(str(exc))
     if emit_json(json_out, proof.to_json()):
         label = {"proved": "PROVED", "counterexample": "REFUTED", "unknown": "UNKNOWN"}
+        eps_scope = "every eps > 0" if value is None else f"eps = {eps}"
         click.echo(
-            f"exsub ({variant}): {label[proof.status]} ({proof.inputs} inputs, "
-            f"{proof.outputs} outputs, {proof.seconds:.2f} s)"
+            f"exsub ({variant}): {label[proof.status]} for d' = {domain}, s = {sparsity}, "
+            f"m = {m}, {eps_scope} ({proof.inputs} inputs, {proof.outputs} outputs, "
+            f"{proof.seconds:.2f} s)"
         )
         click.echo(f"  theorem: {proof.statement}")
         for c in proof.checks:
