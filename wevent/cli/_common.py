@@ -50,7 +50,7 @@ __all__ = [
 EXIT_OK = 0  # compliant, proved, passed, every charge accepted
 EXIT_VIOLATION = 1  # not compliant, refuted, refused by the guard
 EXIT_INPUT = 2  # a usage or input error (one line on stderr, never a traceback)
-EXIT_UNKNOWN = 3  # undecided: a proof timed out; gate --require-proof without a proof
+EXIT_UNKNOWN = 3  # nothing decided: prove timed out; gate: nothing passed, or --require-proof unmet
 EXIT_VERIFIER = 4  # a bug in wevent: the verifier contradicted itself, or crashed (never a verdict)
 # A ledger's integrity failed: committed content changed, a durable ledger without its chain or
 # checkpoint, a head or signature that does not match what the auditor holds.
