@@ -112,8 +112,9 @@ def render_proof(proof: AllocatorProof, written: Path | None = None) -> list[str
     """Human-readable lines: status, theorem and scope, then the counterexample if any (its
     requirement files written at ``written``, or to be saved by the reader)."""
     label = {"proved": "PROVED", "counterexample": "REFUTED", "unknown": "UNKNOWN"}[proof.status]
+    scope = f" for {allocator_scope_text(proof.scope)};" if proof.status == "proved" else ""
     lines = [
-        f"{proof.mechanism} ({proof.variant}, {proof.arithmetic} arithmetic): {label} "
+        f"{proof.mechanism} ({proof.variant}, {proof.arithmetic} arithmetic): {label}{scope} "
         f"by {proof.method} ({proof.cases} cases, {proof.seconds:.2f} s)",
         f"  theorem: {proof.statement}",
         "  scope: " + ", ".join(f"{k}={_show(v)}" for k, v in proof.scope.items()),
@@ -125,6 +126,26 @@ def render_proof(proof: AllocatorProof, written: Path | None = None) -> list[str
         where = None if written is None else str(written)
         lines += ["  " + line for line in proof.counterexample.describe(where)]
     return lines
+
+
+def allocator_scope_text(scope: dict[str, Any]) -> str:
+    """An allocator proof's scope in words for the first line: classes, windows, slots (or every
+    horizon), declaration slots and budgets; keys it does not know are appended as "key=value"."""
+    rest = dict(scope)
+    words = []
+    if "classes" in rest:
+        words.append(f"{rest.pop('classes')} classes")
+    if "w" in rest:
+        words.append(f"windows {rest.pop('w')}")
+    if "horizon" in rest:
+        horizon = rest.pop("horizon")
+        words.append("every horizon" if horizon == "unbounded" else f"{horizon} slots")
+    if "declaration_slots" in rest:
+        words.append(f"declarations at slots {_show(rest.pop('declaration_slots'))}")
+    if "budgets" in rest:
+        words.append(f"budgets {_show(rest.pop('budgets'))}")
+    words += [f"{k}={_show(v)}" for k, v in rest.items()]
+    return ", ".join(words)
 
 
 def _show(value: Any) -> str:
