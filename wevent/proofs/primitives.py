@@ -14,9 +14,10 @@ Theorems (E stands for e^eps, so E >= 1):
   at most p_L), which the exact check certifies as eps_L-LDP.
 
 Each is checked two ways: symbolically with Z3 over real parameters (the negation is unsat), and
-exhaustively, with exact rationals, on the parameters the code actually uses (the rounded floats
-of `wevent.mechanisms.oracles` and `wevent.mechanisms.pue`) for small domains, certifying every likelihood ratio
-with rational bounds on ln.
+with exact rationals on the parameters the code actually uses (the rounded floats of
+`wevent.mechanisms.oracles` and `wevent.mechanisms.pue`) at one domain size and a finite set of
+budgets (every output of that domain), certifying every likelihood ratio with rational bounds on
+ln: the rounded parameters are checked there, not proved for every budget.
 
 SM (001 Section 4.2): the certified cost of each class's `Sampled` evidence is never above the
 class budget eps, and at most 1e-12 below min(eps, theta) (a class above the threshold pays theta).
