@@ -101,7 +101,8 @@ def test_demo_prints_both_verdicts() -> None:
     assert "compliant.jsonl" in out and "violating.jsonl" in out
     assert out.count("NOT COMPLIANT") == 1
     assert "4 spend(s) refused" in out
-    assert out.count(": proved - ") == 4
+    # Three primitives proved by Z3 (scope given), SM only checked at a finite set.
+    assert out.count(": proved (Z3: ") == 3 and out.count("sm: checked (finite exact checks") == 1
     assert out.count("300 of 300 slots run") == 2  # pba and plpa+
     assert out.count("refused spend at slot") == 7  # 4 replayed + 3 published variants
     assert "dpbd (sound), same input: guard accepted 2 slots" in out
@@ -124,9 +125,29 @@ def test_prove_prints_the_proved_statement() -> None:
     assert "grr: PROVED" in out and "P[y|x] <= e^eps P[y|x']" in out
     code, out, _ = run("prove", "primitive", "all", "--json")
     assert code == 0
-    assert {r["name"] for r in json.loads(out)} == {"grr", "oue", "pue", "sm"}
+    results = {r["name"]: r for r in json.loads(out)}
+    assert set(results) == {"grr", "oue", "pue", "sm"}
+    # Found in review: SM's finite grid of exact checks was reported as "proved" by "z3".
+    assert results["sm"]["result"] == "checked" and "solver" not in results["sm"]
+    assert results["sm"]["proved_for"] is None and "1000" in results["sm"]["checked_at"]
+    for name in ("grr", "oue", "pue"):
+        assert results[name]["result"] == "proved" and results[name]["solver"].startswith("z3")
+        assert "every" in results[name]["proved_for"] and "{0.05" in results[name]["checked_at"]
     code, _, err = run("prove", "laplace")
     assert code == 2 and "laplace" in err
+
+
+def test_prove_primitive_first_lines_give_their_scope() -> None:
+    # Found in review: "grr: PROVED (0.05 s)" gave no scope, and "sm: PROVED" covered a finite
+    # grid checked without a solver. A checked-only result exits 0 but is not called a proof.
+    code, out, _ = run("prove", "primitive", "sm")
+    first = out.splitlines()[0]
+    assert code == 0 and first.startswith("sm: CHECKED, not proved (finite exact checks, no solver")
+    assert "PROVED" not in out and "60, 61, 100, 700, 1000" in first
+    code, out, _ = run("prove", "primitive", "grr", "--domain", "3")
+    first = out.splitlines()[0]
+    assert code == 0 and first.startswith("grr: PROVED (Z3: the formulas p, q at every real d")
+    assert "finite exact checks, no solver: the code's rounded p, q for d = 3" in first
 
 
 def test_extreme_ratios_display_without_crashing(tmp_path: Path) -> None:

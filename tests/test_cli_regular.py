@@ -225,6 +225,20 @@ def test_help_states_one_exit_code_table() -> None:
         assert word in line, line
 
 
+def test_help_exit_3_covers_gate_as_well_as_prove() -> None:
+    # Found in review: "3 UNKNOWN (a proof timed out)", though gate exits 0 (PASSED) on a timed
+    # out proof unless --require-proof, and exits 3 when nothing at all passed.
+    code, out, _ = run("--help")
+    text = " ".join(out.split())
+    assert code == 0
+    exit_3 = (
+        "3 UNKNOWN: nothing decided (prove: a proof timed out; gate: no proof and no search "
+        "passed, or no proof with --require-proof)"
+    )
+    assert exit_3 in text
+    assert "CHECKED (prove primitive: a finite set of exact checks, not a proof)" in text
+
+
 @pytest.mark.parametrize("group", [[], ["prove"], ["prepare"]])
 def test_a_bare_group_prints_its_help(group: list[str]) -> None:
     code, out, err = run(*group)

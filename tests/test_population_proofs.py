@@ -160,3 +160,24 @@ def test_population_certificates_are_well_formed() -> None:
             if expected == "counterexample":
                 cex = data["theorems"][0]["counterexample"]
                 assert (cex["n"], cex["w"], cex["k"], cex["split"]) == (10, 5, 3, 2)
+
+
+def test_the_pool_theorem_states_the_slots_it_was_proved_for() -> None:
+    # Found in review: the pool proof is bounded in slots but its scope left the horizon out.
+    fixed = prove_population("lpa", variant="sound", w_max=2, classes=1, horizon=2)
+    pool, windows = fixed["theorems"][-2:]
+    assert pool["scope"]["horizon"] == 2 and "horizon_max" not in pool["scope"]
+    assert "horizon" not in windows["scope"]  # the window theorem is arithmetic, every horizon
+    # By default each window tuple gets 3 x its largest window: the least and the most stated.
+    default = prove_population("lpa", variant="sound", w_max=2, classes=1)
+    scope = default["theorems"][-2]["scope"]
+    assert (scope["horizon"], scope["horizon_max"]) == (3, 6) and "3 x" in scope["horizon_rule"]
+
+
+def test_population_scopes_print_as_words() -> None:
+    from wevent.proving import render_population
+
+    lines = render_population(prove_population("lpa", variant="sound", w_max=2, classes=1))
+    assert lines[0].startswith("lpa (sound): PROVED for 1 class, windows 1..2, users 2 w_max")
+    assert "3..6 slots (3 x the largest window of each window tuple)" in lines[0]
+    assert not any("{'" in line for line in lines)  # no dict reprs

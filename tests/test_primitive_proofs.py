@@ -8,6 +8,7 @@ import z3
 
 from wevent.accounting.budget import Budget
 from wevent.mechanisms.oracles import GRR
+from wevent.mechanisms.sampling import SamplingMechanism
 from wevent.proofs import primitives
 from wevent.proofs.primitives import PRIMITIVES, prove_primitive
 
@@ -16,9 +17,55 @@ from wevent.proofs.primitives import PRIMITIVES, prove_primitive
 @pytest.mark.parametrize("d", [2, 5])
 def test_primitives_are_proved(name: str, d: int) -> None:
     result = prove_primitive(name, d)
-    assert result.status == "proved", result.counterexample
-    assert result.checks
-    assert result.to_json()["result"] == "proved"
+    # SM's obligation is a finite set of exact checks (no solver): "checked", never "proved".
+    expected = "checked" if name == "sm" else "proved"
+    assert result.status == expected, result.counterexample
+    assert result.checks and result.checked_at
+    assert bool(result.proved_for) == (expected == "proved")
+    assert result.to_json()["result"] == expected
+    assert ("solver" in result.to_json()) == (expected == "proved")
+
+
+def test_a_finite_check_is_never_reported_as_a_proof() -> None:
+    # Found in review: `prove primitive sm` said "proved" with "solver": "z3" for a grid of
+    # 6 x 6 exact checks that never reached the large-threshold branch (theta > 60).
+    result = prove_primitive("sm")
+    assert result.status == "checked" and result.proved_for == ""
+    assert "no solver" in result.scope() and "not proved" in result.statement
+    for theta in ("60", "61", "100", "1000"):
+        assert theta in result.checked_at
+
+
+@pytest.mark.parametrize("name", ["grr", "oue", "pue"])
+def test_a_proof_states_both_its_universal_and_its_finite_scope(name: str) -> None:
+    result = prove_primitive(name, 3)
+    scope = result.scope()
+    assert scope.startswith("Z3: the formulas") and "every" in scope
+    assert "finite exact checks, no solver: the code's rounded" in scope
+    assert "{0.05, 0.1, 0.5, 1, 2, 4}" in scope and "['" not in scope  # text, not a list repr
+
+
+def test_oue_states_the_capped_domain_of_its_exact_check() -> None:
+    assert "d = 8 (all 256 outputs)" in prove_primitive("oue", 9).checked_at
+
+
+def test_sm_checks_the_large_threshold_branch(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A keep-probability rounded up above theta = 60 (the branch the old grid never reached)
+    # makes the certified cost exceed the budget: refuted.
+    real = SamplingMechanism.for_budgets.__func__  # type: ignore[attr-defined]
+
+    def generous(
+        cls: type[SamplingMechanism], budgets: dict[Budget, int], theta: Budget
+    ) -> SamplingMechanism:
+        sm: SamplingMechanism = real(cls, budgets, theta)
+        if theta <= 60:
+            return sm
+        keep = {e: (p if p == 1.0 else min(1.0, p * 1.001)) for e, p in sm.keep.items()}
+        return SamplingMechanism(sm.theta, sm.laplace, keep)
+
+    monkeypatch.setattr(SamplingMechanism, "for_budgets", classmethod(generous))
+    result = prove_primitive("sm")
+    assert result.status == "counterexample" and "> eps" in result.counterexample
 
 
 def test_a_false_claim_is_refuted_with_a_model() -> None:

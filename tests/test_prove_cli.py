@@ -36,7 +36,7 @@ def test_proved_exit_0_and_json_scope() -> None:
 def test_proved_text_states_theorem_and_scope() -> None:
     code, out, _ = run("prove", "allocator", "ba", "--w-max", "2", "--classes", "1", "--unbounded")
     assert code == 0
-    assert "PROVED by k-induction" in out and "every horizon" in out and "horizon=unbounded" in out
+    assert "; by k-induction" in out and "every horizon" in out and "horizon=unbounded" in out
 
 
 def test_dynamic_unbounded_on_two_processes() -> None:
@@ -45,7 +45,7 @@ def test_dynamic_unbounded_on_two_processes() -> None:
     args = ["--unbounded", "--w-max", "2", "--classes", "1"]
     code, out, _ = run("prove", "allocator", "dpbd", *args, "--jobs", "2")
     assert code == 0, out
-    assert "PROVED by induction" in out and "16 one-class shapes" in out
+    assert "every horizon" in out and "; by induction" in out and "16 one-class shapes" in out
     code, out, _ = run("prove", "allocator", "dpbd", *args, "--variant", "published")
     assert code == 1 and "REFUTED by induction (refuted by the bounded search)" in out
 
@@ -137,3 +137,30 @@ def test_help_teaches() -> None:
 def test_primitives_still_proved() -> None:
     code, out, _ = run("prove", "primitive", "grr", "--json")
     assert code == 0 and json.loads(out)[0]["result"] == "proved"
+
+
+def test_exsub_and_population_first_lines_give_their_scope() -> None:
+    # Found in review: "exsub (sound): PROVED (40 inputs, ...)" and "lpa (sound): PROVED (0.01
+    # s)" named no scope on their first line, and the population scope was a Python dict repr.
+    code, out, _ = run("prove", "exsub", "--domain", "4", "--sparsity", "1", "--m", "2")
+    assert code == 0
+    assert out.startswith("exsub (sound): PROVED for d' = 4, s = 1, m = 2, every eps > 0 (8 inputs")
+    args = ["prove", "population", "lpa", "--w-max", "2", "--classes", "1", "--unroll", "2"]
+    code, out, _ = run(*args)
+    assert code == 0 and "{'" not in out
+    assert out.startswith(
+        "lpa (sound): PROVED for 1 class, windows 1..2, users 2 w_max .. 3 w_max, 2 slots ("
+    )
+    code, out, _ = run(*args, "--json")
+    pool = next(th for th in json.loads(out)["theorems"] if th["theorem"] == "pool-never-short")
+    assert pool["scope"]["horizon"] == 2
+
+
+def test_allocator_first_line_gives_its_scope() -> None:
+    code, out, _ = run("prove", "allocator", "pbd", "--w-max", "2", "--classes", "1")
+    assert code == 0 and out.startswith(
+        "pbd (sound, exact arithmetic): PROVED for 1..1 classes, windows 1..2, 6 slots, budgets "
+        "positive reals; by bounded ("
+    )
+    code, out, _ = run("prove", "allocator", "ba", "--w-max", "2", "--classes", "1", "--unbounded")
+    assert code == 0 and "PROVED for 1..1 classes, windows 1..2, every horizon" in out

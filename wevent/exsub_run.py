@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from wevent.accounting.budget import BudgetError
+from wevent.accounting.budget import BudgetError, float_display
 from wevent.accounting.formats import write_ledger
 from wevent.accounting.population import Population
 from wevent.accounting.recovery import is_durable_path, open_durable
@@ -74,8 +74,8 @@ class ExSubRunSummary:
             f"d = {p.d}, s = {p.s}, r = {p.r}, level portions {p.weights}",
             "  users per level: "
             + ", ".join(f"h={h}: {n}" for h, n in sorted(self.level_users.items())),
-            f"  error vs truth (mean of x_t per dimension): MSE {self.mse:.6g}, "
-            f"mean absolute {self.mae:.6g}",
+            f"  error vs truth (mean of x_t per dimension): MSE {float_display(self.mse)}, "
+            f"mean absolute {float_display(self.mae)}",
             f"  communication: {self.reports} symbols sent in total",
             f"  ledger: {self.charges} charges (one per reporting user, whole stream)"
             + (", every one accepted by the guard" if self.ok else ""),

@@ -112,8 +112,9 @@ def render_proof(proof: AllocatorProof, written: Path | None = None) -> list[str
     """Human-readable lines: status, theorem and scope, then the counterexample if any (its
     requirement files written at ``written``, or to be saved by the reader)."""
     label = {"proved": "PROVED", "counterexample": "REFUTED", "unknown": "UNKNOWN"}[proof.status]
+    scope = f" for {allocator_scope_text(proof.scope)};" if proof.status == "proved" else ""
     lines = [
-        f"{proof.mechanism} ({proof.variant}, {proof.arithmetic} arithmetic): {label} "
+        f"{proof.mechanism} ({proof.variant}, {proof.arithmetic} arithmetic): {label}{scope} "
         f"by {proof.method} ({proof.cases} cases, {proof.seconds:.2f} s)",
         f"  theorem: {proof.statement}",
         "  scope: " + ", ".join(f"{k}={_show(v)}" for k, v in proof.scope.items()),
@@ -125,6 +126,26 @@ def render_proof(proof: AllocatorProof, written: Path | None = None) -> list[str
         where = None if written is None else str(written)
         lines += ["  " + line for line in proof.counterexample.describe(where)]
     return lines
+
+
+def allocator_scope_text(scope: dict[str, Any]) -> str:
+    """An allocator proof's scope in words for the first line: classes, windows, slots (or every
+    horizon), declaration slots and budgets; keys it does not know are appended as "key=value"."""
+    rest = dict(scope)
+    words = []
+    if "classes" in rest:
+        words.append(f"{rest.pop('classes')} classes")
+    if "w" in rest:
+        words.append(f"windows {rest.pop('w')}")
+    if "horizon" in rest:
+        horizon = rest.pop("horizon")
+        words.append("every horizon" if horizon == "unbounded" else f"{horizon} slots")
+    if "declaration_slots" in rest:
+        words.append(f"declarations at slots {_show(rest.pop('declaration_slots'))}")
+    if "budgets" in rest:
+        words.append(f"budgets {_show(rest.pop('budgets'))}")
+    words += [f"{k}={_show(v)}" for k, v in rest.items()]
+    return ", ".join(words)
 
 
 def _show(value: Any) -> str:
@@ -156,11 +177,58 @@ def run_population_proof(
     )
 
 
+def population_scope_text(scope: dict[str, Any]) -> str:
+    """A population proof's scope in words (not a dict repr): classes, windows, users, slots and
+    budget assignments, in that order; keys it does not know are appended as "key value"."""
+    words: list[str] = []
+    rest = dict(scope)
+    if "classes" in rest:
+        low, high = rest.pop("classes")
+        words.append(
+            f"{low} class{'es' if high > 1 else ''}" if low == high else f"{low}..{high} classes"
+        )
+    if "w" in rest:
+        low, high = rest.pop("w")
+        words.append(f"windows {low}..{high}")
+    if "windows" in rest:
+        words.append("windows " + ", ".join(str(w) for w in rest.pop("windows")))
+    if "n" in rest:
+        low, high = rest.pop("n")
+        words.append(f"n = {low}..{high} users")
+    if "users" in rest:
+        words.append(f"users {rest.pop('users')}")
+    if "horizon" in rest:
+        low, high = rest.pop("horizon"), rest.pop("horizon_max", None)
+        rule = rest.pop("horizon_rule", None)
+        words.append(f"{low} slots" if high is None else f"{low}..{high} slots ({rule})")
+    if "budgets" in rest:
+        grids = ["{" + ", ".join(str(b) for b in g) + "}" for g in rest.pop("budgets")]
+        words.append("budgets " + " or ".join(grids))
+    words += [f"{key} {value}" for key, value in rest.items()]
+    return ", ".join(words)
+
+
+def _population_headline_scope(result: dict[str, Any]) -> str:
+    """The scope of the first line: the pool theorem's (classes, windows, users, slots)."""
+    for th in result["theorems"]:
+        if th.get("scope") and th["theorem"] == "pool-never-short":
+            return population_scope_text(th["scope"])
+    for th in result["theorems"]:
+        if th.get("scope"):
+            return population_scope_text(th["scope"])
+    return ""
+
+
 def render_population(result: dict[str, Any]) -> list[str]:
     label = {"proved": "PROVED", "counterexample": "REFUTED", "unknown": "UNKNOWN"}[
         result["result"]
     ]
-    lines = [f"{result['mechanism']} ({result['variant']}): {label} ({result['seconds']:.2f} s)"]
+    scope = _population_headline_scope(result)
+    lines = [
+        f"{result['mechanism']} ({result['variant']}): {label}"
+        + (f" for {scope}" if scope and label == "PROVED" else "")
+        + f" ({result['seconds']:.2f} s)"
+    ]
     for th in result["theorems"]:
         name = th["theorem"]
         if name == "ops-split":
@@ -174,7 +242,7 @@ def render_population(result: dict[str, Any]) -> list[str]:
                 )
         else:
             scope = th.get("scope", {})
-            lines.append(f"  {name}: {th['result']} - scope {scope}")
+            lines.append(f"  {name}: {th['result']} - scope: {population_scope_text(scope)}")
             if name == "user-windows" and th.get("counterexample"):
                 bad = th["counterexample"]
                 lines.append(

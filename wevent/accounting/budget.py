@@ -256,6 +256,16 @@ def approx(value: Fraction | int, digits: int = 6) -> str:
     return text
 
 
+def float_display(value: float, digits: int = 6) -> str:
+    """A float metric for display only: ``digits`` significant digits, marked ``~`` when that
+    rounds the value (the text does not read back as the same float), unmarked when it is the
+    value itself ("2.5", "0.025")."""
+    text = f"{value:.{digits}g}"
+    if value != value or value in (float("inf"), float("-inf")) or float(text) == value:
+        return text
+    return f"~{text}"
+
+
 class Budget(Fraction):
     """An exact, non-negative privacy budget (a `fractions.Fraction` that is never negative).
 

@@ -50,7 +50,7 @@ __all__ = [
 EXIT_OK = 0  # compliant, proved, passed, every charge accepted
 EXIT_VIOLATION = 1  # not compliant, refuted, refused by the guard
 EXIT_INPUT = 2  # a usage or input error (one line on stderr, never a traceback)
-EXIT_UNKNOWN = 3  # undecided: a proof timed out; gate --require-proof without a proof
+EXIT_UNKNOWN = 3  # nothing decided: prove timed out; gate: nothing passed, or --require-proof unmet
 EXIT_VERIFIER = 4  # a bug in wevent: the verifier contradicted itself, or crashed (never a verdict)
 # A ledger's integrity failed: committed content changed, a durable ledger without its chain or
 # checkpoint, a head or signature that does not match what the auditor holds.
@@ -62,7 +62,12 @@ EXIT_INTEGRITY = 5
 EXIT_TAIL = 6
 
 # A proof outcome's status -> its exit code (prove and gate).
-STATUS_EXIT = {"proved": EXIT_OK, "counterexample": EXIT_VIOLATION, "unknown": EXIT_UNKNOWN}
+STATUS_EXIT = {
+    "proved": EXIT_OK,
+    "checked": EXIT_OK,  # a primitive checked at a finite set of exact cases (not a proof)
+    "counterexample": EXIT_VIOLATION,
+    "unknown": EXIT_UNKNOWN,
+}
 # An audit's status (`wevent.verifier.audit.STATUSES`) -> its exit code.
 AUDIT_EXIT = {
     "compliant": EXIT_OK,

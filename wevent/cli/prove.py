@@ -81,10 +81,11 @@ def prove_group() -> None:
       wevent prove population NAME                a population allocator's pool theorems
       wevent prove exsub                          ExSub's sampler theorems (004)
 
-    Every verdict is PROVED (with the scope it covers), REFUTED (with a counterexample that
-    replays through the guard) or UNKNOWN (a timeout; never reported as proved). Exit 0
-    proved, 1 refuted, 2 bad input, 3 unknown, 4 verifier error (a counterexample that does
-    not replay: a bug in wevent, never a verdict).
+    Every verdict is PROVED (with the scope it covers), CHECKED (primitives only: a finite set
+    of exact checks passed, named on the same line; not a proof), REFUTED (with a
+    counterexample that replays through the guard) or UNKNOWN (a timeout; never reported as
+    proved). Exit 0 proved or checked, 1 refuted, 2 bad input, 3 unknown, 4 verifier error (a
+    counterexample that does not replay: a bug in wevent, never a verdict).
     """
 
 
@@ -100,15 +101,18 @@ def prove_group() -> None:
 )
 @json_option("The results")
 def primitive_cmd(name: str, domain: int, json_out: str | None) -> None:
-    """Prove a noise primitive's privacy theorem (Z3 over real parameters, plus exhaustive
-    exact checks).
+    """Prove a noise primitive's privacy theorem (Z3 over real parameters, PROVED), and check
+    the code's rounded parameters with exact rationals at a finite set of budgets.
 
     \b
       grr  likelihood ratios of generalized randomized response <= e^eps
       oue  likelihood ratios of optimized unary encoding <= e^eps
       pue  re-perturbation (000 Eq. 8) is valid iff eps_L <= eps_H and yields eps_L reports
-      sm   the sampling mechanism's evidence certifies each class's budget
+      sm   the sampling mechanism's evidence certifies each class's budget (CHECKED only: a
+           finite set of thresholds and budgets, no solver)
       all  every primitive
+
+    The first line of each result gives its scope: what Z3 proved, and the finite set checked.
 
     \b
     Example:
@@ -122,18 +126,30 @@ def primitive_cmd(name: str, domain: int, json_out: str | None) -> None:
     results = [prove_primitive(n, domain) for n in names]
     if emit_json(json_out, [r.to_json() for r in results]):
         for r in results:
-            label = {"proved": "PROVED", "counterexample": "REFUTED"}.get(r.status, "UNKNOWN")
-            click.echo(f"{r.name}: {label} ({r.seconds:.2f} s)")
+            click.echo(f"{r.name}: {_primitive_verdict(r.status, r.scope())} ({r.seconds:.2f} s)")
             click.echo(f"  theorem: {r.statement}")
             for c in r.checks:
                 click.echo(f"  - {c}")
             if r.counterexample:
                 click.echo(f"  counterexample: {r.counterexample}")
     statuses = {r.status for r in results}
-    worst = "counterexample" if "counterexample" in statuses else "proved"
-    if worst == "proved" and statuses != {"proved"}:
+    if "counterexample" in statuses:
+        worst = "counterexample"
+    elif statuses <= {"proved", "checked"}:
+        worst = "proved" if statuses == {"proved"} else "checked"
+    else:
         worst = "unknown"
     sys.exit(STATUS_EXIT[worst])
+
+
+def _primitive_verdict(status: str, scope: str) -> str:
+    """The first line's verdict with its scope: PROVED only when Z3 proved the statement over
+    real parameters, CHECKED when only a finite set of exact checks ran."""
+    if status == "proved":
+        return f"PROVED ({scope})"
+    if status == "checked":
+        return f"CHECKED, not proved ({scope})"
+    return {"counterexample": "REFUTED"}.get(status, "UNKNOWN") + f" (scope: {scope})"
 
 
 @prove_group.command("allocator", short_help="A built-in allocator's window theorem.")
@@ -396,9 +412,11 @@ def exsub_cmd(
         fail(str(exc))
     if emit_json(json_out, proof.to_json()):
         label = {"proved": "PROVED", "counterexample": "REFUTED", "unknown": "UNKNOWN"}
+        eps_scope = "every eps > 0" if value is None else f"eps = {eps}"
         click.echo(
-            f"exsub ({variant}): {label[proof.status]} ({proof.inputs} inputs, "
-            f"{proof.outputs} outputs, {proof.seconds:.2f} s)"
+            f"exsub ({variant}): {label[proof.status]} for d' = {domain}, s = {sparsity}, "
+            f"m = {m}, {eps_scope} ({proof.inputs} inputs, {proof.outputs} outputs, "
+            f"{proof.seconds:.2f} s)"
         )
         click.echo(f"  theorem: {proof.statement}")
         for c in proof.checks:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from wevent.accounting.budget import BudgetError
+from wevent.accounting.budget import BudgetError, float_display
 from wevent.accounting.durable import sync_rename
 from wevent.accounting.formats import ledger_kind, write_ledger
 from wevent.accounting.ledger import Ledger
@@ -116,9 +116,9 @@ class RunSummary:
         errs = self.errors()
         if errs:
             lines.append(
-                f"  error vs truth: mean absolute (frequencies) {errs['mae']:.6g}, "
-                f"AMSE (000, frequencies) {errs['amse']:.6g}, "
-                f"AMRE (001 Eq. 5, counts) {errs['amre']:.6g}"
+                f"  error vs truth: mean absolute (frequencies) {float_display(errs['mae'])}, "
+                f"AMSE (000, frequencies) {float_display(errs['amse'])}, "
+                f"AMRE (001 Eq. 5, counts) {float_display(errs['amre'])}"
             )
         if self.setup_note:
             lines.insert(1, f"  {self.setup_note}")
@@ -126,7 +126,9 @@ class RunSummary:
             lines.insert(1, f"  {self.options}")
         if self.records and self.users:
             cfpu = self.reports / (len(self.records) * self.users)
-            lines.append(f"  communication: {cfpu:.4g} reports per user per slot (CFPU)")
+            lines.append(
+                f"  communication: {float_display(cfpu, 4)} reports per user per slot (CFPU)"
+            )
         if self.refusal is None:
             lines.append(f"  ledger: {self.charges} charges, every one accepted by the guard")
         else:

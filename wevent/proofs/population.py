@@ -516,6 +516,7 @@ def _prove_cases(
     if variant == DU_CODE:
         raise ValueError("the population cases assume the class order does not matter: not du-code")
     cases = skipped = window_cases = 0
+    slots: set[int] = set()  # the horizons the pool theorem was proved at (3 max w by default)
     for size in range(1, classes + 1):
         for windows in itertools.combinations(range(1, w_max + 1), size):
             top = max(windows)
@@ -577,6 +578,7 @@ def _prove_cases(
                     continue
                 served += 1
                 cases += 1
+                slots.add(horizon or 3 * top)
                 if progress is not None:
                     progress(f"windows {windows}, n={n}")
                 if result.status != "proved":
@@ -589,6 +591,13 @@ def _prove_cases(
     }
     if skipped:
         scope["users"] += " (10 w_max, 100 w_max where the setup refuses those)"
+    if slots:
+        # The proof is bounded in slots: "horizon" is the number every case was proved for; by
+        # default each window tuple gets 3 x its largest window, so the largest is stated too.
+        scope["horizon"] = min(slots)
+        if max(slots) != min(slots):
+            scope["horizon_max"] = max(slots)
+            scope["horizon_rule"] = "3 x the largest window of each window tuple"
     if cases == 0:
         out["theorems"].append(
             {
@@ -607,7 +616,11 @@ def _prove_cases(
         {
             "theorem": "user-windows",
             "result": "proved",
-            "scope": {**scope, "budgets": [[str(b) for b in g] for g in WINDOW_BUDGETS]},
+            # Arithmetic on the recycle period, not unrolled in slots: no horizon.
+            "scope": {
+                **{k: v for k, v in scope.items() if not k.startswith("horizon")},
+                "budgets": [[str(b) for b in g] for g in WINDOW_BUDGETS],
+            },
             "cases": window_cases,
             "statement": "every drawn user reports at slots >= R apart, so any w_i slots hold "
             "<= ceil(w_i / R) reports: ceil(w_i / R) * (per-report budget) <= eps_i",

@@ -14,12 +14,22 @@ Theorems (E stands for e^eps, so E >= 1):
   at most p_L), which the exact check certifies as eps_L-LDP.
 
 Each is checked two ways: symbolically with Z3 over real parameters (the negation is unsat), and
-exhaustively, with exact rationals, on the parameters the code actually uses (the rounded floats
-of `wevent.mechanisms.oracles` and `wevent.mechanisms.pue`) for small domains, certifying every likelihood ratio
-with rational bounds on ln.
+with exact rationals on the parameters the code actually uses (the rounded floats of
+`wevent.mechanisms.oracles` and `wevent.mechanisms.pue`) at one domain size and a finite set of
+budgets (every output of that domain), certifying every likelihood ratio with rational bounds on
+ln: the rounded parameters are checked there, not proved for every budget.
 
-SM (001 Section 4.2): the certified cost of each class's `Sampled` evidence equals the class budget
-up to the directed rounding (within 1e-12, never above), checked on a grid of budgets and thresholds.
+SM (001 Section 4.2): the certified cost of each class's `Sampled` evidence is never above the
+class budget eps, and at most 1e-12 below min(eps, theta) (a class above the threshold pays theta).
+This one is *checked*, not proved: exact rationals on a finite set of thresholds (both branches of
+`SamplingMechanism.for_budgets`, up to theta = 1000) and budgets (a grid plus budgets just below,
+at and above each threshold); no solver. The 1e-12 side is only claimed up to theta = 700: beyond
+it a keep-probability e^(eps - theta) can fall below the smallest double and round to 0 (the
+class is never sampled and pays 0, still never above its budget).
+
+A result says what it covers: "proved" when Z3 proved the statement over real parameters (its
+scope in ``proved_for``; the exact checks of the code's rounded parameters, a finite set, in
+``checked_at``), "checked" when only a finite set of exact checks ran (never called a proof).
 """
 
 from __future__ import annotations
@@ -40,12 +50,15 @@ from wevent.mechanisms.oracles import GRR, OUE
 from wevent.mechanisms.pue import Reperturbation
 from wevent.mechanisms.sampling import SamplingMechanism
 
-__all__ = ["PRIMITIVES", "ProofResult", "prove_primitive"]
+__all__ = ["PRIMITIVES", "Primitive", "ProofResult", "prove_primitive"]
 
 
 @dataclass(frozen=True)
 class ProofResult:
-    """Outcome of one proof: ``status`` is "proved", "counterexample" or "unknown"."""
+    """Outcome of one primitive: ``status`` is "proved" (Z3 proved the statement for
+    ``proved_for``; the code's parameters also passed the exact checks of ``checked_at``),
+    "checked" (only the finite exact checks of ``checked_at`` ran, and passed; no solver),
+    "counterexample" or "unknown"."""
 
     name: str
     statement: str
@@ -53,17 +66,41 @@ class ProofResult:
     checks: list[str] = field(default_factory=list)
     counterexample: str = ""
     seconds: float = 0.0
+    proved_for: str = ""
+    checked_at: str = ""
+
+    @property
+    def solver_used(self) -> bool:
+        return bool(self.proved_for)
+
+    def scope(self) -> str:
+        """The scope in words, for the first line of `wevent prove primitive`."""
+        parts = []
+        if self.proved_for:
+            parts.append(f"Z3: {self.proved_for}")
+        if self.checked_at:
+            parts.append(f"finite exact checks, no solver: {self.checked_at}")
+        return "; ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "statement": self.statement,
             "result": self.status,
+            "proved_for": self.proved_for or None,
+            "checked_at": self.checked_at,
             "checks": self.checks,
             "counterexample": self.counterexample,
             "seconds": round(self.seconds, 3),
-            "solver": f"z3 {z3.get_version_string()}",
+            "method": (
+                "z3 over real parameters, then exact rationals on the code's parameters"
+                if self.solver_used
+                else "exact rationals on a finite set of parameters (no solver)"
+            ),
         }
+        if self.solver_used:
+            out["solver"] = f"z3 {z3.get_version_string()}"
+        return out
 
 
 class _Refuted(Exception):
@@ -126,7 +163,7 @@ def _grr_exact(d: int, budgets: list[Budget]) -> list[str]:
             if not _ratio_within(a, b, eps):
                 raise _Refuted(f"GRR d={d} eps={eps}: ratio {a}/{b} exceeds e^eps")
     return [
-        f"exact: the code's GRR parameters, d = {d}, eps in {[str(e) for e in budgets]}: "
+        f"exact: the code's GRR parameters, d = {d}, eps in {_braces(budgets)}: "
         "every likelihood ratio certified <= e^eps"
     ]
 
@@ -175,7 +212,7 @@ def _oue_exact(d: int, budgets: list[Budget]) -> list[str]:
                 raise _Refuted(f"OUE d={d} eps={eps}: output {y} breaks the ratio")
     return [
         f"exact: the code's OUE parameters, d = {d}, all {2**d} outputs, eps in "
-        f"{[str(e) for e in budgets]}: every likelihood ratio certified <= e^eps"
+        f"{_braces(budgets)}: every likelihood ratio certified <= e^eps"
     ]
 
 
@@ -232,69 +269,146 @@ def _pue_exact(d: int, budgets: list[Budget]) -> list[str]:
             raise _Refuted(f"PUE d={d}: {high_eps} -> {low_eps}: invalid beta/gamma")
     return [
         f"exact: the code's re-perturbation (rounded beta), d = {d}, every pair from "
-        f"{[str(e) for e in budgets]}: the composed report certified eps_L-LDP"
+        f"{_braces(budgets)}: the composed report certified eps_L-LDP"
     ]
 
 
 # ---------------------------------------------------------------------------- SM
 
 
-def _sm_exact(budgets: list[Budget]) -> list[str]:
-    for theta in budgets:
+_SM_THRESHOLDS = ("0.05", "0.1", "0.5", "1", "2", "4", "60", "61", "100", "700", "1000")
+_SM_TIGHT_UP_TO = 700  # above it a keep-probability may round to 0 (below the smallest double)
+
+
+def _sm_budgets(theta: Budget, grid: list[Budget]) -> list[Budget]:
+    """The grid, 59..61 (either side of the large-threshold branch), and budgets just below, at
+    and above ``theta``."""
+    near = [theta - Fraction(1, 10**6), theta, theta + Fraction(1, 10**6), theta + 1]
+    extra = [Budget(x) for x in ("59", "60", "61")] + [Budget(x) for x in near if x > 0]
+    return sorted(set(grid) | set(extra))
+
+
+def _sm_exact(thresholds: list[Budget], grid: list[Budget]) -> list[str]:
+    pairs = 0
+    for theta in thresholds:
+        budgets = _sm_budgets(theta, grid)
         sm = SamplingMechanism.for_budgets({e: 1 for e in budgets}, theta)
         for eps in budgets:
             lo, hi = cost_bounds(sm.evidence(eps))
-            target = min(eps, theta)
-            if hi > eps or lo < target - Fraction(1, 10**12):
-                raise _Refuted(f"SM theta={theta}: class eps={eps} certified in [{lo}, {hi}]")
+            pairs += 1
+            if hi > eps:
+                raise _Refuted(f"SM theta={theta}: class eps={eps} certified up to {hi} > eps")
+            tight = theta <= _SM_TIGHT_UP_TO
+            if tight and lo < min(eps, theta) - Fraction(1, 10**12):
+                raise _Refuted(
+                    f"SM theta={theta}: class eps={eps} certified from {lo}, more than 1e-12 "
+                    f"below min(eps, theta)"
+                )
     return [
-        f"exact: SM evidence for every budget and threshold in {[str(e) for e in budgets]}: "
-        "certified cost in [min(eps, theta) - 1e-12, eps]"
+        f"exact: SM evidence at {pairs} (threshold, budget) pairs, thresholds "
+        f"{_braces(thresholds)}, budgets {_braces(grid)}, 59, 60, 61, and theta - 10^-6, theta, "
+        f"theta + 10^-6, theta + 1 for each threshold: certified cost <= eps, and >= "
+        f"min(eps, theta) - 1e-12 for theta <= {_SM_TIGHT_UP_TO}"
     ]
+
+
+def _braces(values: list[Budget]) -> str:
+    return "{" + ", ".join(str(v) for v in values) + "}"
 
 
 # ---------------------------------------------------------------------------- registry
 
 _BUDGETS = [Budget(x) for x in ("0.05", "0.1", "0.5", "1", "2", "4")]
+_OUE_MAX_D = 8  # the exact OUE check enumerates 2^d outputs
 
-PRIMITIVES: dict[str, tuple[str, Callable[[int], list[str]]]] = {
-    "grr": (
+
+@dataclass(frozen=True)
+class Primitive:
+    """One primitive's obligation: its statement, what Z3 proves (``proved_for``, "" when
+    nothing is proved by a solver), the finite set of exact checks (``checked_at``), and the run
+    returning the check lines. Each takes the domain size d of `wevent prove primitive`."""
+
+    statement: str
+    proved_for: Callable[[int], str]
+    checked_at: Callable[[int], str]
+    run: Callable[[int], list[str]]
+
+
+PRIMITIVES: dict[str, Primitive] = {
+    "grr": Primitive(
         "GRR: for all inputs x, x' and outputs y, P[y|x] <= e^eps P[y|x'] (000 PFO.P)",
+        lambda d: f"the formulas p, q at every real d >= 2 and d = {d}, every eps >= 0",
+        lambda d: f"the code's rounded p, q for d = {d}, eps in {_braces(_BUDGETS)}",
         lambda d: _grr_symbolic(None) + _grr_symbolic(d) + _grr_exact(d, _BUDGETS),
     ),
-    "oue": (
+    "oue": Primitive(
         "OUE: for all inputs x, x' and output vectors y, P[y|x] <= e^eps P[y|x']",
-        lambda d: _oue_symbolic() + _oue_exact(min(d, 8), _BUDGETS),
+        lambda d: "the formulas p = 1/2, q = 1/(e^eps + 1) at every d, every eps >= 0",
+        lambda d: (
+            f"the code's rounded q for d = {min(d, _OUE_MAX_D)} (all {2 ** min(d, _OUE_MAX_D)} "
+            f"outputs), eps in {_braces(_BUDGETS)}"
+        ),
+        lambda d: _oue_symbolic() + _oue_exact(min(d, _OUE_MAX_D), _BUDGETS),
     ),
-    "pue": (
+    "pue": Primitive(
         "PUE: for eps_L <= eps_H, beta and gamma (000 Eq. 8) form a distribution and re-perturbed "
         "eps_H reports are distributed as eps_L reports (000 Theorem V.1); invalid if eps_L > eps_H",
+        lambda d: f"the formulas at every real d >= 2 and d = {d}, every eps_L >= 0 and eps_H > 0",
+        lambda d: (
+            f"the code's rounded beta for d = {d}, every pair eps_L < eps_H from "
+            f"{_braces(_BUDGETS)}"
+        ),
         lambda d: _pue_symbolic(None) + _pue_symbolic(d) + _pue_exact(d, _BUDGETS),
     ),
-    "sm": (
-        "SM: each class's Sampled(Laplace) evidence certifies a cost within 1e-12 below its "
-        "budget, never above (001 Section 4.2)",
-        lambda d: _sm_exact(_BUDGETS),
+    "sm": Primitive(
+        "SM (001 Section 4.2), checked at a finite set of thresholds and budgets, not proved: "
+        "each class's Sampled(Laplace) evidence certifies a cost never above its budget eps, and "
+        f"(thresholds <= {_SM_TIGHT_UP_TO}) at most 1e-12 below min(eps, theta)",
+        lambda d: "",
+        lambda d: (
+            f"{len(_SM_THRESHOLDS)} thresholds theta in {{{', '.join(_SM_THRESHOLDS)}}}, each "
+            "with the budgets of the grid and near theta"
+        ),
+        lambda d: _sm_exact([Budget(x) for x in _SM_THRESHOLDS], _BUDGETS),
     ),
 }
 
 
 def prove_primitive(name: str, d: int = 5) -> ProofResult:
-    """Run every check for one primitive; never reports "proved" unless all passed."""
-    statement, run = PRIMITIVES[name]
+    """Run every check for one primitive; never reports "proved" or "checked" unless all passed,
+    and "proved" only when a solver proved the statement over real parameters."""
+    primitive = PRIMITIVES[name]
+    proved_for, checked_at = primitive.proved_for(d), primitive.checked_at(d)
     start = time.perf_counter()
     try:
-        checks = run(d)
+        checks = primitive.run(d)
     except _Refuted as exc:
         return ProofResult(
             name,
-            statement,
+            primitive.statement,
             "counterexample",
             counterexample=exc.what,
             seconds=time.perf_counter() - start,
+            proved_for=proved_for,
+            checked_at=checked_at,
         )
     except TimeoutError as exc:
         return ProofResult(
-            name, statement, "unknown", counterexample=str(exc), seconds=time.perf_counter() - start
+            name,
+            primitive.statement,
+            "unknown",
+            counterexample=str(exc),
+            seconds=time.perf_counter() - start,
+            proved_for=proved_for,
+            checked_at=checked_at,
         )
-    return ProofResult(name, statement, "proved", checks, seconds=time.perf_counter() - start)
+    status = "proved" if proved_for else "checked"
+    return ProofResult(
+        name,
+        primitive.statement,
+        status,
+        checks,
+        seconds=time.perf_counter() - start,
+        proved_for=proved_for,
+        checked_at=checked_at,
+    )
