@@ -99,6 +99,7 @@ from wevent.mechanisms.streams import SYNTHETIC_KINDS, SyntheticStream
 from wevent.proofs.algebra import Z3Algebra, strict_truth
 from wevent.proofs.counterexamples import Counterexample, Failure, ProverError, replayed
 from wevent.proofs.population import even_counts, prove_population
+from wevent.proving import population_scope_text
 from wevent.verifier.tracing import PopulationTrace, trace_population
 
 __all__ = [
@@ -739,7 +740,7 @@ def _prove(
     theorems = result["theorems"]
     what = "; ".join(
         f"{th['theorem']} {th['result']}"
-        + (f" ({th['cases']} cases, scope {th['scope']})" if "cases" in th else "")
+        + (f" ({th['cases']} cases: {population_scope_text(th['scope'])})" if "cases" in th else "")
         + (
             f" (n <= {th['scope']['n'][1]}, w <= {th['scope']['w'][1]})"
             if th["theorem"] == "ops-split"

@@ -428,8 +428,13 @@ def _proved_text(scope: dict[str, Any]) -> str:
                 bits.append(f"n <= {_range_max(sc['n'])}")
             if "users" in sc:
                 bits.append(f"users {sc['users']}")
-            if "horizon" in sc:  # the slots the bounded proof unrolled
-                bits.append(f"{sc['horizon']} slots")
+            if "horizon" in sc:  # the slots the bounded proof unrolled (each case's own)
+                high = sc.get("horizon_max")
+                bits.append(
+                    f"{sc['horizon']} slots"
+                    if high is None
+                    else f"{sc['horizon']}..{high} slots ({sc.get('horizon_rule', '')})"
+                )
             if "budgets" in sc:
                 budgets = sorted({b for row in sc["budgets"] for b in row}, key=Fraction)
                 bits.append(f"budgets in {{{', '.join(budgets)}}}")
