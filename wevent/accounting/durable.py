@@ -1045,7 +1045,9 @@ class Integrity:
     the ledger rows they hold, ``head`` is the chain head after them (full 64 hex digits);
     ``anchors`` what vouched for that head (``checkpoint``, ``signature``, ``expected head``);
     ``files`` the data files an engine should audit, in order (a prefix of a chained file is
-    extracted with `verified_records`).
+    extracted with `verified_records`). A plain file's ``records`` and ``rows`` are counted by
+    the audit that reads it (``counted``; `audit_integrity` alone does not read its content).
+    ``expected_digits``: how many hex digits of the head ``--expect-head`` gave (0: none).
     """
 
     path: str
@@ -1060,6 +1062,8 @@ class Integrity:
     anchors: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     complete: bool = True  # every verified record of the file is audited (no prefix cut)
+    counted: bool = True  # records and rows are known (a plain file's: once an audit read it)
+    expected_digits: int = 0
 
     @property
     def state(self) -> str:
@@ -1079,10 +1083,14 @@ class Integrity:
     def summary(self, *, tail: bool = True) -> str:
         """One line: the layout, what was audited, the first problem or the anchors and the
         full head, and (with ``tail``) the first piece of an uncommitted tail."""
+        counts = f", {self.records} record(s), {self.rows} row(s)" if self.counted else ""
         if self.layout == "plain" and not self.problems:
-            return f"{self.path}: not chained: no integrity protection (edits cannot be detected)"
+            return (
+                f"{self.path}: plain{counts}; not chained: no integrity protection (edits cannot "
+                "be detected)"
+            )
         if self.layout == "plain":
-            return f"{self.path}: {self.problems[0].message}"
+            return f"{self.path}: plain{counts}; {self.problems[0].message}"
         what = "segment(s)" if self.layout == "segments" else "record(s)"
         parts = [f"{self.path}: {self.layout}, {self.records} committed {what}, {self.rows} row(s)"]
         if self.problems:
@@ -1090,8 +1098,13 @@ class Integrity:
                 f"{len(self.problems)} integrity problem(s): {self.problems[0].describe()}"
             )
         else:
-            anchored = ", ".join(self.anchors) or "nothing"
-            parts.append(f"chain intact, anchored by {anchored}, head {self.head}")
+            anchored = ", ".join(
+                f"{a} (a {self.expected_digits}-digit prefix of the head)"
+                if a == "expected head" and 0 < self.expected_digits < 64
+                else a
+                for a in self.anchors
+            )
+            parts.append(f"chain intact, anchored by {anchored or 'nothing'}, head {self.head}")
         if self.torn and tail:
             parts.append(self.torn[0].describe())
         return "; ".join(parts)
@@ -1102,8 +1115,8 @@ class Integrity:
             "layout": self.layout,
             "state": self.state,
             "ok": self.ok,
-            "records": self.records,
-            "rows": self.rows,
+            "records": self.records if self.counted else None,
+            "rows": self.rows if self.counted else None,
             "head": self.head,
             "checkpoint": self.checkpoint,
             "anchors": list(self.anchors),
@@ -1355,7 +1368,7 @@ def _audit_chain(
                     f"content: {given} cannot be checked",
                 )
             )
-        return Integrity(name, "plain", 0, 0, "", tuple(problems), files=(name,))
+        return Integrity(name, "plain", 0, 0, "", tuple(problems), files=(name,), counted=False)
 
     mark = marks.latest if isinstance(marks, _Marks) else None
     at = [] if mark is None else [mark.records]
@@ -1504,6 +1517,7 @@ def _audit_chain(
         tuple(anchors) if not problems else (),
         tuple(notes),
         complete=audited == n and not torn and not problems,
+        expected_digits=len(expect_head or ""),
     )
 
 
@@ -1633,6 +1647,7 @@ def _audit_segments(
         found.anchors if not problems else (),
         found.notes,
         complete=not problems and not torn,
+        expected_digits=found.expected_digits,
     )
 
 
