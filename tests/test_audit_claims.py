@@ -252,3 +252,26 @@ def test_a_head_prefix_is_called_a_prefix(tmp_path: Path) -> None:
     code, out = _run("audit", str(path), *REQ_ARGS, "--expect-head", head)
     assert code == EXIT_OK and "anchored by checkpoint, expected head, head" in out
     assert "prefix of the head" not in out
+
+
+# ---------------------------------------------------------------- a run header (finding 7, part 2)
+
+
+def test_a_truncated_durable_ledger_with_its_run_header_is_not_plain(tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    code, _ = _run(
+        "run", "pba", "-r", FIXED, "--stream", "sin", "--slots", "5", "--seed", "1",
+        "--ledger", str(path),
+    )  # fmt: skip
+    header = path.with_name("run.jsonl.run.json")
+    assert code == EXIT_OK and json.loads(header.read_text())["format"] == "wevent-run/1"
+    path.write_bytes(b"")  # truncated, and the checkpoint that would show it deleted
+    path.with_name("run.jsonl.head").unlink()
+    code, out = _run("audit", str(path), "-r", FIXED)
+    assert code == EXIT_INTEGRITY and "checkpoint is missing" in out
+    assert "note: durable by its run header run.jsonl.run.json" in out
+    code, out = _run("check", str(path), "-r", FIXED)
+    assert code == EXIT_OK and "integrity: not checked" in out
+    header.unlink()  # without the header nothing shows the file was ever durable
+    code, out = _run("audit", str(path), "-r", FIXED)
+    assert code == EXIT_OK and "not chained" in out and "empty: no charge" in out

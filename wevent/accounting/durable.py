@@ -92,6 +92,7 @@ __all__ = [
     "read_checkpoint",
     "records_table",
     "repair",
+    "run_header_path",
     "sync_rename",
     "verified_records",
 ]
@@ -1138,13 +1139,22 @@ def check_expected_head(text: str) -> str:
     return value
 
 
+def run_header_path(path: Path) -> Path:
+    """The run header `wevent run` writes beside a write-ahead ledger (``NAME.run.json``,
+    `wevent.accounting.recovery.open_durable`), before the ledger's checkpoint and file."""
+    return path.with_name(path.name + ".run.json")
+
+
 def is_durable_ledger(path: Path) -> bool:
     """A ledger whose layout says it is durable: a ``.wledger`` directory or one holding a
-    manifest, a file with a checkpoint sidecar, or a JSONL file whose first record carries a
-    chain hash."""
+    manifest, a file with a checkpoint sidecar or a run header (``NAME.run.json``: written only
+    beside a write-ahead ledger, so a file truncated with its checkpoint deleted still reads as
+    durable), or a JSONL file whose first record carries a chain hash."""
     if path.is_dir():
         return path.suffix == SEGMENT_DIR_SUFFIX or (path / MANIFEST).exists()
     if path.suffix == SEGMENT_DIR_SUFFIX or _head_path(path).exists():
+        return True
+    if run_header_path(path).is_file():
         return True
     if path.suffix.lower() not in {".jsonl", ".ndjson"} or not path.exists():
         return False
@@ -1485,6 +1495,11 @@ def _audit_chain(
                 "truncation would go unseen)",
             )
         )
+        if run_header_path(path).is_file():
+            notes.append(
+                f"durable by its run header {run_header_path(path).name} (written only beside "
+                "a write-ahead ledger)"
+            )
 
     torn = list(scan.torn)
     if problems:
