@@ -191,6 +191,23 @@ def test_an_empty_ledger_among_several_is_named_empty(tmp_path: Path, engine: st
     assert (second["records"], second["rows"], second["notes"]) == (0, 0, ["empty: no charge"])
 
 
+@pytest.mark.spark
+def test_spark_counts_what_numpy_counts(tmp_path: Path) -> None:
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text(NO_EVIDENCE.replace('"slot": 1', '"slot": 9'))
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    files = [example_path("violating.jsonl"), plain, empty]
+    population = read_requirements([Path(r) for r in REQS])
+    seen = set()
+    for engine in ("numpy", "spark"):
+        result = run_audit(files, population, engine=engine)
+        v = result.verdict
+        per_file = tuple((i.records, i.rows, i.notes) for i in result.integrity)
+        seen.add((v.charges, v.evidence_charges, per_file))
+    assert len(seen) == 1
+
+
 def test_plain_counts_follow_the_files_in_a_mixed_audit(tmp_path: Path) -> None:
     chained = tmp_path / "run.jsonl"
     _chained(chained, "violating.jsonl")
