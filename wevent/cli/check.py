@@ -29,7 +29,8 @@ from wevent.verifier.verdict import render_verdict
 __all__ = ["INTEGRITY_TEXT", "check_cmd", "until_option"]
 
 # What `wevent check` says of a ledger's integrity, which it never verifies: a durable ledger
-# (a chain, a checkpoint sidecar) is "not checked", a plain one has nothing to check.
+# (`is_durable_ledger`: a chain, a checkpoint or a run header) is "not checked", a plain one
+# has nothing to check.
 INTEGRITY_TEXT = {
     "not checked": "not checked (wevent check reads the content only; run wevent audit to "
     "verify the chain)",
