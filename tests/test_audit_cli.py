@@ -396,7 +396,7 @@ def test_reports_name_every_input_with_its_hash_and_the_full_head(tmp_path: Path
     code, _, _ = _audit(*args, "--html", str(out_html))
     assert code == EXIT_OK
     report = json.loads(out_json.read_text())
-    assert report["schema_version"] == SCHEMA_VERSION == 1
+    assert report["schema_version"] == SCHEMA_VERSION == 2
     assert report["tool"] == {"name": "wevent", "version": tool_version()}
     created = datetime.strptime(report["created"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     assert abs((datetime.now(UTC) - created).total_seconds()) < 600
@@ -421,7 +421,8 @@ def test_reports_name_every_input_with_its_hash_and_the_full_head(tmp_path: Path
 def test_a_plain_ledger_is_shown_unprotected_never_ok(tmp_path: Path) -> None:
     population = read_requirements([Path(r) for r in REQS])
     result = run_audit([example_path("compliant.jsonl")], population)
-    assert result.ok and result.unprotected  # compliant, with a warning
+    assert result.status == "compliant" and result.unprotected  # compliant, with a warning
+    assert not result.ok  # ... and not ok: nothing shows the content unchanged
     (integrity,) = report_json(result)["integrity"]
     assert integrity["state"] == "unprotected" and integrity["ok"] is False
     md, page = render_markdown(result), render_html(result)

@@ -187,8 +187,9 @@ def test_json_alone_or_dash_prints_json_instead_of_the_text(tmp_path: Path) -> N
     for flag in (["--json"], ["--json", "-"]):
         code, out, _ = run("check", LEDGER, *ALL_REQ, *flag)
         assert code == EXIT_OK and json.loads(out)["ok"] is True
-        code, out, _ = run("audit", LEDGER, *ALL_REQ, *flag)
-        assert code == EXIT_OK and json.loads(out)["ok"] is True
+        code, out, _ = run("audit", LEDGER, *ALL_REQ, *flag)  # plain: compliant, never ok
+        assert code == EXIT_OK and json.loads(out)["compliant"] is True
+        assert json.loads(out)["ok"] is False
         code, out, _ = run("check", LEDGER, "-r", REQ, *flag)  # dave has no requirement
         assert code == EXIT_VIOLATION and json.loads(out)["ok"] is False
     report = tmp_path / "verdict.json"

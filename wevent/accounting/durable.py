@@ -92,6 +92,7 @@ __all__ = [
     "read_checkpoint",
     "records_table",
     "repair",
+    "run_header_path",
     "sync_rename",
     "verified_records",
 ]
@@ -1045,7 +1046,9 @@ class Integrity:
     the ledger rows they hold, ``head`` is the chain head after them (full 64 hex digits);
     ``anchors`` what vouched for that head (``checkpoint``, ``signature``, ``expected head``);
     ``files`` the data files an engine should audit, in order (a prefix of a chained file is
-    extracted with `verified_records`).
+    extracted with `verified_records`). A plain file's ``records`` and ``rows`` are counted by
+    the audit that reads it (``counted``; `audit_integrity` alone does not read its content).
+    ``expected_digits``: how many hex digits of the head ``--expect-head`` gave (0: none).
     """
 
     path: str
@@ -1060,6 +1063,8 @@ class Integrity:
     anchors: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     complete: bool = True  # every verified record of the file is audited (no prefix cut)
+    counted: bool = True  # records and rows are known (a plain file's: once an audit read it)
+    expected_digits: int = 0
 
     @property
     def state(self) -> str:
@@ -1079,10 +1084,14 @@ class Integrity:
     def summary(self, *, tail: bool = True) -> str:
         """One line: the layout, what was audited, the first problem or the anchors and the
         full head, and (with ``tail``) the first piece of an uncommitted tail."""
+        counts = f", {self.records} record(s), {self.rows} row(s)" if self.counted else ""
         if self.layout == "plain" and not self.problems:
-            return f"{self.path}: not chained: no integrity protection (edits cannot be detected)"
+            return (
+                f"{self.path}: plain{counts}; not chained: no integrity protection (edits cannot "
+                "be detected)"
+            )
         if self.layout == "plain":
-            return f"{self.path}: {self.problems[0].message}"
+            return f"{self.path}: plain{counts}; {self.problems[0].message}"
         what = "segment(s)" if self.layout == "segments" else "record(s)"
         parts = [f"{self.path}: {self.layout}, {self.records} committed {what}, {self.rows} row(s)"]
         if self.problems:
@@ -1090,8 +1099,13 @@ class Integrity:
                 f"{len(self.problems)} integrity problem(s): {self.problems[0].describe()}"
             )
         else:
-            anchored = ", ".join(self.anchors) or "nothing"
-            parts.append(f"chain intact, anchored by {anchored}, head {self.head}")
+            anchored = ", ".join(
+                f"{a} (a {self.expected_digits}-digit prefix of the head)"
+                if a == "expected head" and 0 < self.expected_digits < 64
+                else a
+                for a in self.anchors
+            )
+            parts.append(f"chain intact, anchored by {anchored or 'nothing'}, head {self.head}")
         if self.torn and tail:
             parts.append(self.torn[0].describe())
         return "; ".join(parts)
@@ -1102,8 +1116,8 @@ class Integrity:
             "layout": self.layout,
             "state": self.state,
             "ok": self.ok,
-            "records": self.records,
-            "rows": self.rows,
+            "records": self.records if self.counted else None,
+            "rows": self.rows if self.counted else None,
             "head": self.head,
             "checkpoint": self.checkpoint,
             "anchors": list(self.anchors),
@@ -1125,13 +1139,22 @@ def check_expected_head(text: str) -> str:
     return value
 
 
+def run_header_path(path: Path) -> Path:
+    """The run header `wevent run` writes beside a write-ahead ledger (``NAME.run.json``,
+    `wevent.accounting.recovery.open_durable`), before the ledger's checkpoint and file."""
+    return path.with_name(path.name + ".run.json")
+
+
 def is_durable_ledger(path: Path) -> bool:
     """A ledger whose layout says it is durable: a ``.wledger`` directory or one holding a
-    manifest, a file with a checkpoint sidecar, or a JSONL file whose first record carries a
-    chain hash."""
+    manifest, a file with a checkpoint sidecar or a run header (``NAME.run.json``: written only
+    beside a write-ahead ledger, so a file truncated with its checkpoint deleted still reads as
+    durable), or a JSONL file whose first record carries a chain hash."""
     if path.is_dir():
         return path.suffix == SEGMENT_DIR_SUFFIX or (path / MANIFEST).exists()
     if path.suffix == SEGMENT_DIR_SUFFIX or _head_path(path).exists():
+        return True
+    if run_header_path(path).is_file():
         return True
     if path.suffix.lower() not in {".jsonl", ".ndjson"} or not path.exists():
         return False
@@ -1355,7 +1378,7 @@ def _audit_chain(
                     f"content: {given} cannot be checked",
                 )
             )
-        return Integrity(name, "plain", 0, 0, "", tuple(problems), files=(name,))
+        return Integrity(name, "plain", 0, 0, "", tuple(problems), files=(name,), counted=False)
 
     mark = marks.latest if isinstance(marks, _Marks) else None
     at = [] if mark is None else [mark.records]
@@ -1472,6 +1495,11 @@ def _audit_chain(
                 "truncation would go unseen)",
             )
         )
+        if run_header_path(path).is_file():
+            notes.append(
+                f"durable by its run header {run_header_path(path).name} (written only beside "
+                "a write-ahead ledger)"
+            )
 
     torn = list(scan.torn)
     if problems:
@@ -1504,6 +1532,7 @@ def _audit_chain(
         tuple(anchors) if not problems else (),
         tuple(notes),
         complete=audited == n and not torn and not problems,
+        expected_digits=len(expect_head or ""),
     )
 
 
@@ -1633,6 +1662,7 @@ def _audit_segments(
         found.anchors if not problems else (),
         found.notes,
         complete=not problems and not torn,
+        expected_digits=found.expected_digits,
     )
 
 

@@ -53,6 +53,7 @@ from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirem
 __all__ = [
     "EarlierGroups",
     "FormatError",
+    "count_records",
     "ledger_kind",
     "read_ledger",
     "read_ledgers",
@@ -490,6 +491,25 @@ def _jsonl_lines(
         raise FormatError(f"{path}: cannot read ({exc})") from None
 
 
+def count_records(path: Path | str) -> int:
+    """The records a ledger file holds, as its reader sees them: the non-blank lines of a JSONL
+    file, the non-blank rows after a CSV file's header, the rows of a Parquet file (a group
+    definition is one record in JSONL and CSV, one row per member in Parquet). For reports: an
+    audit reads the content with `read_ledger` or an engine."""
+    path = Path(path)
+    kind = ledger_kind(path)
+    if kind == "jsonl":
+        return sum(1 for _ in _jsonl_lines(path, None))
+    if kind == "csv":
+        if path.stat().st_size == 0:
+            return 0
+        _, rows, _ = _open_csv(path)
+        return sum(1 for _ in rows)
+    import pyarrow.parquet as pq
+
+    return int(pq.ParquetFile(path).metadata.num_rows)
+
+
 def read_ledger(
     path: Path | str,
     *,
@@ -783,16 +803,20 @@ class _TableColumns:
         yield from self.table.column(name).chunks
 
 
-def read_ledgers(paths: Iterable[Path | str]) -> Ledger:
+def read_ledgers(paths: Iterable[Path | str], *, file_charges: list[int] | None = None) -> Ledger:
     """One ledger from several files read in order, as if concatenated (a group defined in one
     file may be charged in a later one, whatever the formats). One file is `read_ledger`; several
     are combined as Arrow tables in the Parquet columns (text files converted first, charging
-    the groups of the files before them) and parsed once."""
+    the groups of the files before them) and parsed once. ``file_charges``, when given, receives
+    the number of charge records of each file, in order."""
     files = [Path(p) for p in paths]
+    counts: list[int] = [] if file_charges is None else file_charges
     if not files:
         raise FormatError("no ledger files given")
     if len(files) == 1:  # no pyarrow needed for one JSONL or CSV file (the core install)
-        return read_ledger(files[0])
+        ledger = read_ledger(files[0])
+        counts.append(len(ledger))
+        return ledger
     import pyarrow as pa
 
     tables = []
@@ -807,6 +831,7 @@ def read_ledgers(paths: Iterable[Path | str]) -> Ledger:
             table = _parquet_columns(f)
         else:
             table = _plain(_parquet_table(read_ledger(f, groups=seen)))
+        counts.append(table.num_rows - table.column("slot").null_count)  # group rows: no slot
         tables.append(_drop_repeated_groups(table, seen, clashes, twice))
     where = " + ".join(str(f) for f in files)
     if twice:  # in the SQL engines' order and words: a repeated member first, by group name

@@ -27,6 +27,7 @@ from wevent.accounting.durable import (
     audit_integrity,
     read_checkpoint,
     repair,
+    run_header_path,
     sync_rename,
 )
 from wevent.accounting.inputs import check_input_file, loads
@@ -123,10 +124,6 @@ def _lock(path: Path) -> int:
             f"{path} is being written by another process (its lock {lock_path} is held)"
         ) from None
     return fd
-
-
-def run_header_path(path: Path) -> Path:
-    return path.with_name(path.name + ".run.json")
 
 
 def _write_header(path: Path, header: Mapping[str, object]) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from wevent.accounting.budget import MAX_SLOT
+from wevent.accounting.durable import is_durable_ledger
 from wevent.accounting.formats import read_ledger, read_requirements
 from wevent.cli._common import (
     EXIT_OK,
@@ -25,7 +26,16 @@ from wevent.errors import InputError
 from wevent.verifier.check import check
 from wevent.verifier.verdict import render_verdict
 
-__all__ = ["check_cmd", "until_option"]
+__all__ = ["INTEGRITY_TEXT", "check_cmd", "until_option"]
+
+# What `wevent check` says of a ledger's integrity, which it never verifies: a durable ledger
+# (`is_durable_ledger`: a chain, a checkpoint or a run header) is "not checked", a plain one
+# has nothing to check.
+INTEGRITY_TEXT = {
+    "not checked": "not checked (wevent check reads the content only; run wevent audit to "
+    "verify the chain)",
+    "unprotected": "unprotected (a plain ledger: no chain, nothing can show that it was changed)",
+}
 
 
 def until_option(f: click.decorators.FC) -> click.decorators.FC:
@@ -54,6 +64,10 @@ def check_cmd(
     (exit 1); bad input exits 2. Violations are printed exactly: the user, the window, the
     per-slot spends, the sum, the bound and the excess.
 
+    What it does not check: the ledger's integrity. It reads the content as it is now; a
+    durable ledger's chain and checkpoint are not verified (wevent audit does), and a plain
+    ledger has none. A charge without evidence is checked as charged: its cost is not certified.
+
     \b
     Examples:
       wevent check ledger.jsonl -r requirements.csv
@@ -67,7 +81,9 @@ def check_cmd(
             verdict = check(book, population, horizon=until, progress=bar.say)
     except InputError as exc:
         fail(str(exc))
-    if emit_json(json_out, verdict.to_json()):
+    integrity = "not checked" if is_durable_ledger(ledger) else "unprotected"
+    if emit_json(json_out, {**verdict.to_json(), "integrity": integrity}):
         click.echo(f"{ledger}: {len(book)} charges, {len(population)} users with requirements")
+        click.echo(f"integrity: {INTEGRITY_TEXT[integrity]}")
         click.echo(render_verdict(verdict, population))
     sys.exit(EXIT_OK if verdict.ok else EXIT_VIOLATION)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +32,7 @@ from wevent.accounting.durable import (
     file_sha256,
     verified_records,
 )
+from wevent.accounting.formats import count_records
 from wevent.accounting.population import Population
 from wevent.verifier.engines import make_engine
 from wevent.verifier.sql import SqlDetails
@@ -140,9 +141,10 @@ class AuditResult:
 
     @property
     def ok(self) -> bool:
-        """Compliant: every window and evidence record holds, no chain is broken and no ledger
-        has an uncommitted tail."""
-        return self.status == "compliant"
+        """Compliant and every ledger intact: every window and evidence record holds, and every
+        ledger is durable, its chain verified, without an uncommitted tail. An unprotected
+        (plain) ledger is never ok (its status is still ``compliant``, a warning, exit 0)."""
+        return self.status == "compliant" and all(i.ok for i in self.integrity)
 
 
 def _expected(expect_head: str | Sequence[str] | None, paths: Sequence[Path]) -> list[str | None]:
@@ -196,12 +198,15 @@ def run_audit(
     )
     with tempfile.TemporaryDirectory(prefix="wevent-verified-") as tmp:
         audited: list[Path] = []
+        owner: list[int] = []  # the ledger each audited file belongs to
         for k, found in enumerate(integrity):
             if found.layout == "chained-jsonl" and not found.complete:
                 # Audit exactly the verified, anchored prefix (a tail or a tampered line is not).
                 audited.append(_prefix(found, Path(tmp) / f"verified-{k}"))
+                owner.append(k)
             else:
                 audited.extend(Path(f) for f in found.files)
+                owner += [k] * len(found.files)
         if not audited:  # nothing committed (an empty segment directory): the empty ledger
             empty = Path(tmp) / "empty.jsonl"
             empty.write_bytes(b"")
@@ -220,7 +225,7 @@ def run_audit(
     return AuditResult(
         engine,
         tuple(str(p) for p in ledgers),
-        integrity,
+        _counted(integrity, owner, details.file_charges),
         verdict,
         details,
         population,
@@ -232,6 +237,28 @@ def run_audit(
         tuple(e for e in expected if e is not None),
         key_hex,
     )
+
+
+def _counted(
+    integrity: tuple[Integrity, ...], owner: Sequence[int], file_charges: Sequence[int]
+) -> tuple[Integrity, ...]:
+    """Each ledger's integrity with what the audit read in it: a plain file's records (as its
+    reader counts them) and charge rows (as the engine counted them), and a note on a ledger
+    whose audited content holds no charge."""
+    out = []
+    for k, found in enumerate(integrity):
+        if not found.counted:
+            rows = sum(n for j, n in zip(owner, file_charges, strict=True) if j == k)
+            found = replace(found, records=count_records(found.path), rows=rows, counted=True)
+        if found.rows == 0 and found.state != "broken":
+            note = (
+                "empty: no charge"
+                if found.records == 0
+                else f"no charge: its {found.records} record(s) only define groups"
+            )
+            found = replace(found, notes=(*found.notes, note))
+        out.append(found)
+    return tuple(out)
 
 
 def _prefix(found: Integrity, stem: Path) -> Path:

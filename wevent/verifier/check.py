@@ -348,6 +348,8 @@ def check(
         class_utilization=class_util,
         horizon=horizon_t,
         per_user_charges=per_user,
+        charges=len(cols.slot),
+        evidence_charges=int(np.count_nonzero(cols.evidence >= 0)),
     )
 
 

@@ -82,16 +82,19 @@ class NumpyEngine:
     ) -> tuple[Verdict, SqlDetails]:
         say = progress or (lambda _s: None)
         say("reading")
-        ledger = read_ledgers(files)
+        file_charges: list[int] = []
+        ledger = read_ledgers(files, file_charges=file_charges)
         verdict = check(ledger, population, horizon=horizon, progress=progress)
         say("report data")
-        return verdict, numpy_details(ledger, population, verdict)
+        return verdict, numpy_details(ledger, population, verdict, tuple(file_charges))
 
 
 _CHUNK = 1 << 23  # rows per step of the report-data pass
 
 
-def numpy_details(ledger: Ledger, population: Population, verdict: Verdict) -> SqlDetails:
+def numpy_details(
+    ledger: Ledger, population: Population, verdict: Verdict, file_charges: tuple[int, ...]
+) -> SqlDetails:
     """Per-class totals of per-user charges per slot, and the spends of the tightest users
     (vectorized; exact integer numerators over the amounts' common denominator)."""
     cols = ledger.columns()
@@ -159,7 +162,7 @@ def numpy_details(ledger: Ledger, population: Population, verdict: Verdict) -> S
             (int(slots[k]), Fraction(int(per_slot[k]), lcd))
             for k in np.flatnonzero(per_slot).tolist()
         )
-    return SqlDetails(timeline, spends)
+    return SqlDetails(timeline, spends, file_charges)
 
 
 # ============================================================================ SQL engines

@@ -32,9 +32,12 @@ def reference_check(
     last_slot = 0
     per_user = 0
     failures: dict[tuple[Evidence, Fraction], list[tuple[int, int]]] = defaultdict(list)
+    charges = with_evidence = 0
     for row, charge in enumerate(ledger):
+        charges += 1
         last_slot = max(last_slot, charge.slot)
         if charge.evidence is not None:
+            with_evidence += 1
             failures[(charge.evidence, Fraction(charge.amount))].append((row, charge.slot))
     for user in ledger.users:  # every user the ledger mentions gets a utilization, even if 0
         spends[user]
@@ -164,4 +167,6 @@ def reference_check(
         class_utilization=class_util,
         horizon=horizon_t,
         per_user_charges=per_user,
+        charges=charges,
+        evidence_charges=with_evidence,
     )

@@ -45,8 +45,9 @@ __all__ = [
 ]
 
 # The JSON report's schema version (docs/audits.md): raised when a field changes meaning or
-# goes away; added fields keep it.
-SCHEMA_VERSION = 1
+# goes away; added fields keep it. 2: the top-level "ok" is false for an unprotected ledger
+# (it was the window verdict alone, now "compliant").
+SCHEMA_VERSION = 2
 
 _BINS = (0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
 
@@ -63,7 +64,7 @@ def status_line(result: AuditResult) -> str:
     if status == "integrity-failure":
         extra = (
             f"; and NOT COMPLIANT: {len(result.verdict.violations)} violation(s), "
-            f"{len(result.verdict.evidence_failures)} evidence failure(s) in the verified content"
+            f"{result.verdict.evidence_text()}, in the verified content"
             if not result.verdict.ok
             else "; the verified content alone is compliant"
         )
@@ -71,7 +72,7 @@ def status_line(result: AuditResult) -> str:
     if status == "not-compliant":
         return (
             f"NOT COMPLIANT ({len(result.verdict.violations)} violation(s), "
-            f"{len(result.verdict.evidence_failures)} evidence failure(s))"
+            f"{result.verdict.evidence_text()})"
         )
     if status == "uncommitted-tail":
         return (
@@ -81,6 +82,28 @@ def status_line(result: AuditResult) -> str:
     if result.unprotected:
         return "COMPLIANT (unprotected: a plain ledger cannot show tampering)"
     return "COMPLIANT"
+
+
+def _evidence_summary(result: AuditResult) -> str:
+    """The reports' evidence section in words: how many charges carry evidence, how many of
+    those fail, and that the others' costs are not certified (never "None." alone, which would
+    read as "every cost certified" when no charge carries evidence)."""
+    v = result.verdict
+    if v.evidence_charges == 0:
+        return (
+            f"No charge carries evidence: no cost was certified ({v.charges} charge(s) audited "
+            "as charged)."
+        )
+    failing = sum(f.rows for f in v.evidence_failures)
+    text = f"{v.evidence_charges} of {v.charges} charge(s) carry evidence; " + (
+        "every one certifies its charge."
+        if not v.evidence_failures
+        else f"{failing} of them do not certify their charge "
+        f"({len(v.evidence_failures)} failure(s) below)."
+    )
+    if v.uncertified_charges:
+        text += f" {v.uncertified_charges} charge(s) carry none: their costs are not certified."
+    return text
 
 
 def breaks(result: AuditResult, violation: Violation) -> str:
@@ -207,6 +230,7 @@ def report_json(result: AuditResult) -> dict[str, Any]:
         **_provenance(result),
         "status": result.status,
         "ok": result.ok,
+        "compliant": v.ok,
         "ledgers": list(result.inputs),
         "requirements": list(result.requirements),
         "inputs": [f.to_json() for f in result.files],
@@ -221,6 +245,7 @@ def report_json(result: AuditResult) -> dict[str, Any]:
             "evidence_failures": [e.to_json() for e in v.evidence_failures],
             "horizon": v.horizon,
             "per_user_charges": v.per_user_charges,
+            **v.evidence_counts(),
         },
         "utilization": {
             "classes": {k: _util_text(x) for k, x in sorted(v.class_utilization.items())},
@@ -295,10 +320,9 @@ def render_markdown(result: AuditResult, limit: int = 100) -> str:
             )
         if len(v.violations) > limit:
             lines.append(f"\n... {len(v.violations) - limit} more (see the JSON report)")
-    lines += ["", "## Evidence failures", ""]
-    if not v.evidence_failures:
-        lines.append("None.")
-    else:
+    lines += ["", "## Evidence failures", "", _evidence_summary(result)]
+    if v.evidence_failures:
+        lines.append("")
         lines += [
             "| # | evidence | amount | certified cost in | charges | first row | first slot |",
             "|---|---|---|---|---|---|---|",
@@ -499,9 +523,7 @@ def render_html(result: AuditResult, limit: int = 200) -> str:
     e = html.escape
     v = result.verdict
     status = result.status
-    cls = (
-        "ok" if status == "compliant" and not result.unprotected else "warn" if result.ok else "bad"
-    )
+    cls = "ok" if result.ok else "warn" if status == "compliant" else "bad"
     code = "<code>{}</code>".format
     out = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
@@ -570,9 +592,8 @@ def render_html(result: AuditResult, limit: int = 200) -> str:
         if len(v.violations) > limit:
             out.append(f"<p>... {len(v.violations) - limit} more (see the JSON report).</p>")
     out.append("<h2>Evidence failures</h2>")
-    if not v.evidence_failures:
-        out.append("<p>None: every evidence record certifies its charge.</p>")
-    else:
+    out.append(f"<p id='evidence-summary'>{e(_evidence_summary(result))}</p>")
+    if v.evidence_failures:
         rows = [
             [
                 str(k),

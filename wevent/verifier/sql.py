@@ -122,6 +122,7 @@ class SqlDetails:
 
     class_timeline: dict[str, tuple[tuple[int, Fraction], ...]]
     user_spends: dict[str, tuple[tuple[int, Fraction], ...]]
+    file_charges: tuple[int, ...]  # the charge records of each audited file, in order
 
 
 def _lcm(values: Sequence[int]) -> int:
@@ -324,7 +325,7 @@ def sql_audit(
         class_util[name] = None if (value is None or prev is None) else max(prev, value)
 
     say("evidence")
-    evidence_failures = evidence_scan(files)
+    scanned = evidence_scan(files)
     (direct_n,) = b.rows("SELECT COUNT(*) FROM charges WHERE usr IS NOT NULL")[0]
     (group_n,) = b.rows(
         """SELECT COALESCE(SUM(s.size), 0) FROM charges c
@@ -333,11 +334,13 @@ def sql_audit(
     )[0]
     verdict = Verdict(
         violations=tuple(sorted(violations, key=Violation.sort_key)),
-        evidence_failures=evidence_failures,
+        evidence_failures=scanned.failures,
         user_utilization=_RepUtilization(user_rep, util),
         class_utilization=class_util,
         horizon=h,
         per_user_charges=int(direct_n) + int(group_n),
+        charges=sum(scanned.file_charges),
+        evidence_charges=scanned.with_evidence,
     )
 
     say("report data")
@@ -365,6 +368,7 @@ def sql_audit(
             u: tuple((s, Fraction(v, lcd)) for s, v in rep_spends.get(user_rep[u], []))
             for u in chosen
         },
+        scanned.file_charges,
     )
     return verdict, details
 
@@ -625,9 +629,20 @@ def _validate(b: SqlBackend, files: Sequence[Path]) -> None:
         raise FormatError(f"{where}: group {missing!r} is charged but its members are not listed")
 
 
-def evidence_scan(files: Sequence[Path], batch_rows: int = 1 << 20) -> tuple[EvidenceFailure, ...]:
+@dataclass(frozen=True, slots=True)
+class EvidenceScan:
+    """What `evidence_scan` found: the failures, how many charges carry evidence, and the
+    charge records of each file (in order)."""
+
+    failures: tuple[EvidenceFailure, ...]
+    with_evidence: int
+    file_charges: tuple[int, ...]
+
+
+def evidence_scan(files: Sequence[Path], batch_rows: int = 1 << 20) -> EvidenceScan:
     """Certify every distinct (amount, evidence) pair of the charges in ``files`` (streamed in
-    batches); failures carry the count and the first charge row, as the numpy checker's do."""
+    batches); failures carry the count and the first charge row, as the numpy checker's do.
+    Counts the charges of each file and those carrying evidence on the way."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -636,12 +651,16 @@ def evidence_scan(files: Sequence[Path], batch_rows: int = 1 << 20) -> tuple[Evi
     amounts: dict[str, Budget] = {}
     evidences: dict[str, Evidence] = {}
     row_base = 0
+    with_evidence = 0
+    file_charges: list[int] = []
     for f in files:
+        file_base = row_base
         pf = pq.ParquetFile(f)
         names = set(pf.schema_arrow.names)
         if "evidence" not in names:
             for batch in pf.iter_batches(batch_size=batch_rows, columns=["slot"]):
                 row_base += batch.num_rows - batch.column(0).null_count
+            file_charges.append(row_base - file_base)
             continue
         for batch in pf.iter_batches(
             batch_size=batch_rows, columns=["slot", "epsilon", "evidence"]
@@ -652,6 +671,7 @@ def evidence_scan(files: Sequence[Path], batch_rows: int = 1 << 20) -> tuple[Evi
             charge_ev = pc.and_(is_charge, pc.not_equal(ev, ""))
             index = np.cumsum(np.asarray(is_charge.to_numpy(zero_copy_only=False), np.int64)) - 1
             rows = np.flatnonzero(np.asarray(charge_ev.to_numpy(zero_copy_only=False), bool))
+            with_evidence += len(rows)
             if len(rows):
                 eps_l = batch.column(1).cast(pa.large_string()).take(pa.array(rows)).to_pylist()
                 ev_l = ev.take(pa.array(rows)).to_pylist()
@@ -670,6 +690,7 @@ def evidence_scan(files: Sequence[Path], batch_rows: int = 1 << 20) -> tuple[Evi
                     else:
                         entry[0] += 1
             row_base += int(index[-1]) + 1 if len(index) else 0
+        file_charges.append(row_base - file_base)
     failures = []
     for (charged, evidence), (count, first, slot_v) in seen.items():
         result = certify_cost(evidence, charged)
@@ -677,4 +698,6 @@ def evidence_scan(files: Sequence[Path], batch_rows: int = 1 << 20) -> tuple[Evi
             failures.append(
                 EvidenceFailure(evidence, charged, result.lower, result.upper, count, first, slot_v)
             )
-    return tuple(sorted(failures, key=lambda e: e.first_row))
+    return EvidenceScan(
+        tuple(sorted(failures, key=lambda e: e.first_row)), with_evidence, tuple(file_charges)
+    )

@@ -182,7 +182,10 @@ class Verdict:
 
     ``user_utilization`` maps each charged user to the largest window sum divided by its bound
     (None where a positive spend meets a zero bound); ``class_utilization`` maps each requirement
-    class name to the largest utilization among its charged members.
+    class name to the largest utilization among its charged members. ``charges`` counts the
+    ledger's charge records (a group charge once) and ``evidence_charges`` those that carry
+    evidence: only their costs were certified (an evidence failure is one of them), the others'
+    amounts are checked against the windows as charged, never against a mechanism.
     """
 
     violations: tuple[Violation, ...]
@@ -191,10 +194,17 @@ class Verdict:
     class_utilization: dict[str, Fraction | None]
     horizon: int
     per_user_charges: int
+    charges: int
+    evidence_charges: int
 
     @property
     def ok(self) -> bool:
         return not self.violations and not self.evidence_failures
+
+    @property
+    def uncertified_charges(self) -> int:
+        """Charges without evidence: nothing certified their cost."""
+        return self.charges - self.evidence_charges
 
     def to_json(self) -> dict[str, Any]:
         def u(x: Fraction | None) -> str:
@@ -210,7 +220,30 @@ class Verdict:
             },
             "horizon": self.horizon,
             "per_user_charges": self.per_user_charges,
+            **self.evidence_counts(),
         }
+
+    def evidence_counts(self) -> dict[str, int]:
+        """The JSON fields saying how many charges carry evidence (how much was certified)."""
+        return {
+            "charges": self.charges,
+            "charges_with_evidence": self.evidence_charges,
+            "charges_without_evidence": self.uncertified_charges,
+        }
+
+    def evidence_text(self) -> str:
+        """The evidence failures counted against the charges that carry evidence, and the
+        charges that carry none said to be uncertified: "0 evidence failures" never reads as
+        "every cost certified" when no charge carried evidence."""
+        text = (
+            f"{len(self.evidence_failures)} evidence failure(s) in {self.evidence_charges} "
+            "charge(s) with evidence"
+        )
+        if self.uncertified_charges:
+            text += (
+                f", {self.uncertified_charges} charge(s) carry none: their costs are not certified"
+            )
+        return text
 
 
 # ---------------------------------------------------------------------------- text
@@ -264,7 +297,7 @@ def render_verdict(verdict: Verdict, population: Population, *, limit: int = 50)
     status = "COMPLIANT" if verdict.ok else "NOT COMPLIANT"
     lines.append(
         f"verdict: {status} ({len(verdict.violations)} window violation(s), "
-        f"{len(verdict.evidence_failures)} evidence failure(s); "
+        f"{verdict.evidence_text()}; "
         f"{verdict.per_user_charges} per-user charges, horizon {verdict.horizon} slots)"
     )
     for i, v in enumerate(verdict.violations[:limit], start=1):
