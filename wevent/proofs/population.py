@@ -648,6 +648,11 @@ def certify(directory: str | None = None) -> list[dict[str, Any]]:
         for variant in ("sound", "published"):
             cert = prove_population(target, variant=variant)
             cert["scope"] = {"classes": [1, 2], "w": [1, 6], "users": "2 w_max .. 3 w_max"}
+            for th in cert.get("theorems", []):  # the slots the pool theorem was unrolled for
+                if th.get("theorem") == "pool-never-short":
+                    for key in ("horizon", "horizon_max", "horizon_rule"):
+                        if key in th.get("scope", {}):
+                            cert["scope"][key] = th["scope"][key]
             name = target.replace("+", "-plus")
             (out_dir / f"population-{name}-{variant}.json").write_text(
                 json.dumps(cert, indent=2) + "\n", encoding="utf-8"
