@@ -4,7 +4,8 @@ What a batch is, and what it is not. A batch runs R runs of one central allocato
 at once: the allocator's own budget kernel (the code `wevent run` runs and `wevent prove`
 proves) computes every run's budgets in one call per slot on `BatchAlgebra`, whose values are
 numpy arrays over the runs, and the data path (001 Algorithms 2-4: DC's dissimilarity, the
-decision, the Laplace release, the approximation) is vectorized over the runs the same way.
+decision, the Laplace release, the approximation; or a streamdp mechanism's own, "Mechanisms
+with data paths of their own" below) is vectorized over the runs the same way.
 Budgets are **double precision**, there is **no guard and no ledger**: nothing checks what a
 batch spends, and its releases are for measuring utility (AMRE, AMSE, publication counts over
 seeds and settings). The privacy of the allocator rests on its proved kernel; the exact, guarded
@@ -18,8 +19,8 @@ run (`wevent run`, `wevent.experiments.running.run_mechanism`) is the one to aud
 * **Allocators and variants.** The built-in central allocators whose data path is PWSM's
   (`PwsmPath`: publish iff ``dis > sqrt(err)``) or Kellaris's (`KellarisPath`, also bd-shift's
   and ba-shift's: publish iff ``dis > scale``), in the variants `wevent gate` proves sound only
-  (`SOUND_VARIANTS`): ``sound`` for every one; ``published`` for uniform, sample, bd, ba, pbd
-  and pba, and ``du-code`` for bd and pbd (`wevent gate NAME --variant V` says PROVED for each:
+  (`SOUND_VARIANTS`): ``sound`` for every one; ``published`` for uniform, sample, bd, ba, pbd,
+  pba and adapub, and ``du-code`` for bd and pbd (`wevent gate NAME --variant V` says PROVED for each:
   exact arithmetic, up to 2 classes, w <= 6, 18 slots, and a search up to w = 64 without a
   violation). A batch has no guard, so a variant that can overspend (du-code ba and pba, which
   the gate refutes and whose exact run the guard refuses at slot 2 or 3; the published dpbd
@@ -28,7 +29,16 @@ run (`wevent run`, `wevent.experiments.running.run_mechanism`) is the one to aud
   with the variants accepted. So are an unknown name (the registry's error, with its "did you
   mean"), a third-party ``module:attribute`` or entry point
   (`wevent.experiments.harness.execute_many` runs many seeds of it exactly), another model, and
-  an allocator with a data path of its own (fast-w, rescuedp, pegasus, dsat, adapub).
+  rescuedp, whose data path a batch does not vectorize.
+* **Mechanisms with data paths of their own.** dsat, adapub, pegasus and fast-w (the streamdp
+  mechanisms, `LANE_PATHS`) run their own kernels on `BatchAlgebra` as above and their own data
+  paths restated over lanes in `wevent.mechanisms.batch_streamdp` (DSAT's threshold and its
+  feedback, AdaPub's deviation and release, PeGaSus's perturber with the registered path's new
+  group at every slot, FAST's Kalman filter and PID schedule, each per lane), in the variants
+  the gate proves: ``sound``, and ``published`` for adapub (dsat's ``streamdp-code`` is
+  refuted). A batch of one run draws exactly what `run_mechanism` draws, and each lane of a
+  batch is the exact run of its seed and budget factor when it draws from that run's generator
+  (tests/test_batch_streamdp.py).
 * **Sampling.** Every class with users and a positive budget has the same budget in every slot
   of every run: SM then keeps every user and OBS's threshold is that budget (001 Algorithm 1
   with one distinct budget), so no keep probability is ever computed from a double. This holds
@@ -138,7 +148,7 @@ NEAR_ZERO_FLOOR: Final = 2.0**-8
 # The variants `wevent gate ALLOCATOR --variant V` proves (PROVED, exact arithmetic) besides
 # ``sound`` (module docstring, "Allocators and variants"); every other allocator runs its
 # ``sound`` variant only. Refuted: du-code ba and pba (window [1, 2] holds 5/4 of eps = 1), the
-# published and the du-code dpbd and dpba (after a requirement change).
+# published and the du-code dpbd and dpba (after a requirement change), dsat's streamdp-code.
 SOUND_VARIANTS: Final[dict[str, tuple[str, ...]]] = {
     "uniform": ("sound", "published"),
     "sample": ("sound", "published"),
@@ -146,7 +156,12 @@ SOUND_VARIANTS: Final[dict[str, tuple[str, ...]]] = {
     "ba": ("sound", "published"),
     "pbd": ("sound", "published", "du-code"),
     "pba": ("sound", "published"),
+    "adapub": ("sound", "published"),
 }
+
+# The mechanisms with data paths of their own that a batch runs over lanes
+# (`wevent.mechanisms.batch_streamdp`, one class per path); rescuedp's is not among them.
+LANE_PATHS: Final = ("dsat", "adapub", "pegasus", "fast-w")
 
 BATCH_LABEL: Final = (
     "batch run: budgets in double precision, no guard, no ledger; one stream for every run, "
@@ -416,8 +431,9 @@ def _rule_of(path: DataPath | None, allocator: str) -> str:
         if cls.decide is KellarisPath.decide:
             return "kellaris"
     raise BatchUnsupported(
-        f"{allocator}: its data path ({cls.__name__}) is not PWSM's or Kellaris's; a batch "
-        "vectorizes those two only (run it with `wevent run` or execute_many)"
+        f"{allocator}: its data path ({cls.__name__}) is not PWSM's or Kellaris's, nor one of "
+        f"the lane paths of wevent.mechanisms.batch_streamdp ({', '.join(LANE_PATHS)}); a batch "
+        "vectorizes those only (run it with `wevent run` or execute_many)"
     )
 
 
@@ -605,7 +621,8 @@ def run_batch(
     histograms themselves, shape (slots, classes, d) (`batch_histograms`, reused across the
     batches of a sweep). ``factors``: per run, a factor on every budget (an eps sweep in one
     batch). ``noise``: ``fast`` or ``numpy`` (`_laplace`); ``noise_rng``: the noise generator
-    (default: ``seed``'s noise generator, as `run_mechanism` builds it)."""
+    (default: ``seed``'s noise generator, as `run_mechanism` builds it). dsat, adapub, pegasus
+    and fast-w run their own data paths over lanes (`wevent.mechanisms.batch_streamdp`)."""
     if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
         raise InputError(f"slots: a positive number of slots, got {slots!r}")
     if slots > MAX_SLOTS:
@@ -640,12 +657,22 @@ def run_batch(
     kernel: Kernel[Any, Any, Any] = kernel_for(
         allocator, alg, batch_classes(alg, exact, factors), variant
     )
-    rule = _rule_of(data_path_for(allocator, d), allocator)
     rng = (
         noise_rng
         if noise_rng is not None
         else np.random.default_rng(np.random.SeedSequence(seed).spawn(4)[1])
     )
+    noise_origin = "given generator" if noise_rng is not None else f"seed {seed}"
+    if allocator in LANE_PATHS:  # a data path of its own, over lanes (batch_streamdp)
+        from wevent.mechanisms import batch_streamdp
+
+        fields = batch_streamdp.run_lanes(
+            allocator, alg, kernel, hists, sizes_list, noise=noise, rng=rng, keep=keep_releases
+        )
+        return batch_streamdp.lane_result(
+            allocator, variant, runs, slots, seed, origin, noise_origin, sum(sizes_list), fields
+        )
+    rule = _rule_of(data_path_for(allocator, d), allocator)
     has_users = np.array([n > 0 for n in sizes_list], dtype=np.bool_)
     users = sum(sizes_list)
 
@@ -723,7 +750,7 @@ def run_batch(
         slots=slots,
         seed=seed,
         stream_origin=origin,
-        noise_origin="given generator" if noise_rng is not None else f"seed {seed}",
+        noise_origin=noise_origin,
         users=users,
         amre=amre,
         amse=amre / (users * users) if users else amre * np.nan,
