@@ -32,8 +32,9 @@ own data paths or rules (fast-w, pegasus, dsat, adapub, rescuedp, bd-shift, ba-s
 way (one exact run each through `run_mechanism`, ``--runs`` times after a warm-up) beside the
 peer's classes (FAST_w, Pegasus, DSAT, AdaPub, RescueDP_MD, and BD and BA, which are the peer's
 budget-shifting rules) read from ``benchmarks/peer/peer_loop_more.json``; with ``--batch R`` the
-table adds the time per run of a batch of R runs of bd-shift and ba-shift, the two of the seven
-that `run_batch` accepts, and the first run beside the peer's first runs in a JVM of their own
+table adds the time per run of a batch of R runs of the six of the seven that `run_batch`
+accepts (`MORE_BATCH`: all but rescuedp; fast-w, pegasus, dsat and adapub over the lane paths of
+`wevent.mechanisms.batch_streamdp`), and the first run beside the peer's first runs in a JVM of their own
 (``fresh/`` beside that file). ``--more-only`` prints that table alone.
 
 Wall times on a shared machine: the load averages are printed with every section, and the thread
@@ -94,7 +95,9 @@ MORE_PEER_OF = {
     "ba-shift": "BA",
 }
 MORE = tuple(MORE_PEER_OF)
-MORE_BATCH = ("bd-shift", "ba-shift")  # run_batch refuses the five with a data path of their own
+# run_batch runs these (dsat, adapub, pegasus and fast-w over lanes: batch_streamdp); it refuses
+# rescuedp, whose data path it does not vectorize
+MORE_BATCH = ("fast-w", "pegasus", "dsat", "adapub", "bd-shift", "ba-shift")
 WITHIN = 10.0  # the aim: at most this many times the peer's median
 USERS, DOMAIN, SLOTS, W, EPS, DATASET = 2000, 4, 400, 3, 1, "sin"
 PEER_FILE = Path(__file__).resolve().parent / "peer" / "peer_loop.json"
