@@ -33,32 +33,41 @@ from wevent.mechanisms.batch import (
     batch_variants,
     run_batch,
 )
-from wevent.mechanisms.batch_streamdp import AdaPubLanes, DsatLanes, FastLanes, PegasusLanes
-from wevent.mechanisms.streamdp import dsat
+from wevent.mechanisms.batch_streamdp import (
+    AdaPubLanes,
+    DsatLanes,
+    FastLanes,
+    PegasusLanes,
+    RescueLanes,
+)
+from wevent.mechanisms.streamdp import dsat, rescuedp
 from wevent.mechanisms.streamdp import fast as fast_module
 from wevent.mechanisms.streams import SyntheticStream
 
 USERS = 2000
 
-# (mechanism, w, domain, slots): fast-w needs w >= 80 for M >= 6 samples a chunk, so that its
+# (mechanism, w, domain, slots, users): fast-w needs w >= 80 for M >= 6 samples a chunk, so that its
 # PID schedule decides (the first five samples of a chunk are taken at once); w = 3 gives M = 1.
 CASES = [
-    ("dsat", 3, 4, 120),
-    ("dsat", 12, 4, 200),
-    ("adapub", 3, 4, 60),
-    ("adapub", 4, 3, 60),
-    ("pegasus", 3, 4, 60),
-    ("fast-w", 3, 4, 60),
-    ("fast-w", 100, 4, 400),
+    ("dsat", 3, 4, 120, USERS),
+    ("dsat", 12, 4, 200, USERS),
+    ("adapub", 3, 4, 60, USERS),
+    ("adapub", 4, 3, 60, USERS),
+    ("pegasus", 3, 4, 60, USERS),
+    ("fast-w", 3, 4, 60, USERS),
+    ("fast-w", 100, 4, 400, USERS),
+    ("rescuedp", 3, 4, 60, USERS),
+    # 100 users over 8 cells: cells predicted below TAU_1 = 30, so RescueDP groups them
+    ("rescuedp", 5, 8, 150, 100),
 ]
 
 
-def _pop(w: int, eps: Fraction = Fraction(1)) -> Population:
-    return Population.from_classes({Fixed(w, Budget(eps)): USERS})
+def _pop(w: int, eps: Fraction = Fraction(1), users: int = USERS) -> Population:
+    return Population.from_classes({Fixed(w, Budget(eps)): users})
 
 
-def _stream(seed: int, d: int, slots: int) -> SyntheticStream:
-    return SyntheticStream("sin", slots, [USERS], seed, d)
+def _stream(seed: int, d: int, slots: int, users: int = USERS) -> SyntheticStream:
+    return SyntheticStream("sin", slots, [users], seed, d)
 
 
 def _same(batch_releases: Any, exact: Any) -> None:
@@ -67,14 +76,17 @@ def _same(batch_releases: Any, exact: Any) -> None:
     assert np.allclose(batch_releases, rel, rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize(("name", "w", "d", "slots"), CASES)
-def test_one_run_draws_what_run_mechanism_draws(name: str, w: int, d: int, slots: int) -> None:
+@pytest.mark.parametrize(("name", "w", "d", "slots", "users"), CASES)
+def test_one_run_draws_what_run_mechanism_draws(
+    name: str, w: int, d: int, slots: int, users: int
+) -> None:
+    pop = _pop(w, users=users)
     for seed in (1, 2):
-        exact = run_mechanism(name, _pop(w), _stream(seed, d, slots), slots=slots, seed=seed)
+        exact = run_mechanism(name, pop, _stream(seed, d, slots, users), slots=slots, seed=seed)
         batch = run_batch(
             name,
-            _pop(w),
-            _stream(seed, d, slots),
+            pop,
+            _stream(seed, d, slots, users),
             slots=slots,
             runs=1,
             seed=seed,
@@ -95,7 +107,8 @@ def test_one_run_draws_what_run_mechanism_draws(name: str, w: int, d: int, slots
 
 def test_the_cases_exercise_each_path() -> None:
     """The cases above reach what each path decides: dsat and fast-w skip and nullify slots,
-    and fast-w's PID schedule runs (a sample decided by the schedule, not by the first five)."""
+    fast-w's PID schedule runs (a sample decided by the schedule, not by the first five), and
+    rescuedp skips slots and groups cells."""
     dsat = run_mechanism("dsat", _pop(3), _stream(1, 4, 120), slots=120, seed=1)
     assert dsat.count("skipped") > 0 and dsat.count("nullified") > 0
     scheduled = []
@@ -109,6 +122,21 @@ def test_the_cases_exercise_each_path() -> None:
         mp.setattr(fast_module.FastPath, "_schedule", spy)
         fast = run_mechanism("fast-w", _pop(100), _stream(1, 4, 400), slots=400, seed=1)
     assert scheduled and fast.count("skipped") > 0
+    # rescuedp: its PID skips slots, and the 100-user case groups cells (a group of two or more)
+    sizes: list[int] = []
+    original_groups = rescuedp.groups_of
+
+    def spy_groups(history: Any) -> Any:
+        out = original_groups(history)
+        sizes.extend(len(g) for g in out)
+        return out
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(rescuedp, "groups_of", spy_groups)
+        rescue = run_mechanism(
+            "rescuedp", _pop(5, users=100), _stream(1, 8, 150, 100), slots=150, seed=1
+        )
+    assert max(sizes) >= 2 and rescue.count("skipped") > 0
 
 
 def test_adapub_published_draws_what_run_mechanism_draws() -> None:
@@ -153,24 +181,34 @@ def _per_lane_noise(monkeypatch: pytest.MonkeyPatch, seeds: list[int]) -> None:
             out[..., i] = gens[int(r)].laplace(0.0, float(scale[i]), size=shape[:-1])
         return out
 
+    def ragged(self: Any, rng: Any, scale: Any, counts: Any, rows: Any) -> Any:
+        parts = [
+            gens[int(r)].laplace(0.0, float(scale[i]), size=int(counts[i]))
+            for i, r in enumerate(rows)
+        ]
+        return np.concatenate(parts)
+
     monkeypatch.setattr(lanes_module._Lanes, "_noise", per_lane)
+    monkeypatch.setattr(RescueLanes, "_ragged_noise", ragged)
 
 
 FACTORS = [Fraction(1), Fraction(1, 2), Fraction(2), Fraction(1), Fraction(3, 2)]
 
 
-def lane_mismatches(name: str, w: int, d: int, slots: int, mp: pytest.MonkeyPatch) -> list[int]:
+def lane_mismatches(
+    name: str, w: int, d: int, slots: int, users: int, mp: pytest.MonkeyPatch
+) -> list[int]:
     """The lanes of a batch of five (seeds 3..7, budget factors `FACTORS`) whose releases or
     slot counts differ from the exact run at that seed and budget on the same histograms."""
     seeds = [3, 4, 5, 6, 7]
-    hists = batch_histograms(_stream(1, d, slots), slots, 1)
+    hists = batch_histograms(_stream(1, d, slots, users), slots, 1)
     exact = [
-        run_mechanism(name, _pop(w, f), FixedStream(hists), slots=slots, seed=s)
+        run_mechanism(name, _pop(w, f, users), FixedStream(hists), slots=slots, seed=s)
         for s, f in zip(seeds, FACTORS, strict=True)
     ]
     _per_lane_noise(mp, seeds)
     batch = run_batch(
-        name, _pop(w), hists, slots=slots, runs=5, factors=FACTORS, keep_releases=True
+        name, _pop(w, users=users), hists, slots=slots, runs=5, factors=FACTORS, keep_releases=True
     )
     assert batch.releases is not None
     bad = []
@@ -185,11 +223,11 @@ def lane_mismatches(name: str, w: int, d: int, slots: int, mp: pytest.MonkeyPatc
     return bad
 
 
-@pytest.mark.parametrize(("name", "w", "d", "slots"), CASES)
+@pytest.mark.parametrize(("name", "w", "d", "slots", "users"), CASES)
 def test_every_lane_is_the_exact_run_of_its_seed_and_budget(
-    name: str, w: int, d: int, slots: int, monkeypatch: pytest.MonkeyPatch
+    name: str, w: int, d: int, slots: int, users: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert lane_mismatches(name, w, d, slots, monkeypatch) == []
+    assert lane_mismatches(name, w, d, slots, users, monkeypatch) == []
 
 
 # Mutants of the lane paths, each a plausible slip; the lane check above rejects every one.
@@ -285,6 +323,48 @@ def _fast_lane_zero_state(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(FastLanes, "publish", shared)
 
 
+def _rescue_variance_new_count(mp: pytest.MonkeyPatch) -> None:
+    """RescueDP's q divided by the publication count after the answer (RescuePath divides by
+    the count before it, as its ``published`` is updated last)."""
+    original = RescueLanes.publish
+
+    def later(self: RescueLanes, t: int, rows: Any, *args: Any) -> Any:
+        mp.setattr(
+            RescueLanes,
+            "_process_variance",
+            lambda self, r: np.maximum(
+                (self.m2[:, r] - self.noise_var[:, r]) / (self.published[r] + 1), 0.0
+            ),
+        )
+        try:
+            return original(self, t, rows, *args)
+        finally:
+            mp.setattr(RescueLanes, "_process_variance", plain)
+
+    plain = RescueLanes._process_variance
+    mp.setattr(RescueLanes, "publish", later)
+
+
+def _rescue_never_groups(mp: pytest.MonkeyPatch) -> None:
+    """RescueDP answers every cell alone (the grouping skipped)."""
+    mp.setattr(RescueLanes, "_groups", lambda self, rows: None)
+
+
+def _rescue_pid_last_diff_only(mp: pytest.MonkeyPatch) -> None:
+    """RescueDP's PID without its integral term's other differences (the last one alone)."""
+    original = RescueLanes.decide
+
+    def short(self: RescueLanes, t: int, rows: Any, dis: Any, scale: Any) -> Any:
+        kept = self.published.copy()
+        self.published[:] = np.minimum(self.published, 2)  # two releases held: one difference
+        try:
+            return original(self, t, rows, dis, scale)
+        finally:
+            self.published[:] = kept
+
+    mp.setattr(RescueLanes, "decide", short)
+
+
 @pytest.mark.parametrize(
     ("case", "mutant"),
     [
@@ -295,10 +375,13 @@ def _fast_lane_zero_state(mp: pytest.MonkeyPatch) -> None:
         (CASES[6], _fast_keeps_p),
         (CASES[6], _fast_schedule_off_by_one),
         (CASES[6], _fast_lane_zero_state),
+        (CASES[7], _rescue_variance_new_count),
+        (CASES[8], _rescue_never_groups),
+        (CASES[8], _rescue_pid_last_diff_only),
     ],
 )
 def test_the_lane_check_rejects_mutants(
-    case: tuple[str, int, int, int],
+    case: tuple[str, int, int, int, int],
     mutant: Callable[[pytest.MonkeyPatch], None],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -375,14 +458,14 @@ def test_many_runs_agree_with_exact_runs_in_distribution(name: str) -> None:
     assert distribution_failures(name) == []
 
 
-@pytest.mark.parametrize("name", ["dsat", "fast-w"])
+@pytest.mark.parametrize("name", ["dsat", "fast-w", "rescuedp"])
 def test_many_runs_agree_with_exact_runs_in_amre(name: str) -> None:
     """dsat and fast-w against 40 exact runs, AMRE's mean and spread only: on this stream the
     40 exact dsat runs all publish 40 times while about 1 batch run in 100 publishes 39 (a
     skipped test shifts its later publications), so a published count, or publications slot by
     slot, estimated from 40 runs cannot be compared; fast-w's releases change between its
     publications (the filter's prior), which tests/test_batch.py's lane check reads as
-    publications. The lane-by-lane test above holds each lane to its exact run."""
+    publications; rescuedp's PID schedule shifts a run's later publications as dsat's does. The lane-by-lane test above holds each lane to its exact run."""
     hists = batch_histograms(_stream(1, 4, 120), 120, 1)
     e_amre, _, _ = _exact_runs(name, hists)
     batch = run_batch(name, _pop(3), hists, slots=120, runs=2000, seed=5)
@@ -405,10 +488,13 @@ def test_dsat_streamdp_code_is_refused() -> None:
     assert run_batch("dsat", _pop(3), _stream(1, 4, 10), slots=10, runs=2).runs == 2
 
 
-def test_rescuedp_is_refused_with_the_reason() -> None:
-    with pytest.raises(BatchUnsupported, match=r"rescuedp.*RescuePath"):
-        run_batch("rescuedp", _pop(3), _stream(1, 4, 10), slots=10, runs=2)
-    assert "rescuedp" not in LANE_PATHS
+def test_rescuedp_published_is_refused() -> None:
+    """rescuedp runs its ``sound`` variant only: the gate was run on that one (docs/allocators.md,
+    18 min 44 s); ``published`` (the exact room, proved by `wevent prove allocator rescuedp
+    --variant published` only if someone runs it) is refused, as every unchecked variant."""
+    assert "rescuedp" in LANE_PATHS and batch_variants("rescuedp") == ("sound",)
+    with pytest.raises(BatchUnsupported, match=r"proves sound, for rescuedp: sound"):
+        run_batch("rescuedp", _pop(3), _stream(1, 4, 10), slots=10, runs=2, variant="published")
 
 
 def test_a_dsat_window_the_scales_do_not_give_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -28,15 +28,15 @@ run (`wevent run`, `wevent.experiments.running.run_mechanism`) is the one to aud
   would run on unchecked: it is refused before any slot,
   with the variants accepted. So are an unknown name (the registry's error, with its "did you
   mean"), a third-party ``module:attribute`` or entry point
-  (`wevent.experiments.harness.execute_many` runs many seeds of it exactly), another model, and
-  rescuedp, whose data path a batch does not vectorize.
-* **Mechanisms with data paths of their own.** dsat, adapub, pegasus and fast-w (the streamdp
-  mechanisms, `LANE_PATHS`) run their own kernels on `BatchAlgebra` as above and their own data
-  paths restated over lanes in `wevent.mechanisms.batch_streamdp` (DSAT's threshold and its
-  feedback, AdaPub's deviation and release, PeGaSus's perturber with the registered path's new
-  group at every slot, FAST's Kalman filter and PID schedule, each per lane), in the variants
-  the gate proves: ``sound``, and ``published`` for adapub (dsat's ``streamdp-code`` is
-  refuted). A batch of one run draws exactly what `run_mechanism` draws, and each lane of a
+  (`wevent.experiments.harness.execute_many` runs many seeds of it exactly), and another model.
+* **Mechanisms with data paths of their own.** dsat, adapub, pegasus, fast-w and rescuedp (the
+  streamdp mechanisms, `LANE_PATHS`) run their own kernels on `BatchAlgebra` as above and their
+  own data paths restated over lanes in `wevent.mechanisms.batch_streamdp` (DSAT's threshold
+  and its feedback, AdaPub's deviation and release, PeGaSus's perturber with the registered
+  path's new group at every slot, FAST's and RescueDP's Kalman filters and PID schedules,
+  RescueDP's grouping of cells, each per lane), in the variants the gate proves: ``sound``, and
+  ``published`` for adapub (dsat's ``streamdp-code`` is refuted; rescuedp's ``published`` is
+  not gated here). A batch of one run draws exactly what `run_mechanism` draws, and each lane of a
   batch is the exact run of its seed and budget factor when it draws from that run's generator
   (tests/test_batch_streamdp.py).
 * **Sampling.** Every class with users and a positive budget has the same budget in every slot
@@ -160,8 +160,8 @@ SOUND_VARIANTS: Final[dict[str, tuple[str, ...]]] = {
 }
 
 # The mechanisms with data paths of their own that a batch runs over lanes
-# (`wevent.mechanisms.batch_streamdp`, one class per path); rescuedp's is not among them.
-LANE_PATHS: Final = ("dsat", "adapub", "pegasus", "fast-w")
+# (`wevent.mechanisms.batch_streamdp`, one class per path).
+LANE_PATHS: Final = ("dsat", "adapub", "pegasus", "fast-w", "rescuedp")
 
 BATCH_LABEL: Final = (
     "batch run: budgets in double precision, no guard, no ledger; one stream for every run, "
@@ -622,7 +622,7 @@ def run_batch(
     batches of a sweep). ``factors``: per run, a factor on every budget (an eps sweep in one
     batch). ``noise``: ``fast`` or ``numpy`` (`_laplace`); ``noise_rng``: the noise generator
     (default: ``seed``'s noise generator, as `run_mechanism` builds it). dsat, adapub, pegasus
-    and fast-w run their own data paths over lanes (`wevent.mechanisms.batch_streamdp`)."""
+    fast-w and rescuedp run their own data paths over lanes (`wevent.mechanisms.batch_streamdp`)."""
     if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
         raise InputError(f"slots: a positive number of slots, got {slots!r}")
     if slots > MAX_SLOTS:

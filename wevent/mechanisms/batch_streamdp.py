@@ -1,5 +1,6 @@
-"""Batch runs of the streamdp mechanisms with data paths of their own: dsat, adapub, pegasus and
-fast-w, R runs in one vectorized pass (`wevent.mechanisms.batch.run_batch` dispatches here).
+"""Batch runs of the streamdp mechanisms with data paths of their own: dsat, adapub, pegasus,
+fast-w and rescuedp, R runs in one vectorized pass (`wevent.mechanisms.batch.run_batch`
+dispatches here).
 
 Everything `wevent.mechanisms.batch`'s module docstring says of a batch holds here: the
 mechanism's own budget kernel runs on `BatchAlgebra` (double precision, no guard, no ledger, the
@@ -19,7 +20,12 @@ per run) by a class here, holding per lane the state the exact path holds per ru
   a new group at every slot, so the grouper draws nothing and the release is the perturber's;
 * **fast-w** (`FastLanes`, `...fast.FastPath`): per lane, each cell's Kalman filter, the PID
   schedule's last five feedback errors (a ring, summed oldest first as the list is), its
-  interval and next sample.
+  interval and next sample;
+* **rescuedp** (`RescueLanes`, `...rescuedp.RescuePath`): per lane the PID interval and its
+  pending update, the last four releases, each cell's Kalman P and the running moments of its
+  noisy answers; the grouping of cells is `rescuedp.groups_of` itself, called lane by lane
+  (skipped where every cell of a lane is predicted above ``TAU_1``, where it returns one group
+  per cell), and each lane draws one answer per group (ragged draws, lane after lane).
 
 Noise is drawn in the exact runner's order, slot by slot: the dissimilarity (with DSAT's
 threshold draws first, for the lanes that need one), then the release; each draw is one array
@@ -30,10 +36,10 @@ exact path's for d > 8 (numpy's pairwise sum against a sum down a column), a las
 difference in a noisy value that a comparison could only tell apart at a tie.
 
 Variants: those `wevent gate` proves sound (`wevent.mechanisms.batch.SOUND_VARIANTS`): ``sound``
-for all four, ``published`` for adapub; dsat's ``streamdp-code`` is refuted and refused.
+for all five, ``published`` for adapub; dsat's ``streamdp-code`` is refuted and refused, and
+rescuedp's ``published`` is refused too (not gated here: its gate takes about 19 minutes).
 
-Not here: rescuedp (its data-dependent grouping of cells; refused with the reason), PeGaSus's
-grouping path (``PegasusPath(d)``, not the registered one), AdaPub's dimension grouping and
+Not here: PeGaSus's grouping path (``PegasusPath(d)``, not the registered one), AdaPub's dimension grouping and
 truncation (flags of `AdaPubPath`, off in the registered path).
 """
 
@@ -57,6 +63,7 @@ from wevent.mechanisms.batch import (
 )
 from wevent.mechanisms.streamdp import dsat as dsat_module
 from wevent.mechanisms.streamdp import fast as fast_module
+from wevent.mechanisms.streamdp import rescuedp as rescue
 
 __all__ = [
     "LANE_PATHS",
@@ -65,6 +72,7 @@ __all__ = [
     "FastLanes",
     "LanePath",
     "PegasusLanes",
+    "RescueLanes",
     "run_lanes",
 ]
 
@@ -391,6 +399,172 @@ class FastLanes(_Lanes):
         return out
 
 
+class RescueLanes(_Lanes):
+    """`RescuePath` over lanes: per lane the PID interval, next and last publication slots, the
+    last four releases (a ring), each cell's Kalman P and the running moments of its noisy
+    answers. The grouping (`rescuedp.groups_of`) is the exact function, called lane by lane,
+    except where every cell of a lane is predicted above ``TAU_1`` (one group per cell, in
+    cell order, which `groups_of` returns then): those lanes skip the call. Each lane draws
+    one answer per group, so the draws are ragged (`_ragged_noise`)."""
+
+    def __init__(self, runs: int, domain: int, noise: str) -> None:
+        super().__init__(runs, domain, noise)
+        self.interval = np.ones(runs)
+        self.next_slot = np.ones(runs, dtype=np.int64)
+        self.last_slot = np.zeros(runs, dtype=np.int64)
+        self.pending = np.zeros(runs, dtype=np.bool_)
+        self.published = np.zeros(runs, dtype=np.int64)
+        self.ring = np.zeros((rescue.PI + 1, domain, runs))  # release k at k % (PI + 1)
+        self.p = np.full((domain, runs), rescue.P_INIT)
+        self.mean = np.zeros((domain, runs))
+        self.m2 = np.zeros((domain, runs))
+        self.noise_var = np.zeros((domain, runs))
+
+    def _ragged_noise(
+        self, rng: np.random.Generator, scale: FloatArray, counts: IntArray, rows: IntArray
+    ) -> FloatArray:
+        """``counts[i]`` Laplace(``scale[i]``) draws for lane ``rows[i]``, lane after lane, in
+        one flat array (one draw; tests replace it with one generator per lane)."""
+        out: FloatArray = _laplace(rng, self.noise, np.repeat(scale, counts), (int(counts.sum()),))
+        return out
+
+    def _release(self, k: IntArray, rows: IntArray) -> FloatArray:
+        """Release number ``k[i]`` (from 0) of lane ``rows[i]``, shape (d, len(rows))."""
+        out: FloatArray = self.ring[k % (rescue.PI + 1), :, rows].T
+        return out
+
+    def _process_variance(self, rows: IntArray) -> FloatArray:
+        """`RescuePath._process_variance` for the lanes ``rows``."""
+        n = np.maximum(self.published[rows], 1)
+        out: FloatArray = np.maximum(self.m2[:, rows] / n - self.noise_var[:, rows] / n, 0.0)
+        return out
+
+    def dissimilarity(
+        self,
+        t: int,
+        rows: IntArray,
+        sampled: IntArray,
+        last: FloatArray,
+        scale: FloatArray,
+        rng: np.random.Generator,
+    ) -> FloatArray:
+        """RescuePath.dissimilarity (its kernel never funds one)."""
+        out: FloatArray = self._mean_abs(sampled, last) + self._noise(
+            rng, scale, (len(rows),), rows
+        )
+        return out
+
+    def decide(self, t: int, rows: IntArray, dis: FloatArray, scale: FloatArray) -> BoolArray:
+        """The PID update of the first slot asked after a publication, then ``t >= next``."""
+        pend = self.pending[rows]
+        if pend.any():
+            at, lam = rows[pend], float(rescue.LOG_SHARES[1]) * scale[pend]
+            n = self.published[at]
+            held = np.minimum(n, rescue.PI + 1)  # releases in the deque
+            pid = np.empty((self.domain, len(at)))
+            for m in np.unique(held):  # the lanes holding m releases: m - 1 differences
+                sel = np.flatnonzero(held == m)
+                first = n[sel] - m
+                diffs = [
+                    np.abs(
+                        self._release(first + i + 1, at[sel]) - self._release(first + i, at[sel])
+                    )
+                    for i in range(int(m) - 1)
+                ][-rescue.PI :]
+                total = diffs[0]
+                for x in diffs[1:]:
+                    total = total + x
+                pid[:, sel] = rescue.K_P * diffs[-1] + rescue.K_I * (total / len(diffs))
+            x = ((pid / lam) ** 2).mean(axis=0)
+            self.interval[at] = np.maximum(1.0, self.interval[at] + rescue.THETA * (1.0 - x))
+            self.next_slot[at] = self.last_slot[at] + np.trunc(self.interval[at]).astype(np.int64)
+            self.pending[at] = False
+        out: BoolArray = t >= self.next_slot[rows]
+        return out
+
+    def _groups(self, rows: IntArray) -> list[list[list[int]]] | None:
+        """Each lane's groups of cells (None: one group per cell in every lane)."""
+        n = self.published[rows]
+        grouped = n >= rescue.KAPPA
+        if not grouped.any():
+            return None
+        hist = [self._release(n - rescue.KAPPA + i, rows) for i in range(rescue.KAPPA)]
+        pred = (hist[0] + hist[1] + hist[2]) / rescue.KAPPA  # groups_of's mean, in its order
+        alone = ~grouped | (pred > rescue.TAU_1).all(axis=0)
+        if alone.all():
+            return None
+        single = [[j] for j in range(self.domain)]
+        return [
+            single if alone[i] else rescue.groups_of([h[:, i] for h in hist])
+            for i in range(len(rows))
+        ]
+
+    def publish(
+        self,
+        t: int,
+        rows: IntArray,
+        sampled: IntArray,
+        scale: FloatArray,
+        rng: np.random.Generator,
+    ) -> FloatArray:
+        d, k = self.domain, len(rows)
+        counts = np.broadcast_to(sampled, (d, k)).astype(np.float64)
+        groups = self._groups(rows)
+        if groups is None:  # one answer per cell, lane after lane
+            answers = self._ragged_noise(rng, scale, np.full(k, d, dtype=np.int64), rows)
+            noisy = counts + answers.reshape(k, d).T
+            sizes = np.ones((d, k))
+        else:  # one answer per group, the groups of lane after lane numbered in one sequence
+            labels: list[int] = []
+            per_lane = np.empty(k, dtype=np.int64)
+            base = 0
+            for i, lane in enumerate(groups):
+                cell_group = [0] * d
+                for gi, g in enumerate(lane):
+                    for j in g:
+                        cell_group[j] = base + gi
+                labels.extend(cell_group)
+                per_lane[i] = len(lane)
+                base += len(lane)
+            label = np.array(labels, dtype=np.int64).reshape(k, d).T  # (d, k)
+            answers = self._ragged_noise(rng, scale, per_lane, rows)
+            size_of = np.bincount(label.ravel(), minlength=base).astype(np.float64)
+            sum_of = np.bincount(label.ravel(), weights=counts.ravel(), minlength=base)
+            noisy = ((sum_of + answers) / size_of)[label]  # (sum + answer) / |g|, as RescuePath
+            sizes = size_of[label]
+        old = self.published[rows]
+        n = old + 1
+        delta = noisy - self.mean[:, rows]
+        self.mean[:, rows] = self.mean[:, rows] + delta / n
+        self.m2[:, rows] = self.m2[:, rows] + delta * (noisy - self.mean[:, rows])
+        self.noise_var[:, rows] = self.noise_var[:, rows] + 2.0 * (scale / sizes) ** 2
+        release = noisy.copy()
+        later = old > 0  # the first release is not filtered
+        if later.any():
+            at_rows = rows[later]
+            q = self._process_variance(at_rows)
+            prev = self._release(old[later] - 1, at_rows)
+            p = self.p[:, at_rows] + q
+            s2 = scale[later] * scale[later]
+            gain = p / (p + s2)
+            release[:, later] = prev + gain * (noisy[:, later] - prev)
+            self.p[:, at_rows] = p * (1.0 - gain)
+        self.ring[old % (rescue.PI + 1), :, rows] = release.T
+        self.published[rows] = n
+        self.last_slot[rows] = t
+        first = n == 1
+        self.next_slot[rows[first]] = t + 1
+        self.pending[rows[~first]] = True
+        return release
+
+    def approximate(self, t: int, rows: IntArray, last: FloatArray) -> FloatArray:
+        """The last release; P grows by q where the lane has published."""
+        some = rows[self.published[rows] > 0]
+        if len(some):
+            self.p[:, some] = self.p[:, some] + self._process_variance(some)
+        return last
+
+
 def _lanes_for(allocator: str, kernel: Any, runs: int, domain: int, noise: str) -> LanePath:
     if allocator == "dsat":
         return DsatLanes(runs, domain, noise, int(kernel.window))
@@ -400,6 +574,8 @@ def _lanes_for(allocator: str, kernel: Any, runs: int, domain: int, noise: str) 
         return PegasusLanes(runs, domain, noise)
     if allocator == "fast-w":
         return FastLanes(runs, domain, noise)
+    if allocator == "rescuedp":
+        return RescueLanes(runs, domain, noise)
     raise BatchUnsupported(f"{allocator}: no lane path (batch_streamdp.LANE_PATHS)")
 
 
