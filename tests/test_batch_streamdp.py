@@ -465,7 +465,8 @@ def test_many_runs_agree_with_exact_runs_in_amre(name: str) -> None:
     skipped test shifts its later publications), so a published count, or publications slot by
     slot, estimated from 40 runs cannot be compared; fast-w's releases change between its
     publications (the filter's prior), which tests/test_batch.py's lane check reads as
-    publications; rescuedp's PID schedule shifts a run's later publications as dsat's does. The lane-by-lane test above holds each lane to its exact run."""
+    publications; rescuedp's PID schedule shifts a run's later publications as dsat's does.
+    The lane-by-lane test above holds each lane to its exact run."""
     hists = batch_histograms(_stream(1, 4, 120), 120, 1)
     e_amre, _, _ = _exact_runs(name, hists)
     batch = run_batch(name, _pop(3), hists, slots=120, runs=2000, seed=5)

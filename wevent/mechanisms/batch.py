@@ -20,8 +20,8 @@ run (`wevent run`, `wevent.experiments.running.run_mechanism`) is the one to aud
   (`PwsmPath`: publish iff ``dis > sqrt(err)``) or Kellaris's (`KellarisPath`, also bd-shift's
   and ba-shift's: publish iff ``dis > scale``), in the variants `wevent gate` proves sound only
   (`SOUND_VARIANTS`): ``sound`` for every one; ``published`` for uniform, sample, bd, ba, pbd,
-  pba and adapub, and ``du-code`` for bd and pbd (`wevent gate NAME --variant V` says PROVED for each:
-  exact arithmetic, up to 2 classes, w <= 6, 18 slots, and a search up to w = 64 without a
+  pba and adapub, and ``du-code`` for bd and pbd (`wevent gate NAME --variant V` says PROVED for
+  each: exact arithmetic, up to 2 classes, w <= 6, 18 slots, and a search up to w = 64 without a
   violation). A batch has no guard, so a variant that can overspend (du-code ba and pba, which
   the gate refutes and whose exact run the guard refuses at slot 2 or 3; the published dpbd
   and dpba, and DynamicWEventCode's (du-code dpbd and dpba), after a requirement change)

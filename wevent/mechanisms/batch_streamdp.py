@@ -39,8 +39,8 @@ Variants: those `wevent gate` proves sound (`wevent.mechanisms.batch.SOUND_VARIA
 for all five, ``published`` for adapub; dsat's ``streamdp-code`` is refuted and refused, and
 rescuedp's ``published`` is refused too (not gated here: its gate takes about 19 minutes).
 
-Not here: PeGaSus's grouping path (``PegasusPath(d)``, not the registered one), AdaPub's dimension grouping and
-truncation (flags of `AdaPubPath`, off in the registered path).
+Not here: PeGaSus's grouping path (``PegasusPath(d)``, not the registered one), AdaPub's
+dimension grouping and truncation (flags of `AdaPubPath`, off in the registered path).
 """
 
 from __future__ import annotations
