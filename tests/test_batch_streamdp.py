@@ -6,6 +6,7 @@ lane paths that it rejects."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -32,6 +33,9 @@ from wevent.mechanisms.batch import (
     batch_histograms,
     batch_variants,
     run_batch,
+)
+from wevent.mechanisms.batch import (
+    near_zero as batch_near_zero,
 )
 from wevent.mechanisms.batch_streamdp import (
     AdaPubLanes,
@@ -504,3 +508,74 @@ def test_a_dsat_window_the_scales_do_not_give_is_refused(monkeypatch: pytest.Mon
     monkeypatch.setattr(dsat, "window_from_scales", lambda d, n, p: 7)  # a mutant recovery
     with pytest.raises(BatchUnsupported, match="w = 7"):
         run_batch("dsat", _pop(3), _stream(1, 4, 10), slots=10, runs=2)
+
+
+def test_rescuedp_a_room_far_below_eps_is_the_exact_run_or_flagged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Counts swinging between 0 and 10^12 make RescueDP publish at every slot of a 400-slot
+    window, so its room shrinks by about 14 % a slot, to 10^-26 eps. The kernel rounds the room
+    comparing budgets with budgets (a unitless share was snapped to 0 by the batch from 2^-24,
+    and compared against a tolerance in budget units from 2^-36): a batch of one equals the
+    exact run at every slot until the first slot whose budget falls within the batch's tolerance
+    of 0, which `near_zero` flags; it never differs silently."""
+    w = slots = 400
+    hists = np.zeros((slots, 1, 2), dtype=np.int64)
+    hists[::2] = 10**12
+    pop = _pop(w, users=100)
+    flagged: list[int] = []
+    real_near_zero = batch_near_zero  # what run_lanes calls (imported from batch.py)
+
+    def spy(alg: Any, plan: Any, t: int) -> Any:
+        hit = real_near_zero(alg, plan, t)
+        if hit.any():
+            flagged.append(t)
+        return hit
+
+    monkeypatch.setattr(lanes_module, "near_zero", spy)
+    exact = run_mechanism("rescuedp", pop, FixedStream(hists), slots=slots, seed=1)
+    batch = run_batch(
+        "rescuedp", pop, hists, slots=slots, runs=1, seed=1, noise="numpy", keep_releases=True
+    )
+    assert batch.releases is not None
+    rel = np.stack([r.release for r in exact.records])
+    differ = ~np.isclose(batch.releases[0], rel, rtol=1e-9, atol=1e-9).all(axis=1)
+    first_diff = int(np.flatnonzero(differ)[0]) + 1 if differ.any() else None
+    assert exact.count("published") == 186
+    # the rounding of a unitless share departed at slot 113, 43 slots before any flag
+    assert flagged and first_diff is not None and first_diff >= flagged[0] > 150
+    assert int(batch.near_zero[0]) == len(flagged) > 0
+    assert (flagged[0], first_diff, len(flagged)) == (156, 156, 240)  # batch.py's docstring
+
+
+def test_near_zero_counts_the_lanes_whose_budgets_fall_into_the_tolerance() -> None:
+    """dsat with w = 333 spends about eps / 666 a slot; a lane at budget factor 1/1000 next to
+    one at 10^6 has budgets below the batch's tolerance (2^-36 of the largest budget): every one
+    of its 30 slots is counted, and no slot of the other lanes."""
+    factors = [Fraction(1, 3), Fraction(7, 11), Fraction(1, 1000), Fraction(1000), Fraction(10**6)]
+    batch = run_batch("dsat", _pop(333), _stream(1, 4, 30), slots=30, runs=5, factors=factors)
+    assert batch.near_zero.tolist() == [0, 0, 30, 0, 0]
+    assert "1 of 5 runs with a budget within the tolerance of 0" in batch.describe()
+
+
+def test_fast_w_schedule_steps_far_below_int64_are_the_exact_runs_steps() -> None:
+    """fast-w's PID can ask for a step of -5 e^700 (its exponent just below the cap); the
+    lanes clip it before the int64 cast (no RuntimeWarning, here an error) and keep the exact
+    path's interval (Python ints): one run draws what run_mechanism draws."""
+    pop = _pop(120, users=300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        exact = run_mechanism("fast-w", pop, _stream(1, 5, 3000, 300), slots=3000, seed=1)
+        batch = run_batch(
+            "fast-w",
+            pop,
+            _stream(1, 5, 3000, 300),
+            slots=3000,
+            runs=1,
+            seed=1,
+            noise="numpy",
+            keep_releases=True,
+        )
+    assert batch.releases is not None
+    _same(batch.releases[0], exact)
+    assert int(batch.published[0]) == exact.count("published")

@@ -65,7 +65,14 @@ run (`wevent run`, `wevent.experiments.running.run_mechanism`) is the one to aud
   where the exact run publishes; with w <= 35 the budget comes back up first). The tolerance is
   relative to the batch's largest budget, so with budget factors a run whose budgets are 2^-j
   of the largest gets there j publications sooner (factors 1/4 and 4: the first run from
-  w = 33 on). PWSM's and Kellaris's rules publish only when the noisy
+  w = 33 on). RescueDP publishing at every slot spends ``p(1) ~ 0.139`` of the room each
+  time, so the room shrinks about geometrically: with counts swinging between 0 and 10^12 and
+  w = 400, a batch of one equals the exact run up to slot 155 and takes slot 156's budget
+  for 0, and `near_zero` counts that slot (240 of the 400 in all;
+  tests/test_batch_streamdp.py). Its kernel rounds the room comparing budgets with budgets
+  (`RescueKernel._round_room`), so no comparison of a unitless share meets the tolerance
+  first (it did at slot 113 there, unflagged, when the kernel rounded ``room / eps``: the
+  share was snapped to 0 within ``2^-24``). PWSM's and Kellaris's rules publish only when the noisy
   dissimilarity exceeds ``sqrt(2) / theta`` or ``1 / theta``, which such budgets make all but
   impossible (500 runs x 1,000 slots of bd, w = 200, never reached it). ``BatchResult.
   near_zero`` counts, per run, the slots where some budget came out within the tolerance of 0

@@ -283,6 +283,7 @@ class PegasusLanes(_Lanes):
 
 
 RING: Final = fast_module.WINDOW_PID  # the PID reads the last five feedback errors
+_STEP_FLOOR: Final = -(2.0**62)  # FastLanes._schedule: a step below this is one to MIN_INTERVAL
 
 
 class FastLanes(_Lanes):
@@ -388,6 +389,10 @@ class FastLanes(_Lanes):
         exponent = (ratio - fast_module.XI) / fast_module.XI
         over = exponent > fast_module._EXP_MAX
         step = np.trunc(fast_module.THETA * (1.0 - np.exp(np.where(over, 0.0, exponent))))
+        # a step down to -5 e^700 leaves int64 (the exact path's Python int does not): clipped
+        # at -2^62, below which every step already sets the interval to MIN_INTERVAL (an
+        # interval grows by at most THETA a sample, far below 2^62), so the result is the same
+        step = np.maximum(step, _STEP_FLOOR)
         grown = np.maximum(self.interval[rows] + step.astype(np.int64), fast_module.MIN_INTERVAL)
         self.interval[rows] = np.where(over, fast_module.MIN_INTERVAL, grown)
         self.next[rows] += self.interval[rows]
