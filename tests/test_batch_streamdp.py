@@ -579,3 +579,45 @@ def test_fast_w_schedule_steps_far_below_int64_are_the_exact_runs_steps() -> Non
     assert batch.releases is not None
     _same(batch.releases[0], exact)
     assert int(batch.published[0]) == exact.count("published")
+
+
+@pytest.mark.parametrize(
+    ("name", "w", "d", "slots", "users", "coupled"),
+    [
+        ("uniform", 3, 4, 60, USERS, False),
+        ("bd", 3, 4, 120, USERS, True),
+        ("dsat", 3, 4, 120, USERS, False),
+        ("adapub", 3, 4, 60, USERS, False),
+        ("pegasus", 3, 4, 60, USERS, False),
+        ("fast-w", 100, 4, 400, USERS, True),
+        ("rescuedp", 5, 8, 150, 100, True),
+    ],
+)
+def test_the_shared_generator_ties_a_run_to_the_rest_of_its_batch(
+    name: str, w: int, d: int, slots: int, users: int, coupled: bool
+) -> None:
+    """What batch.py's docstring ("The stream") and docs/performance.md say of the batch's one
+    noise generator: run 0's noise changes when the batch gains a run, and where a slot draws
+    for the publishing (sampling) runs only, changing run 0's budget factor moves the others."""
+    hists = batch_histograms(_stream(1, d, slots, users), slots, 1)
+    pop = _pop(w, users=users)
+    f = [Fraction(1), Fraction(1, 2), Fraction(2), Fraction(1), Fraction(3, 2)]
+
+    def releases(factors: list[Fraction]) -> Any:
+        out = run_batch(
+            name,
+            pop,
+            hists,
+            slots=slots,
+            runs=len(factors),
+            factors=factors,
+            seed=9,
+            keep_releases=True,
+        ).releases
+        assert out is not None
+        return out
+
+    five = releases(f)
+    assert not np.array_equal(releases(f[:4])[0], five[0])
+    moved = releases([Fraction(7), *f[1:]])
+    assert any(not np.array_equal(moved[i], five[i]) for i in range(1, 5)) == coupled

@@ -15,7 +15,14 @@ run (`wevent run`, `wevent.experiments.running.run_mechanism`) is the one to aud
   data generator of ``seed`` (as `run_mechanism` draws them at that seed); the runs differ in
   their noise only, drawn from one generator seeded by ``seed`` (its noise child, as in
   `run_mechanism`). A batch of one run draws exactly what `run_mechanism` draws at that seed
-  (tests/test_batch.py compares them slot by slot).
+  (tests/test_batch.py compares them slot by slot). With that one shared generator a run's
+  noise depends on the rest of the batch: a slot's draws are taken for the runs together, so a
+  run's noise changes with the number of runs (and its place among them), and where a slot
+  draws for some runs only (those that publish or sample there: bd, fast-w and rescuedp among
+  others) with the other runs' decisions too, so changing one run's budget factor moves the
+  other runs' releases. A run is reproducible on its own only when each run draws from a
+  generator of its own (as tests/test_batch_streamdp.py does to compare every lane with the
+  exact run of its seed); the batch's statistics do not depend on this.
 * **Allocators and variants.** The built-in central allocators whose data path is PWSM's
   (`PwsmPath`: publish iff ``dis > sqrt(err)``) or Kellaris's (`KellarisPath`, also bd-shift's
   and ba-shift's: publish iff ``dis > scale``), in the variants `wevent gate` proves sound only
