@@ -494,9 +494,10 @@ def test_dsat_streamdp_code_is_refused() -> None:
 
 
 def test_rescuedp_published_is_refused() -> None:
-    """rescuedp runs its ``sound`` variant only: the gate was run on that one (docs/allocators.md,
-    18 min 44 s); ``published`` (the exact room, proved by `wevent prove allocator rescuedp
-    --variant published` only if someone runs it) is refused, as every unchecked variant."""
+    """rescuedp runs its ``sound`` variant only: the gate was run on that one (docs/allocators.md:
+    18 min 44 s at the default scope on the earlier rounding, w <= 4 on the current one);
+    ``published`` (the exact room, proved by `wevent prove allocator rescuedp --variant
+    published` only if someone runs it) is refused, as every unchecked variant."""
     assert "rescuedp" in LANE_PATHS and batch_variants("rescuedp") == ("sound",)
     with pytest.raises(BatchUnsupported, match=r"proves sound, for rescuedp: sound"):
         run_batch("rescuedp", _pop(3), _stream(1, 4, 10), slots=10, runs=2, variant="published")
