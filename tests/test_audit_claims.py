@@ -292,3 +292,23 @@ def test_a_truncated_durable_ledger_with_its_run_header_is_not_plain(tmp_path: P
     header.unlink()  # without the header nothing shows the file was ever durable
     code, out = _run("audit", str(path), "-r", FIXED)
     assert code == EXIT_OK and "not chained" in out and "empty: no charge" in out
+
+
+def test_a_ledger_rewritten_as_plain_beside_its_old_run_header_is_plain(tmp_path: Path) -> None:
+    """A run header marks only an empty or missing file durable: a ledger rewritten on purpose
+    as plain JSONL (its checkpoint deleted, the header left behind) was an integrity failure
+    (exit 5); it is audited as a plain ledger, unprotected, as it would be without the header."""
+    from wevent.accounting.formats import read_ledger, write_ledger
+
+    path = tmp_path / "run.jsonl"
+    code, _ = _run(
+        "run", "pba", "-r", FIXED, "--stream", "sin", "--slots", "5", "--seed", "1",
+        "--ledger", str(path),
+    )  # fmt: skip
+    assert code == EXIT_OK and path.with_name("run.jsonl.run.json").is_file()
+    path.with_name("run.jsonl.head").unlink()
+    write_ledger(read_ledger(path), path)  # the same charges, plain: no chain
+    code, out = _run("audit", str(path), "-r", FIXED)
+    assert code == EXIT_OK and "UNPROTECTED" in out and "not chained" in out, out
+    code, out = _run("check", str(path), "-r", FIXED)
+    assert code == EXIT_OK and "integrity: unprotected" in out, out

@@ -233,8 +233,8 @@ def test_help_exit_3_covers_gate_as_well_as_prove() -> None:
     text = " ".join(out.split())
     assert code == 0
     exit_3 = (
-        "3 UNKNOWN: nothing decided (prove: a proof timed out; gate: no proof and no search "
-        "passed, or no proof with --require-proof)"
+        "3 UNKNOWN: nothing decided (prove: a proof timed out; gate: nothing proved, searched "
+        "or run end to end, or no proof with --require-proof)"
     )
     assert exit_3 in text
     assert "CHECKED (prove primitive: a finite set of exact checks, not a proof)" in text

@@ -1147,14 +1147,18 @@ def run_header_path(path: Path) -> Path:
 
 def is_durable_ledger(path: Path) -> bool:
     """A ledger whose layout says it is durable: a ``.wledger`` directory or one holding a
-    manifest, a file with a checkpoint sidecar or a run header (``NAME.run.json``: written only
-    beside a write-ahead ledger, so a file truncated with its checkpoint deleted still reads as
-    durable), or a JSONL file whose first record carries a chain hash."""
+    manifest, a file with a checkpoint sidecar, a JSONL file whose first record carries a chain
+    hash, or an empty or missing file beside a run header (``NAME.run.json``: written only
+    beside a write-ahead ledger, so a ledger truncated to nothing with its checkpoint deleted
+    still reads as durable). A file with content is judged by its content and checkpoint, not
+    by a run header: a ledger rewritten on purpose as a plain file beside a leftover header is
+    plain (whoever rewrites a ledger can delete its header too, so the header adds nothing
+    there)."""
     if path.is_dir():
         return path.suffix == SEGMENT_DIR_SUFFIX or (path / MANIFEST).exists()
     if path.suffix == SEGMENT_DIR_SUFFIX or _head_path(path).exists():
         return True
-    if run_header_path(path).is_file():
+    if run_header_path(path).is_file() and (not path.exists() or path.stat().st_size == 0):
         return True
     if path.suffix.lower() not in {".jsonl", ".ndjson"} or not path.exists():
         return False

@@ -494,7 +494,7 @@ def _jsonl_lines(
 def count_records(path: Path | str) -> int:
     """The records a ledger file holds, as its reader sees them: the non-blank lines of a JSONL
     file, the non-blank rows after a CSV file's header, the rows of a Parquet file (a group
-    definition is one record in JSONL and CSV, one row per member in Parquet). For reports: an
+    definition is one record in JSONL, one row per member in CSV and Parquet). For reports: an
     audit reads the content with `read_ledger` or an engine."""
     path = Path(path)
     kind = ledger_kind(path)

@@ -3,7 +3,7 @@
 Every command shares one exit-code table (`wevent.cli._common`): 0 success (COMPLIANT, PROVED,
 CHECKED, PASSED, every charge accepted), 1 a violation (NOT COMPLIANT, REFUTED, REFUSED), 2 a
 usage or input error (one line on stderr, ``wevent CMD: error: ...``, never a traceback), 3
-nothing decided (UNKNOWN: a proof timed out in prove; in gate, no proof and no search passed,
+nothing decided (UNKNOWN: a proof timed out in prove; in gate, nothing proved, searched or run end to end,
 or no proof with ``--require-proof``), 4 verifier error (the
 verifier contradicted itself: a counterexample that does not replay; a bug in wevent, never a
 verdict), 5 an integrity failure (a ledger's committed content, chain, checkpoint, head or
@@ -57,8 +57,8 @@ def cli() -> None:
          proof), PASSED (gate: searched, not proved), every charge accepted
       1  NOT COMPLIANT, REFUTED, REFUSED by the guard
       2  a usage or input error (one line on stderr)
-      3  UNKNOWN: nothing decided (prove: a proof timed out; gate: no proof and no search
-         passed, or no proof with --require-proof)
+      3  UNKNOWN: nothing decided (prove: a proof timed out; gate: nothing proved, searched
+         or run end to end, or no proof with --require-proof)
       4  verifier error (a bug in wevent, never a verdict)
       5  INTEGRITY FAILURE: a ledger was changed or cannot be vouched for (audit, ledger)
       6  UNCOMMITTED TAIL: a crashed writer's tail, not audited (wevent ledger repair)

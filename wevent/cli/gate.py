@@ -149,9 +149,9 @@ def gate_cmd(
       wevent gate mypkg.alloc:allocator --junit gate.xml --json gate.json
 
     Exit 0 proved or passed, 1 refuted, 2 unusable target (it does not load, breaks the
-    protocol, or its kernel raises; one line on stderr), 3 unchecked (no proof and no search
-    passed), and with --require-proof whenever no proof holds, 4 verifier error (a proof's
-    counterexample that does not replay: a bug in wevent, not a verdict).
+    protocol, or its kernel raises; one line on stderr), 3 unchecked (nothing proved, searched
+    or run end to end), and with --require-proof whenever no proof holds, 4 verifier error (a
+    proof's counterexample that does not replay: a bug in wevent, not a verdict).
     """
     from wevent.gate import GateOptions, run_gate
 

@@ -167,7 +167,10 @@ def _prove(
         return StageResult("proof", SKIPPED, 0.0, why_not)
     if not scaling_ok:
         return StageResult(
-            "proof", SKIPPED, 0.0, "the scale invariance the proof would normalize by is false"
+            "proof",
+            SKIPPED,
+            0.0,
+            "the declared scale invariance is false (conformance/scaling): refuted on its claim",
         )
     scope = _proof_scope(alloc, opts)
     try:
