@@ -149,8 +149,9 @@ def test_exsub_and_population_first_lines_give_their_scope() -> None:
     code, out, _ = run(*args)
     assert code == 0 and "{'" not in out
     assert out.startswith(
-        "lpa (sound): PROVED for 1 class, windows 1..2, users 2 w_max .. 3 w_max, 2 slots ("
-    )
+        "lpa (sound): PROVED for 1 class, windows 1..2, users 2 w_max .. 3 w_max, 2 slots; "
+        "user windows at budgets {1} or {1, 7/10, 1/3} or {1/1000, 1/3, 7/10} ("
+    )  # the user-windows theorem holds for those budget assignments only: said on line one
     code, out, _ = run(*args, "--json")
     pool = next(th for th in json.loads(out)["theorems"] if th["theorem"] == "pool-never-short")
     assert pool["scope"]["horizon"] == 2

@@ -209,14 +209,24 @@ def population_scope_text(scope: dict[str, Any]) -> str:
 
 
 def _population_headline_scope(result: dict[str, Any]) -> str:
-    """The scope of the first line: the pool theorem's (classes, windows, users, slots)."""
+    """The scope of the first line: the pool theorem's (classes, windows, users, slots), and the
+    budgets the user-windows theorem was proved for (a finite set of assignments), so the line
+    never reads wider than what was proved."""
+    text = ""
     for th in result["theorems"]:
         if th.get("scope") and th["theorem"] == "pool-never-short":
-            return population_scope_text(th["scope"])
+            text = population_scope_text(th["scope"])
+            break
+    else:
+        for th in result["theorems"]:
+            if th.get("scope"):
+                return population_scope_text(th["scope"])
     for th in result["theorems"]:
-        if th.get("scope"):
-            return population_scope_text(th["scope"])
-    return ""
+        budgets = th.get("scope", {}).get("budgets")
+        if th["theorem"] == "user-windows" and budgets:
+            grids = ["{" + ", ".join(str(b) for b in g) + "}" for g in budgets]
+            text += f"; user windows at budgets {' or '.join(grids)}"
+    return text
 
 
 def render_population(result: dict[str, Any]) -> list[str]:
