@@ -43,7 +43,11 @@ public code, github.com/wangsw/OnlineLDP (files named below; facts only, nothing
   *eps-LDP:* every input has s non-zero entries, so any two inputs' probabilities of a report
   are 2^-(d' - s) c(h) / Z and 2^-(d' - s) c(h') / Z, whose ratio is at most
   e^(eps/2) / e^(-eps/2) = e^eps. The estimate ``y_j / (2 q - 1)``, q = P[a non-zero entry is
-  reported with its sign] = ``sum_h P[h reversals] (1 - h / s)``, is unbiased.
+  reported with its sign] = ``sum_h P[h reversals] (1 - h / s)``, is unbiased. The clip binds
+  from s = 25 on: ``s ln(2 p)`` is at most s eps' / 2 = sqrt(s) eps / 10 and
+  ``s ln(2 (1 - p))`` about -sqrt(s) eps / 10 - eps^2 / 200, inside +-eps/2 for s <= 24 (the
+  tests check s = 8, 24, 25 and 100), so Table II's s = 8 runs plain per-entry response and
+  Table IV's s = 100 is clipped.
 """
 
 from __future__ import annotations
