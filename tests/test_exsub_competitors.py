@@ -211,6 +211,45 @@ def test_the_authors_futurerand_truncation_is_not_eps_ldp() -> None:
         assert C.authors_futurerand_ratio(s, eps) > math.exp(float(eps)) * 100
 
 
+def _authors_final_reversal_sets(s: int, eps: Fraction) -> dict[tuple[int, ...], float]:
+    """P[the set of non-zero entries finally reported reversed] under the authors' truncation
+    read as reporting signs, by enumerating the first-pass reversal sets: each entry reversed
+    independently with p = 1 / (e^eps' + 1); a set whose size is outside
+    [s p - 2 sqrt(s), (s / eps') ln(2 e^eps' / (e^eps' + 1))] has each of its entries
+    re-drawn by a fair coin (``futurerand.py`` lines 35-38, 80-89), the rest kept."""
+    e1 = float(eps) / (5 * math.sqrt(s))
+    p = 1 / (math.exp(e1) + 1)
+    lo, hi = s * p - 2 * math.sqrt(s), s / e1 * math.log(2 * math.exp(e1) / (math.exp(e1) + 1))
+    final: dict[tuple[int, ...], float] = {}
+    for first in itertools.product((0, 1), repeat=s):
+        k = sum(first)
+        mass = p**k * (1 - p) ** (s - k)
+        if lo <= k <= hi:
+            final[first] = final.get(first, 0.0) + mass
+            continue
+        flipped = [i for i in range(s) if first[i]]
+        for keep in itertools.product((0, 1), repeat=k):  # 1: still reversed after the coin
+            out = [0] * s
+            for i, b in zip(flipped, keep, strict=True):
+                out[i] = b
+            final[tuple(out)] = final.get(tuple(out), 0.0) + mass / 2**k
+    return final
+
+
+@pytest.mark.parametrize("eps", [Fraction(1, 1000), Fraction(1), Fraction(5)])
+def test_the_authors_futurerand_worst_ratio_matches_an_enumeration_of_reversal_sets(
+    eps: Fraction,
+) -> None:
+    """At s = 8: a report's probability is 2^-(d' - s) P[final reversal set]; flipping the
+    input's signs reaches every set, so the worst ratio is max over min of the 2^8 sets."""
+    final = _authors_final_reversal_sets(8, eps)
+    assert len(final) == 2**8
+    assert math.isclose(sum(final.values()), 1.0, rel_tol=1e-12)
+    exact = max(final.values()) / min(final.values())
+    assert math.isclose(C.authors_futurerand_ratio(8, eps), exact, rel_tol=1e-9)
+    assert math.log(exact) > float(eps) + 4  # over 50 times e^eps
+
+
 def test_futurerand_reports_follow_the_stated_probabilities() -> None:
     eps, n = Fraction(5), 200_000
     for x in ((1, 0, -1), (0, -1, -1)):
@@ -219,6 +258,62 @@ def test_futurerand_reports_follow_the_stated_probabilities() -> None:
         pats, counts = np.unique(y, axis=0, return_counts=True)
         got = {tuple(int(v) for v in p): int(k) for p, k in zip(pats, counts, strict=True)}
         _agree(got, _futurerand_probs(mech, x), n)
+
+
+@dataclass(frozen=True)
+class _HotEntry(C.FutureRand):
+    """A FutureRand whose per-entry budget is 4 eps (not eps / (5 sqrt(s))), so that the clip
+    to [e^-eps/2, e^eps/2] binds hard at s = 3: w(0) ~ e^2.0 is cut to e^0.5 and every other
+    w(h) is raised to e^-0.5. Still eps-LDP (its report probabilities are the clipped ones)."""
+
+    @property
+    def eps_entry(self) -> float:
+        return 4 * float(self.eps)
+
+
+def _plain_reversals(mech: C.FutureRand) -> list[float]:
+    """P[h reversals] of per-entry response at mech.eps_entry with no clip."""
+    p = mech.keep
+    return [math.comb(mech.s, h) * p ** (mech.s - h) * (1 - p) ** h for h in range(mech.s + 1)]
+
+
+def test_futurerand_sampler_follows_the_clipped_probabilities_where_the_clip_binds() -> None:
+    """Every report of {-1, 1}^4 for two inputs with s = 3, against `report_probability`;
+    SIGMAS binomial standard deviations at n draws. The clipped and unclipped reversal
+    distributions differ by far more than that tolerance (checked), so a sampler that draws
+    h from the plain binomial fails here."""
+    eps, n = Fraction(1), 100_000
+    mech = _HotEntry(3, eps)
+    clipped, plain = mech.reversal_probabilities(), _plain_reversals(mech)
+    assert max(abs(a - b) for a, b in zip(clipped, plain, strict=True)) > 0.5
+    for x, seed in (((1, -1, 0, 1), 13), ((0, -1, -1, -1), 14)):
+        y = C.sample_futurerand(_rows(x, n), mech, np.random.default_rng(seed))
+        pats, counts = np.unique(y, axis=0, return_counts=True)
+        got = {tuple(int(v) for v in p): int(k) for p, k in zip(pats, counts, strict=True)}
+        _agree(got, _futurerand_probs(mech, x), n)
+
+
+@dataclass(frozen=True)
+class _TwoReversals(C.FutureRand):
+    """Structural probe: a reversal distribution with all its mass on h = 2."""
+
+    def reversal_probabilities(self) -> list[float]:
+        return [1.0 if h == 2 else 0.0 for h in range(self.s + 1)]
+
+
+def test_futurerand_sampler_draws_the_reversal_count_from_reversal_probabilities() -> None:
+    x = (1, 0, -1, 1, 0, -1, 0)
+    n = 2_000
+    y = C.sample_futurerand(_rows(x, n), _TwoReversals(4, Fraction(1)), np.random.default_rng(2))
+    R = np.array(x)
+    reversed_count = ((y != R[None, :]) & (R != 0)[None, :]).sum(axis=1)
+    assert set(reversed_count.tolist()) == {2}
+    # every one of the C(4, 2) = 6 reversal sets appears (a uniform choice of the 2)
+    assert len({tuple(r) for r in ((y != R[None, :]) & (R != 0)[None, :]).tolist()}) == 6
+    # and futurerand_reports is this sampler at FutureRand(s, eps): same draws, same seed
+    a = C.futurerand_reports(_rows(x, 50), 4, Fraction(2), np.random.default_rng(4))
+    b = C.sample_futurerand(_rows(x, 50), C.FutureRand(4, Fraction(2)), np.random.default_rng(4))
+    assert np.array_equal(a, b)
 
 
 def test_futurerand_estimates_are_unbiased_within_their_standard_error() -> None:
@@ -231,15 +326,29 @@ def test_futurerand_estimates_are_unbiased_within_their_standard_error() -> None
         assert np.all(np.abs(est.mean(axis=0) - np.array(x)) <= SIGMAS * se), (s, eps)
 
 
-def test_futurerand_reversal_probabilities_sum_to_one_and_the_clip_binds_from_s_25() -> None:
-    for s in (8, 24, 25, 100):  # ln w reaches -eps / 2 at s = 25 (cosh term)
-        mech = C.FutureRand(s, Fraction(1))
+@pytest.mark.parametrize(
+    ("eps", "first"),
+    [
+        (Fraction(1, 1000), 25),
+        (Fraction(1), 25),
+        (Fraction(3), 24),
+        (Fraction(5), 23),
+        (Fraction(10), 21),
+    ],
+)
+def test_futurerand_reversal_probabilities_sum_to_one_and_where_the_clip_binds(
+    eps: Fraction, first: int
+) -> None:
+    """ln w(h) stays inside +-eps/2 up to s = first - 1 and leaves it at s = first (the eps^2
+    term of ln(2 (1 - p)) moves the threshold down as eps grows)."""
+    for s in (8, first - 1, first, 100):
+        mech = C.FutureRand(s, eps)
         assert math.isclose(sum(mech.reversal_probabilities()), 1.0, rel_tol=1e-12)
         unclipped = [2**s * mech.keep ** (s - h) * (1 - mech.keep) ** h for h in range(s + 1)]
         same = all(
             math.isclose(a, b) for a, b in zip(unclipped, mech.clipped_ratios(), strict=True)
         )
-        assert same == (s < 25), s
+        assert same == (s < first), s
 
 
 # --- SUCCINCT ----------------------------------------------------------------------------
@@ -293,7 +402,7 @@ def test_succinct_reports_follow_the_stated_distribution() -> None:
     eps, users, n = Fraction(1), 10_000, 200_000
     mech = C.Succinct(3, eps, users)
     x = (1, 0, -1, 1)
-    g, v = C.succinct_reports(_rows(x, n), 3, eps, users, np.random.default_rng(5))
+    g, v = C.succinct_reports(_rows(x, n), 3, eps, np.random.default_rng(5), users)
     assert set(np.unique(g)) == {-1, 1}
     assert abs(g.mean()) <= SIGMAS / math.sqrt(g.size)
     centre = np.clip((g * np.array(x)).sum(axis=1), -mech.clip, mech.clip)

@@ -29,25 +29,30 @@ public code, github.com/wangsw/OnlineLDP (files named below; facts only, nothing
   2 D, and the Laplace mechanism with scale 2 D / eps bounds the density ratio by e^eps.
   The clipping biases the estimate towards 0 when D < s: ``E[g_j v] = R_j gain(s, D)``
   (`succinct_gain`), as in [23] and the authors' code; the authors' code also stores
-  ``g_j v`` in an integer array (truncating towards 0), which we do not do.
+  ``g_j v`` in an integer array (truncating towards 0, ``succinct.py`` line 81), which we do
+  not do (`analysis/exsub_succinct.py` gives its effect).
 * **FutureRand** [29] (004 Section II: "randomizing every value with binary randomized
   response while truncating sensitive outputs to save budget to O(sqrt(s))";
   ``futurerand.py``): every zero entry reports a uniform +-1, every non-zero entry its sign,
   reversed with probability 1 / (e^eps' + 1), eps' = eps / (5 sqrt(s)) (``__setparams``,
-  ``epnow``). The authors' truncation (outside a window on the number of reversals, re-draw
-  the reversed entries uniformly) is not eps-LDP (`authors_futurerand_ratio` computes its
-  exact worst ratio), so we truncate the other way: the likelihood ratio of the s non-zero
+  ``epnow``). The authors' code reports a non-zero entry as the bit pair (0, 0) or (1, 1),
+  never its sign (``futurerand.py`` lines 57, 64-79), so every report reveals the support:
+  not eps-LDP at any eps. Read as reporting signs, its truncation (outside a window on the
+  number of reversals, re-draw the reversed entries uniformly) is still not eps-LDP
+  (`authors_futurerand_ratio` computes its exact worst ratio), so we truncate the other way: the likelihood ratio of the s non-zero
   entries' report against the uniform one, ``w(h) = 2^s p^(s - h) (1 - p)^h`` for h
   reversals (p = e^eps' / (e^eps' + 1)), is clipped to [e^-eps/2, e^eps/2] and renormalized:
   ``P[report] = 2^-(d' - s) c(h) / Z``, c = the clipped w, ``Z = sum_h C(s, h) c(h)``.
   *eps-LDP:* every input has s non-zero entries, so any two inputs' probabilities of a report
   are 2^-(d' - s) c(h) / Z and 2^-(d' - s) c(h') / Z, whose ratio is at most
   e^(eps/2) / e^(-eps/2) = e^eps. The estimate ``y_j / (2 q - 1)``, q = P[a non-zero entry is
-  reported with its sign] = ``sum_h P[h reversals] (1 - h / s)``, is unbiased. The clip binds
-  from s = 25 on: ``s ln(2 p)`` is at most s eps' / 2 = sqrt(s) eps / 10 and
-  ``s ln(2 (1 - p))`` about -sqrt(s) eps / 10 - eps^2 / 200, inside +-eps/2 for s <= 24 (the
-  tests check s = 8, 24, 25 and 100), so Table II's s = 8 runs plain per-entry response and
-  Table IV's s = 100 is clipped.
+  reported with its sign] = ``sum_h P[h reversals] (1 - h / s)``, is unbiased. Where the
+  clip binds: ``s ln(2 p)`` is at most s eps' / 2 = sqrt(s) eps / 10 and
+  ``s ln(2 (1 - p))`` about -sqrt(s) eps / 10 - eps^2 / 200, inside +-eps/2 for s <= 24 at
+  eps <= 2; the eps^2 term moves the first binding s to 24 at eps = 3, 23 at 5, 21 at 10
+  (tested). So Table II's s = 8 runs plain per-entry response (spending sqrt(8) eps / 5) and
+  at Table IV's s = 100 the clip moves the reversal count by a total variation of at most
+  ~4.2e-8 (`analysis/exsub_futurerand.py`).
 """
 
 from __future__ import annotations
@@ -68,9 +73,13 @@ __all__ = [
     "Succinct",
     "authors_futurerand_ratio",
     "collision_estimates",
+    "collision_hits",
     "futurerand_estimates",
+    "futurerand_reports",
+    "sample_futurerand",
     "succinct_estimates",
     "succinct_gain",
+    "succinct_reports",
 ]
 
 IntArray = npt.NDArray[np.int64]
@@ -190,7 +199,7 @@ def succinct_gain(s: int, clip: float) -> float:
 
 
 def succinct_reports(
-    R: IntArray, s: int, eps: Fraction, users: int, rng: np.random.Generator
+    R: IntArray, s: int, eps: Fraction, rng: np.random.Generator, users: int
 ) -> tuple[IntArray, FloatArray]:
     """Per user: the public signs g (n, d') and the noisy clipped sum v (n,)."""
     _check(R, s, eps)
@@ -208,7 +217,7 @@ def succinct_estimates(
     R: IntArray, s: int, eps: Fraction, rng: np.random.Generator, users: int
 ) -> FloatArray:
     """Per-user estimates ``g_j v`` (mean ``gain R_j``, `succinct_gain`)."""
-    g, v = succinct_reports(R, s, eps, users, rng)
+    g, v = succinct_reports(R, s, eps, rng, users)
     est: FloatArray = g * v[:, None]
     return est
 
@@ -260,10 +269,18 @@ class FutureRand:
 
 
 def futurerand_reports(R: IntArray, s: int, eps: Fraction, rng: np.random.Generator) -> IntArray:
-    """Per user the reported vector y in {-1, 1}^d'."""
+    """Per user the reported vector y in {-1, 1}^d' (`sample_futurerand` at (s, eps))."""
+    return sample_futurerand(R, FutureRand(s, eps), rng)
+
+
+def sample_futurerand(R: IntArray, mech: FutureRand, rng: np.random.Generator) -> IntArray:
+    """Per user the reported vector y in {-1, 1}^d' of ``mech``: every zero entry a uniform
+    +-1; the number h of reversed non-zero entries drawn from ``mech.reversal_probabilities()``
+    (the clipped distribution, module docstring) and a uniform h of the s signs reversed. Takes
+    the mechanism so that tests can drive it with one whose clip binds hard."""
+    s, eps = mech.s, mech.eps
     pos, sign = _check(R, s, eps)
     n, d_prime = R.shape
-    mech = FutureRand(s, eps)
     y: IntArray = 2 * rng.integers(0, 2, size=(n, d_prime)) - 1
     h = np.asarray(rng.choice(s + 1, size=n, p=np.array(mech.reversal_probabilities())))
     rank = np.argsort(rng.random((n, s)), axis=1).argsort(axis=1)  # a uniform permutation
