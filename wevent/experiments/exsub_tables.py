@@ -33,8 +33,9 @@ Every repeat r (seed ``SEED + r``) draws one data set per table and number of us
 every budget, mechanism and fan-out of that table (paired). Users are processed in chunks of
 `CHUNK_USERS` (the mean is a sum over users), which bounds the memory of the n = 1,000,000 runs;
 each chunk's data and each cell's noise come from their own seeded generators, so the results
-depend on the chunk size (and, for the competitors, on `SUB_CHUNK`, the users per sampler call). These are simulations of the mechanisms' output distributions (the
-vectorized sampler `wevent.mechanisms.exsub_baselines.exsub_estimates`), with no ledger: the
+depend on the chunk size (and, for the competitors, on `SUB_CHUNK`, the users per sampler
+call). These are simulations of the mechanisms' output distributions (the vectorized
+sampler `wevent.mechanisms.exsub_baselines.exsub_estimates`), with no ledger: the
 guard-checked runtime path is `wevent exsub` (`wevent.mechanisms.exsub_stream`).
 """
 
