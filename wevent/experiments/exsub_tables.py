@@ -24,15 +24,18 @@
 Mechanisms: ``exsub`` is ExSub with Theorem 2's output size m (`wevent.mechanisms.exsub.choose_m`,
 what wevent uses); the offline tables also run ``exsub-authors-k``, ExSub with the output size the
 authors' published code picks by default (`authors_output_size`), since the analysis finds that
-size behind the printed Table II. The competitors of the tables (FutureRand, Collision,
-SUCCINCT, DDRM) are not implemented in wevent and not run.
+size behind the printed Table II. The offline competitors of Tables II and IV, ``collision``
+[22], ``succinct`` [23] and ``futurerand`` [29], run over the same vectors and data
+(`wevent.mechanisms.exsub_competitors`; SUCCINCT's clip takes the setting's n), with no
+post-processing, as the tables print; Table III's DDRM [19] is not run.
 
 Every repeat r (seed ``SEED + r``) draws one data set per table and number of users, shared by
 every budget, mechanism and fan-out of that table (paired). Users are processed in chunks of
 `CHUNK_USERS` (the mean is a sum over users), which bounds the memory of the n = 1,000,000 runs;
 each chunk's data and each cell's noise come from their own seeded generators, so the results
-depend on the chunk size. These are simulations of the mechanisms' output distributions (the
-vectorized sampler `wevent.mechanisms.exsub_baselines.exsub_estimates`), with no ledger: the
+depend on the chunk size (and, for the competitors, on `SUB_CHUNK`, the users per sampler
+call). These are simulations of the mechanisms' output distributions (the vectorized
+sampler `wevent.mechanisms.exsub_baselines.exsub_estimates`), with no ledger: the
 guard-checked runtime path is `wevent exsub` (`wevent.mechanisms.exsub_stream`).
 """
 
@@ -57,14 +60,22 @@ from wevent.experiments.harness import EXTRA_COLUMNS, RESULT_COLUMNS, RUN_COLUMN
 from wevent.experiments.stats import Interval, interval, verdict
 from wevent.mechanisms.exsub import exclusion_weight
 from wevent.mechanisms.exsub_baselines import exsub_estimates
+from wevent.mechanisms.exsub_competitors import (
+    COMPETITORS,
+    collision_estimates,
+    futurerand_estimates,
+    succinct_estimates,
+)
 from wevent.mechanisms.exsub_stream import sparse_streams
 from wevent.mechanisms.residues import level_count, level_weights, levels, reconstruct
 
 __all__ = [
     "CHUNK_USERS",
+    "COMPETITORS",
     "EXPERIMENT",
     "MECHANISMS",
     "METRICS",
+    "OFFLINE_MECHANISMS",
     "Offline",
     "Online",
     "Result",
@@ -72,6 +83,7 @@ __all__ = [
     "offline_errors",
     "online_errors",
     "paired_fan_out",
+    "paired_reduction",
     "printed_verdict",
     "run_exsub_tables",
     "sparse_vectors",
@@ -87,6 +99,8 @@ OFFLINE_EPSILONS = (Fraction(1, 1000), Fraction(1, 100), Fraction(1), Fraction(3
 ONLINE_EPSILONS = (Fraction(1, 10), Fraction(1))
 FAN_OUTS = (2, 4, 8, 16)
 MECHANISMS = ("exsub", "exsub-authors-k")
+OFFLINE_MECHANISMS = MECHANISMS + COMPETITORS
+SUB_CHUNK = 4000  # users per call of a competitor's sampler (bounds its (users, 2 d') arrays)
 
 # 004's printed ExSub rows as printed (their last digit sets the rounding interval), in the
 # order of the budgets above.
@@ -97,6 +111,21 @@ PRINTED = {
     ("IV", "mae"): ("426.3", "45.2", "0.41", "0.14", "0.11"),
     # Table III, MAE: eps = 0.1 then eps = 1, each for r = 2, 4, 8, 16
     ("III", "mae"): ("1.13", "1.19", "1.22", "1.31", "0.0982", "0.0983", "0.103", "0.107"),
+}
+# 004's printed competitor rows of Tables II and IV, same order.
+PRINTED_COMPETITORS = {
+    ("II", "tve", "futurerand"): ("3.4e4", "3493.8", "32.3", "10.1", "6.78"),
+    ("II", "tve", "collision"): ("4.6e3", "463.7", "4.13", "1.15", "0.54"),
+    ("II", "tve", "succinct"): ("4.7e3", "479.6", "5.10", "2.66", "2.48"),
+    ("II", "mae", "futurerand"): ("1025.8", "97.0", "0.90", "0.31", "0.24"),
+    ("II", "mae", "collision"): ("128.1", "12.6", "0.11", "0.034", "0.021"),
+    ("II", "mae", "succinct"): ("131.7", "13.7", "0.14", "0.077", "0.077"),
+    ("IV", "tve", "futurerand"): ("3.7e5", "3.6e4", "341.8", "117.2", "84.2"),
+    ("IV", "tve", "collision"): ("6.7e4", "6.8e3", "61.9", "17.0", "10.4"),
+    ("IV", "tve", "succinct"): ("6.7e4", "6.8e3", "85.6", "54.9", "43.2"),
+    ("IV", "mae", "futurerand"): ("3161.1", "300.4", "2.71", "0.90", "0.72"),
+    ("IV", "mae", "collision"): ("526.4", "55.6", "0.47", "0.17", "0.14"),
+    ("IV", "mae", "succinct"): ("555.4", "55.3", "0.66", "0.41", "0.35"),
 }
 
 
@@ -236,9 +265,37 @@ def authors_output_size(d_prime: int, s: int, eps: Fraction, alpha: float = 0.1)
 
 
 def _output_size(mechanism: str, d_prime: int, s: int, eps: Fraction) -> int | None:
-    if mechanism not in MECHANISMS:
-        raise BudgetError(f"unknown mechanism {mechanism!r} (one of {', '.join(MECHANISMS)})")
+    if mechanism not in OFFLINE_MECHANISMS:
+        raise BudgetError(
+            f"unknown mechanism {mechanism!r} (one of {', '.join(OFFLINE_MECHANISMS)})"
+        )
     return authors_output_size(d_prime, s, eps) if mechanism == "exsub-authors-k" else None
+
+
+def _estimate_sum(
+    mechanism: str,
+    R: IntArray,
+    s: int,
+    eps: Fraction,
+    rng: np.random.Generator,
+    m: int | None,
+    users: int,
+) -> FloatArray:
+    """The sum over the rows of R of ``mechanism``'s per-user estimates (``users``: the
+    setting's number of users, which SUCCINCT's clip takes)."""
+    if mechanism in MECHANISMS:
+        total: FloatArray = exsub_estimates(R, s, eps, rng, m=m).sum(axis=0)
+        return total
+    total = np.zeros(R.shape[1])
+    for lo in range(0, R.shape[0], SUB_CHUNK):
+        part = R[lo : lo + SUB_CHUNK]
+        if mechanism == "collision":
+            total += collision_estimates(part, s, eps, rng).sum(axis=0)
+        elif mechanism == "succinct":
+            total += succinct_estimates(part, s, eps, rng, users).sum(axis=0)
+        else:
+            total += futurerand_estimates(part, s, eps, rng).sum(axis=0)
+    return total
 
 
 def _chunks(n: int) -> list[int]:
@@ -258,11 +315,13 @@ def offline_errors(
     table: Offline,
     n: int,
     seed: int,
-    mechanisms: Sequence[str] = MECHANISMS,
+    mechanisms: Sequence[str] = OFFLINE_MECHANISMS,
     epsilons: Sequence[Fraction] = OFFLINE_EPSILONS,
 ) -> dict[tuple[str, Fraction], dict[str, float]]:
     """One repeat of an offline table at n users: (mechanism, eps) -> {metric: value} over the
-    d T data entries; every cell sees the same data (drawn from ``seed``)."""
+    d T data entries; every cell sees the same data (drawn from ``seed``). A cell's noise comes
+    from the child of the seed sequence at its place in ``mechanisms`` x ``epsilons``, so
+    appending mechanisms leaves the earlier cells' numbers as they were."""
     cells = [(m, e) for m in mechanisms for e in epsilons]
     sizes = [_output_size(m, table.d_prime, table.s, e) for m, e in cells]
     root = np.random.SeedSequence([seed, 2 if table.table == "II" else 4, table.d_prime, n])
@@ -276,8 +335,8 @@ def offline_errors(
         data = sparse_vectors(size, entries, table.s, np.random.default_rng(chunk_seq))
         truth += data.sum(axis=0)
         R = np.concatenate([data, np.zeros((size, table.s), np.int64)], axis=1)  # s stubs
-        for (_, eps), m, rng, acc in zip(cells, sizes, noise, sums, strict=True):
-            acc += exsub_estimates(R, table.s, eps, rng, m=m)[:, :entries].sum(axis=0)
+        for (mech, eps), m, rng, acc in zip(cells, sizes, noise, sums, strict=True):
+            acc += _estimate_sum(mech, R, table.s, eps, rng, m, n)[:entries]
     return {cell: _errors(acc / n, truth / n) for cell, acc in zip(cells, sums, strict=True)}
 
 
@@ -321,6 +380,13 @@ def online_errors(
         means = [a / c if c else np.zeros_like(a) for a, c in zip(acc, cnt, strict=True)]
         out[(r, eps)] = _errors(reconstruct(means, r, T), truth / n)
     return out
+
+
+def paired_reduction(ours: Sequence[float], other: Sequence[float]) -> Interval:
+    """The interval of the per-repeat reductions ``1 - ours / other`` (repeat i of both saw
+    the same data): 004's "ExSub ... surpasses existing optimal mechanisms by 10%-30%"
+    (Section VI-B) read as a reduction of the error of ExSub against a competitor's."""
+    return interval([1 - a / b for a, b in zip(ours, other, strict=True)])
 
 
 def paired_fan_out(
@@ -416,6 +482,45 @@ def _signed(iv: Interval) -> str:
     return f"{iv.mean:+.3f} [{iv.low:+.3f}, {iv.high:+.3f}] {verdict(iv)}"
 
 
+def _comparisons(
+    offline: Sequence[Offline],
+    find: Mapping[tuple[str, str, Fraction, str, str], Result],
+    metric: str,
+) -> list[str]:
+    """The paired reductions 1 - exsub / competitor per table, reading and n, beside the
+    reductions 004's printed rows imply."""
+    lines = [
+        f"004's comparison in {metric.upper()} (Section VI-B: ExSub below Collision and "
+        "SUCCINCT by 10%-30%; FutureRand far worse), per repeat: mean of the paired "
+        "reductions 1 - exsub / competitor over the repeats [95% interval] and the verdict "
+        "(holds: exsub lower; does not hold: exsub higher); `004 printed`: 1 - ExSub / "
+        "competitor from the printed rows",
+        "",
+        "| table, competitor | "
+        + " | ".join(f"eps = {format_exact(e)}" for e in OFFLINE_EPSILONS)
+        + " |",
+        "|---|" + "---|" * len(OFFLINE_EPSILONS),
+    ]
+    for name in dict.fromkeys(t.table for t in offline):
+        group = [t for t in offline if t.table == name]
+        for comp in COMPETITORS:
+            printed = zip(
+                PRINTED[(name, metric)], PRINTED_COMPETITORS[(name, metric, comp)], strict=True
+            )
+            cells = [f"{1 - float(a) / float(b):+.3f}" for a, b in printed]
+            lines.append(f"| {name}, {comp}, 004 printed | " + " | ".join(cells) + " |")
+            for table in group:
+                label = f"d' = {table.d_prime}, " if len(group) > 1 else ""
+                for n in table.users:
+                    row = []
+                    for e in OFFLINE_EPSILONS:
+                        ours = find[(table.dataset, "exsub", e, f"n={n}", metric)].per_run
+                        other = find[(table.dataset, comp, e, f"n={n}", metric)].per_run
+                        row.append(_signed(paired_reduction(ours, other)))
+                    lines.append(f"| {name}, {comp}, {label}n = {n:,} | " + " | ".join(row) + " |")
+    return [*lines, ""]
+
+
 def markdown(
     results: list[Result], sizes: tuple[Offline | Online, ...], repeats: int, seed: int
 ) -> str:
@@ -425,7 +530,8 @@ def markdown(
     table3 = next(t for t in sizes if isinstance(t, Online))
     find = {(r.dataset, r.mechanism, r.epsilon, r.setting, r.metric): r for r in results}
     lines = [
-        "004 Tables II-IV: ExSub's TVE and MAE, ours beside the printed ExSub rows",
+        "004 Tables II-IV: TVE and MAE of ExSub and the offline competitors, ours beside the "
+        "printed rows",
         "",
         f"{repeats} repeat(s) per cell, seeds {seed}..{seed + repeats - 1}. A cell is our mean"
         + (" +- half its 95% interval (Student's t)" if repeats > 1 else " (one run, no interval)")
@@ -434,8 +540,10 @@ def markdown(
         "inside / outside our 95% interval; edge: in part (undecided by the printed digits). "
         "Offline errors are over the d' - s data entries (d' = d T + s, the s stubs left out; "
         "004 Section V). `exsub`: Theorem 2's output size m; `exsub-authors-k`: the size the "
-        "authors' published code picks. No post-processing. The competitor rows (FutureRand, "
-        "Collision, SUCCINCT, DDRM) are not run.",
+        "authors' published code picks. Competitors (`wevent.mechanisms.exsub_competitors`): "
+        "`collision` [22], `succinct` [23] (its clip from the setting's n), `futurerand` [29] "
+        "(our eps-LDP truncation), each below 004's printed row. No post-processing. Table "
+        "III's DDRM is not run.",
         "",
     ]
     eps_head = " | ".join(f"eps = {format_exact(e)}" for e in OFFLINE_EPSILONS)
@@ -453,16 +561,23 @@ def markdown(
             ]
             printed = PRINTED[(name, metric)]
             lines.append("| 004 printed ExSub | " + " | ".join(printed) + " |")
-            for table in group:
-                label = f"d' = {table.d_prime}, " if len(group) > 1 else ""
-                for mech in MECHANISMS:
+            for mech in OFFLINE_MECHANISMS:
+                if mech in COMPETITORS:
+                    printed = PRINTED_COMPETITORS[(name, metric, mech)]
+                    lines.append(f"| 004 printed {mech} | " + " | ".join(printed) + " |")
+                for table in group:
+                    label = f"d' = {table.d_prime}, " if len(group) > 1 else ""
                     for n in table.users:
+                        key = (table.dataset, mech, OFFLINE_EPSILONS[0], f"n={n}", metric)
+                        if key not in find:
+                            continue
                         cells = [
                             _cell(find[(table.dataset, mech, e, f"n={n}", metric)], p)
                             for e, p in zip(OFFLINE_EPSILONS, printed, strict=True)
                         ]
                         lines.append(f"| {mech}, {label}n = {n:,} | " + " | ".join(cells) + " |")
             lines.append("")
+        lines += _comparisons(offline, find, metric)
         printed3 = PRINTED.get(("III", metric))
         cols = [(e, r) for e in ONLINE_EPSILONS for r in FAN_OUTS]
         lines += [

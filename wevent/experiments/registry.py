@@ -115,7 +115,8 @@ register(
     Experiment(
         "exsub-tables",
         _exsub_tables,
-        "004 Tables II-IV: ExSub's TVE and MAE at extreme budgets and sparsity, MAE by fan-out",
+        "004 Tables II-IV: TVE and MAE of ExSub and the offline competitors at extreme budgets "
+        "and sparsity, ExSub's MAE by fan-out",
     )
 )
 
