@@ -174,7 +174,9 @@ def test_the_gate_refutes_the_overspending_kernel() -> None:
     assert bad.stage("proof").status == "failed"
     cex = bad.counterexample
     assert cex is not None and cex.replays()
-    assert (cex.failure.spent, cex.failure.bound) == (F(6, 5), F(1))
+    # budgets symbolic (a test module's kernel): the window spends 6/5 of its bound, whatever
+    # budget the solver picked
+    assert cex.failure.spent / cex.failure.bound == F(6, 5)
 
 
 # ---------------------------------------------------------------------------- the data path

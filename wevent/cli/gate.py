@@ -139,7 +139,7 @@ def gate_cmd(
     not a proof), UNCHECKED (neither proved nor searched: nothing decided) or REFUTED, printed
     with a requirements CSV and a decision string; the printed `wevent trace ALLOCATOR -r FILE
     --decisions ...` replays it through the guard (write FILE with --save-requirements). A
-    kernel that is not built in is proved with every budget symbolic: the scaling it declares
+    third-party kernel is proved with every budget symbolic: the scaling it declares
     is sampled by the conformance stage, never taken as proved.
 
     \b

@@ -204,8 +204,18 @@ def interchangeable(alloc: AllocatorLike) -> bool:
     return any(alloc is spec for spec in BUILTIN.values())
 
 
+def _own_kernel(alloc: AllocatorLike) -> bool:
+    """A built-in, or a kernel wevent itself builds (a built-in family with a parameter, such as
+    `wevent.mechanisms.streamdp.shift.shift_spec(name, d)`): its scaling claim has a written
+    argument beside its code. Any other kernel's claim is only sampled by the gate."""
+    if interchangeable(alloc):
+        return True
+    factory = getattr(alloc, "factory", None)
+    return str(getattr(factory, "__module__", "") or "").startswith("wevent.")
+
+
 class _Unnormalized:
-    """A kernel that is not built in, proved with every budget symbolic whatever scaling it
+    """A kernel wevent does not define, proved with every budget symbolic whatever scaling it
     declares: a declared scale invariance is only sampled (the gate's conformance stage tries
     it on random inputs), never proved, so a proof that normalized budgets by it would claim
     "every positive budget" from budgets of 1 (a kernel that changes its rule at eps >= 10^6
@@ -565,8 +575,8 @@ def prove_allocator(
     name, an entry point or ``module:attribute``). The induction is for the built-in kernels
     (its step obligations build their states)."""
     alloc = allocator if allocator is not None else builtin_spec(mechanism)
-    if not interchangeable(alloc) and alloc.scaling != "none":
-        alloc = allocator = _Unnormalized(alloc)  # (not built in: its scaling claim unproved)
+    if not _own_kernel(alloc) and alloc.scaling != "none":
+        alloc = allocator = _Unnormalized(alloc)  # (not wevent's: its scaling claim unproved)
     try:
         with strict_truth():
             return _prove_checked(

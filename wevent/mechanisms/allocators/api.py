@@ -18,8 +18,9 @@ the claims the checks rely on:
 * ``scaling``: ``"per-class"`` (multiplying one class's budgets by k multiplies that class's
   allocations by k and changes no decision), ``"global"`` (the same under one common factor), or
   ``"none"`` (no claim). `wevent gate` checks the claim on random traces (a sample); the proofs
-  of the built-in kernels normalize budgets by it (each has a written argument for it), a proof
-  of any other kernel keeps every budget symbolic whatever it declares;
+  of wevent's own kernels (built-ins and their parametrized families) normalize budgets by it
+  (each has a written argument for it), a proof of any other kernel keeps every budget symbolic
+  whatever it declares;
 * ``symbolic``: the kernel runs on Z3 terms (False skips the Z3 proof: only the adversarial
   search and the end-to-end run check it);
 * ``divides``: a dynamic kernel whose absorption counts divide by its forward budgets (DPBA):
