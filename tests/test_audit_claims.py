@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from wevent.accounting.durable import ChainedJsonlWriter, audit_integrity
+from tests.test_audit_cli import chained_copy
+from wevent.accounting.durable import audit_integrity
 from wevent.accounting.formats import count_records, read_ledger, read_requirements
 from wevent.cli import cli
 from wevent.cli._common import EXIT_INTEGRITY, EXIT_OK
@@ -37,12 +38,7 @@ def _run(*args: str) -> tuple[int, str]:
 
 
 def _chained(path: Path, source: str = "compliant.jsonl") -> None:
-    ledger = read_ledger(example_path(source))
-    with ChainedJsonlWriter(path) as w:
-        for name, members in ledger.groups.items():
-            w.define_group(name, members)
-        for ch in ledger:
-            w.append_charge(ch)
+    chained_copy(path, source)
 
 
 # ---------------------------------------------------------------- check: integrity (finding 4)

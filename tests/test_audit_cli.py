@@ -47,7 +47,8 @@ def _audit(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def _chained(path: Path, source: str) -> None:
+def chained_copy(path: Path, source: str) -> None:
+    """A chained JSONL copy of the bundled example ledger ``source`` at ``path``."""
     ledger = read_ledger(example_path(source))
     with ChainedJsonlWriter(path) as w:
         for name, members in ledger.groups.items():
@@ -108,7 +109,7 @@ def test_out_of_memory_is_one_line_pointing_to_duckdb(
 
 def test_tampered_chain_fails_the_audit_even_when_windows_hold(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
-    _chained(path, "compliant.jsonl")
+    chained_copy(path, "compliant.jsonl")
     code, out, _ = _audit(str(path), *REQ_ARGS)
     assert code == 0 and "chain intact" in out
     lines = path.read_text().splitlines()
@@ -125,7 +126,7 @@ def test_tampered_chain_fails_the_audit_even_when_windows_hold(tmp_path: Path) -
 
 def test_torn_tail_is_reported_and_the_committed_part_audited(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
-    _chained(path, "violating.jsonl")
+    chained_copy(path, "violating.jsonl")
     with path.open("a") as fh:
         fh.write('{"slot": 99, "user": "alice", "epsil')
     code, out, _ = _audit(str(path), *REQ_ARGS)
@@ -269,7 +270,7 @@ def test_each_outcome_has_its_exit_code_most_severe_first(
     """An integrity failure (5) before a violation (1) before an uncommitted tail (6) before
     compliant (0): a crashed writer is told apart from a privacy violation and from tampering."""
     path = tmp_path / "run.jsonl"
-    _chained(path, source)
+    chained_copy(path, source)
     if callable(change):
         change(path)
     got, out, err = _audit(str(path), *REQ_ARGS)
@@ -289,7 +290,7 @@ def test_a_plain_ledger_is_unprotected_and_cannot_meet_an_anchor(tmp_path: Path)
 
 def test_the_printed_full_head_round_trips_through_expect_head(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
-    _chained(path, "compliant.jsonl")
+    chained_copy(path, "compliant.jsonl")
     code, out, _ = _audit(str(path), *REQ_ARGS)
     heads = re.findall(r"head ([0-9a-f]{64})\b", out)
     assert code == EXIT_OK and len(heads) == 1
@@ -341,7 +342,7 @@ def _ledger_cmd(*args: str) -> tuple[int, str, str]:
 
 def test_ledger_repair_cuts_a_torn_tail_and_refuses_tampering(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
-    _chained(path, "compliant.jsonl")
+    chained_copy(path, "compliant.jsonl")
     intact = path.read_bytes()
     _tear(path)
     assert _audit(str(path), *REQ_ARGS)[0] == EXIT_TAIL
@@ -390,7 +391,7 @@ def test_signed_checkpoints_from_the_command_line(tmp_path: Path) -> None:
 
 def test_reports_name_every_input_with_its_hash_and_the_full_head(tmp_path: Path) -> None:
     path = tmp_path / "run.jsonl"
-    _chained(path, "compliant.jsonl")
+    chained_copy(path, "compliant.jsonl")
     out_json, out_md, out_html = tmp_path / "a.json", tmp_path / "a.md", tmp_path / "a.html"
     args = [str(path), *REQ_ARGS, "--json", str(out_json), "--markdown", str(out_md)]
     code, _, _ = _audit(*args, "--html", str(out_html))
