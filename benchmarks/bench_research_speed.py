@@ -32,8 +32,9 @@ own data paths or rules (fast-w, pegasus, dsat, adapub, rescuedp, bd-shift, ba-s
 way (one exact run each through `run_mechanism`, ``--runs`` times after a warm-up) beside the
 peer's classes (FAST_w, Pegasus, DSAT, AdaPub, RescueDP_MD, and BD and BA, which are the peer's
 budget-shifting rules) read from ``benchmarks/peer/peer_loop_more.json``; with ``--batch R`` the
-table adds the time per run of a batch of R runs of bd-shift and ba-shift, the two of the seven
-that `run_batch` accepts, and the first run beside the peer's first runs in a JVM of their own
+table adds the time per run of a batch of R runs of each (`MORE_BATCH`: `run_batch` runs all
+seven, the five with data paths of their own over the lane paths of
+`wevent.mechanisms.batch_streamdp`), and the first run beside the peer's first runs in a JVM of their own
 (``fresh/`` beside that file). ``--more-only`` prints that table alone.
 
 Wall times on a shared machine: the load averages are printed with every section, and the thread
@@ -94,7 +95,8 @@ MORE_PEER_OF = {
     "ba-shift": "BA",
 }
 MORE = tuple(MORE_PEER_OF)
-MORE_BATCH = ("bd-shift", "ba-shift")  # run_batch refuses the five with a data path of their own
+# run_batch runs all seven (the five with data paths of their own over lanes: batch_streamdp)
+MORE_BATCH = ("fast-w", "pegasus", "dsat", "adapub", "rescuedp", "bd-shift", "ba-shift")
 WITHIN = 10.0  # the aim: at most this many times the peer's median
 USERS, DOMAIN, SLOTS, W, EPS, DATASET = 2000, 4, 400, 3, 1, "sin"
 PEER_FILE = Path(__file__).resolve().parent / "peer" / "peer_loop.json"
@@ -324,8 +326,9 @@ class MoreRow:
     first_ms: float
     median_ms: float
     cpu_ms: float
-    batch_us: float | None  # time per run of a batch; None where run_batch refuses it
+    batch_us: float | None  # time per run of a batch (wall); None where run_batch refuses it
     peer_first: dict[str, Any] | None = None  # its first run in a JVM of its own, if recorded
+    batch_cpu_us: float | None = None  # the batch's CPU time (this thread) per run, if measured
 
     def _over(self, ms: float | None) -> float | None:
         if ms is None or self.peer_run is None:
@@ -362,11 +365,14 @@ def more_rows(
     batch_us: dict[str, float],
     peer_runs: dict[str, dict[str, Any]],
     peer_first: dict[str, dict[str, Any]] | None = None,
+    batch_cpu_us: dict[str, float] | None = None,
 ) -> list[MoreRow]:
     """The rows of ``--more``, in the order of ``exact``: each mechanism beside its peer class
-    (`MORE_PEER_OF`), with a batch's time per run where ``batch_us`` has one and the peer's
-    first run in a fresh JVM where ``peer_first`` has one (`fresh_first_runs`)."""
+    (`MORE_PEER_OF`), with a batch's time per run where ``batch_us`` has one (and its CPU time
+    per run where ``batch_cpu_us`` has one) and the peer's first run in a fresh JVM where
+    ``peer_first`` has one (`fresh_first_runs`)."""
     firsts = peer_first or {}
+    cpus = batch_cpu_us or {}
     return [
         MoreRow(
             mechanism=mech,
@@ -377,6 +383,7 @@ def more_rows(
             cpu_ms=r["cpu_ms"],
             batch_us=batch_us.get(mech),
             peer_first=firsts.get(MORE_PEER_OF[mech]),
+            batch_cpu_us=cpus.get(mech),
         )
         for mech, r in exact.items()
     ]
@@ -390,8 +397,11 @@ def more_table(rows: list[MoreRow], batch: int) -> str:
     )
     rule = "|---|---|---|---|---|---|---|---|---|---|"
     if batch:
-        head += f" batch of {batch}: per run us | per run / peer median | within 10x |"
-        rule += "---|---|---|"
+        head += (
+            f" batch of {batch}: per run us (wall) | per run us (CPU) | per run / peer median "
+            "| within 10x |"
+        )
+        rule += "---|---|---|---|"
     lines = [head, rule]
     for r in rows:
         p = r.peer_run
@@ -409,10 +419,11 @@ def more_table(rows: list[MoreRow], batch: int) -> str:
         )
         if batch:
             if r.batch_us is None:
-                line += " no batch | - | - |"
+                line += " no batch | - | - | - |"
             else:
                 b = "-" if r.batch_ratio is None else f"{r.batch_ratio:.1f}x"
-                line += f" {r.batch_us:.0f} | {b} | {within(r.batch_ratio)} |"
+                cpu = "-" if r.batch_cpu_us is None else f"{r.batch_cpu_us:.0f}"
+                line += f" {r.batch_us:.0f} | {cpu} | {b} | {within(r.batch_ratio)} |"
         lines.append(line)
     return "\n".join(lines)
 
@@ -566,12 +577,15 @@ def more_section(pop: Population, runs: int, batch: int, repeats: int, peer_file
     )
     exact = per_allocator(pop, runs, MORE)
     batch_us: dict[str, float] = {}
+    batch_cpu_us: dict[str, float] = {}
     if batch:
         print(f"(exact runs done; {load()}; batches of {batch}, median of {repeats})\n")
         for mech, r in batch_runs(pop, batch, repeats, MORE_BATCH).items():
             batch_us[mech] = r["wall_ms"] * 1e3 / batch
+            batch_cpu_us[mech] = r["cpu_ms"] * 1e3 / batch
     fresh = fresh_first_runs(peer_file.parent / "fresh")
-    rows = more_rows(exact, batch_us, {r["mechanism"]: r for r in peer["runs"]}, fresh)
+    peer_runs = {r["mechanism"]: r for r in peer["runs"]}
+    rows = more_rows(exact, batch_us, peer_runs, fresh, batch_cpu_us)
     print(more_table(rows, batch))
     used = [r.peer_first for r in rows if r.peer_first is not None]
     if used:

@@ -487,7 +487,7 @@ def test_a_personalized_allocator_on_two_classes_is_refused_before_any_slot(
     assert built == ["bd", "dpbd"]
 
 
-@pytest.mark.parametrize("name", ["lbd", "fast-w", "lpa"])
+@pytest.mark.parametrize("name", ["lbd", "lpa"])
 def test_other_models_and_data_paths_are_refused(name: str) -> None:
     with pytest.raises(BatchUnsupported):
         run_batch(name, POP, _stream(1), slots=10, runs=2)

@@ -45,25 +45,25 @@ def test_rows_pair_each_mechanism_with_its_peer_class() -> None:
 
 
 def test_more_table() -> None:
-    rows = bench.more_rows(EXACT, {"bd-shift": 150.0}, PEER, FIRST)
+    rows = bench.more_rows(EXACT, {"bd-shift": 150.0}, PEER, FIRST, {"bd-shift": 60.0})
     lines = bench.more_table(rows, 1000).splitlines()
     assert lines[0].endswith(
         "| within 10x | peer first ms (fresh JVM) | first / peer first | batch of 1000: per run us "
-        "| per run / peer median | within 10x |"
+        "(wall) | per run us (CPU) | per run / peer median | within 10x |"
     )
-    assert lines[1].count("|") == lines[0].count("|") == 14
+    assert lines[1].count("|") == lines[0].count("|") == 15
     # exactly 10x is within
     assert lines[2] == (
         "| fast-w | 6.0 | 5.0 | 4.0 | FAST_w | 0.5000 (0.2500 - 1.0000) | 10x | yes | 3.000 "
-        "| 2.0x | no batch | - | - |"
+        "| 2.0x | no batch | - | - | - |"
     )
     assert lines[3] == (
         "| bd-shift | 90.0 | 80.0 | 70.0 | BD | 0.0200 (0.0100 - 0.0400) | 4,000x | no "
-        "| not recorded | - | 150 | 7.5x | yes |"
+        "| not recorded | - | 150 | 60 | 7.5x | yes |"
     )
     assert lines[4] == (
         "| dsat | 3.0 | 2.0 | 1.0 | DSAT | not recorded | - | - | not recorded | - | no batch "
-        "| - | - |"
+        "| - | - | - |"
     )
     assert len(lines) == 5
     plain = bench.more_table(rows, 0).splitlines()  # no batch columns

@@ -155,6 +155,58 @@ def test_the_room_is_rounded_down_by_less_than_one_part_in_256(x: F) -> None:
         assert r == 0
 
 
+def _unitless_round_down(x: F) -> F:
+    """The kernel's rounding as it was made before it compared budgets with budgets: on the
+    share ``x = room / eps``, every comparison with a constant (exact arithmetic, the same
+    steps). The reference the budget-unit rounding must equal."""
+    y, shifted = x, []
+    for s in (32, 16, 8, 4, 2, 1):
+        small = not F(1, 2**s) <= y
+        y = y * 2**s if small else y
+        shifted.append((s, small))
+    normal = 2 * y
+    mantissa = F(1)
+    for bit in range(1, BITS + 1):
+        longer = mantissa + F(1, 2**bit)
+        mantissa = longer if longer <= normal else mantissa
+    out = mantissa / 2
+    for s, small in reversed(shifted):
+        out = out / 2**s if small else out
+    out = out if F(1, 2) <= y else F(0)
+    return F(1) if x >= 1 else out
+
+
+# a share of eps: anywhere in [0, 1], tiny (down to 2^-70), or on (or next to) a rounding
+# point 2^-k (1 + m / 2^BITS), where the comparisons meet with equality
+_SHARES = st.one_of(
+    st.fractions(min_value=0, max_value=1),
+    st.builds(
+        lambda m, k, nudge: min(F(1), max(F(0), F(2**BITS + m, 2 ** (BITS + k)) + nudge)),
+        st.integers(0, 2**BITS - 1),
+        st.integers(1, 70),
+        st.sampled_from([F(0), F(1, 2**80), -F(1, 2**80), F(1, 3 * 2**72)]),
+    ),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    share=_SHARES,
+    eps=st.one_of(
+        st.fractions(min_value=F(1, 10**6), max_value=10**6, max_denominator=10**6),
+        st.sampled_from([F(1), F(7, 10), F(1, 1000), F(10**9), F(1, 3 * 2**40)]),
+    ),
+)
+def test_the_budget_unit_rounding_is_the_unitless_one_times_eps(share: F, eps: F) -> None:
+    """The kernel rounds the room by comparing budgets with budgets (no ratio: a floating
+    batch compares like with like); in exact arithmetic that is eps times the rounding of the
+    share room / eps, for every room in [0, eps] and eps > 0, so exact runs are unchanged."""
+    kernel: RescueKernel[F, bool] = RescueKernel(ExactAlgebra(), [FixedClass(1, eps)])
+    room = share * eps
+    assert kernel._round_room(room, eps) == _unitless_round_down(share) * eps
+    assert kernel._round_down(share) == _unitless_round_down(share)
+
+
 def test_long_runs_keep_short_denominators() -> None:
     """The sound variant's budgets are eps 2^-a 5^-6 times an integer: 1,000 publications do
     not grow them (the published variant's exact room would gain digits at every one)."""

@@ -4,7 +4,8 @@ What a batch is, and what it is not. A batch runs R runs of one central allocato
 at once: the allocator's own budget kernel (the code `wevent run` runs and `wevent prove`
 proves) computes every run's budgets in one call per slot on `BatchAlgebra`, whose values are
 numpy arrays over the runs, and the data path (001 Algorithms 2-4: DC's dissimilarity, the
-decision, the Laplace release, the approximation) is vectorized over the runs the same way.
+decision, the Laplace release, the approximation; or a streamdp mechanism's own, "Mechanisms
+with data paths of their own" below) is vectorized over the runs the same way.
 Budgets are **double precision**, there is **no guard and no ledger**: nothing checks what a
 batch spends, and its releases are for measuring utility (AMRE, AMSE, publication counts over
 seeds and settings). The privacy of the allocator rests on its proved kernel; the exact, guarded
@@ -14,21 +15,37 @@ run (`wevent run`, `wevent.experiments.running.run_mechanism`) is the one to aud
   data generator of ``seed`` (as `run_mechanism` draws them at that seed); the runs differ in
   their noise only, drawn from one generator seeded by ``seed`` (its noise child, as in
   `run_mechanism`). A batch of one run draws exactly what `run_mechanism` draws at that seed
-  (tests/test_batch.py compares them slot by slot).
+  (tests/test_batch.py compares them slot by slot). With that one shared generator a run's
+  noise depends on the rest of the batch: a slot's draws are taken for the runs together, so a
+  run's noise changes with the number of runs (and its place among them), and where a slot
+  draws for some runs only (those that publish or sample there: bd, fast-w and rescuedp among
+  others) with the other runs' decisions too, so changing one run's budget factor moves the
+  other runs' releases. A run is reproducible on its own only when each run draws from a
+  generator of its own (as tests/test_batch_streamdp.py does to compare every lane with the
+  exact run of its seed); the batch's statistics do not depend on this.
 * **Allocators and variants.** The built-in central allocators whose data path is PWSM's
   (`PwsmPath`: publish iff ``dis > sqrt(err)``) or Kellaris's (`KellarisPath`, also bd-shift's
   and ba-shift's: publish iff ``dis > scale``), in the variants `wevent gate` proves sound only
-  (`SOUND_VARIANTS`): ``sound`` for every one; ``published`` for uniform, sample, bd, ba, pbd
-  and pba, and ``du-code`` for bd and pbd (`wevent gate NAME --variant V` says PROVED for each:
-  exact arithmetic, up to 2 classes, w <= 6, 18 slots, and a search up to w = 64 without a
+  (`SOUND_VARIANTS`): ``sound`` for every one; ``published`` for uniform, sample, bd, ba, pbd,
+  pba and adapub, and ``du-code`` for bd and pbd (`wevent gate NAME --variant V` says PROVED for
+  each: exact arithmetic, up to 2 classes, w <= 6, 18 slots, and a search up to w = 64 without a
   violation). A batch has no guard, so a variant that can overspend (du-code ba and pba, which
   the gate refutes and whose exact run the guard refuses at slot 2 or 3; the published dpbd
   and dpba, and DynamicWEventCode's (du-code dpbd and dpba), after a requirement change)
   would run on unchecked: it is refused before any slot,
   with the variants accepted. So are an unknown name (the registry's error, with its "did you
   mean"), a third-party ``module:attribute`` or entry point
-  (`wevent.experiments.harness.execute_many` runs many seeds of it exactly), another model, and
-  an allocator with a data path of its own (fast-w, rescuedp, pegasus, dsat, adapub).
+  (`wevent.experiments.harness.execute_many` runs many seeds of it exactly), and another model.
+* **Mechanisms with data paths of their own.** dsat, adapub, pegasus, fast-w and rescuedp (the
+  streamdp mechanisms, `LANE_PATHS`) run their own kernels on `BatchAlgebra` as above and their
+  own data paths restated over lanes in `wevent.mechanisms.batch_streamdp` (DSAT's threshold
+  and its feedback, AdaPub's deviation and release, PeGaSus's perturber with the registered
+  path's new group at every slot, FAST's and RescueDP's Kalman filters and PID schedules,
+  RescueDP's grouping of cells, each per lane), in the variants the gate proves: ``sound``, and
+  ``published`` for adapub (dsat's ``streamdp-code`` is refuted; rescuedp's ``published`` is
+  not gated here). A batch of one run draws exactly what `run_mechanism` draws, and each lane of a
+  batch is the exact run of its seed and budget factor when it draws from that run's generator
+  (tests/test_batch_streamdp.py).
 * **Sampling.** Every class with users and a positive budget has the same budget in every slot
   of every run: SM then keeps every user and OBS's threshold is that budget (001 Algorithm 1
   with one distinct budget), so no keep probability is ever computed from a double. This holds
@@ -55,7 +72,14 @@ run (`wevent run`, `wevent.experiments.running.run_mechanism`) is the one to aud
   where the exact run publishes; with w <= 35 the budget comes back up first). The tolerance is
   relative to the batch's largest budget, so with budget factors a run whose budgets are 2^-j
   of the largest gets there j publications sooner (factors 1/4 and 4: the first run from
-  w = 33 on). PWSM's and Kellaris's rules publish only when the noisy
+  w = 33 on). RescueDP publishing at every slot spends ``p(1) ~ 0.139`` of the room each
+  time, so the room shrinks about geometrically: with counts swinging between 0 and 10^12 and
+  w = 400, a batch of one equals the exact run up to slot 155 and takes slot 156's budget
+  for 0, and `near_zero` counts that slot (240 of the 400 in all;
+  tests/test_batch_streamdp.py). Its kernel rounds the room comparing budgets with budgets
+  (`RescueKernel._round_room`), so no comparison of a unitless share meets the tolerance
+  first (it did at slot 113 there, unflagged, when the kernel rounded ``room / eps``: the
+  share was snapped to 0 within ``2^-24``). PWSM's and Kellaris's rules publish only when the noisy
   dissimilarity exceeds ``sqrt(2) / theta`` or ``1 / theta``, which such budgets make all but
   impossible (500 runs x 1,000 slots of bd, w = 200, never reached it). ``BatchResult.
   near_zero`` counts, per run, the slots where some budget came out within the tolerance of 0
@@ -138,7 +162,7 @@ NEAR_ZERO_FLOOR: Final = 2.0**-8
 # The variants `wevent gate ALLOCATOR --variant V` proves (PROVED, exact arithmetic) besides
 # ``sound`` (module docstring, "Allocators and variants"); every other allocator runs its
 # ``sound`` variant only. Refuted: du-code ba and pba (window [1, 2] holds 5/4 of eps = 1), the
-# published and the du-code dpbd and dpba (after a requirement change).
+# published and the du-code dpbd and dpba (after a requirement change), dsat's streamdp-code.
 SOUND_VARIANTS: Final[dict[str, tuple[str, ...]]] = {
     "uniform": ("sound", "published"),
     "sample": ("sound", "published"),
@@ -146,7 +170,12 @@ SOUND_VARIANTS: Final[dict[str, tuple[str, ...]]] = {
     "ba": ("sound", "published"),
     "pbd": ("sound", "published", "du-code"),
     "pba": ("sound", "published"),
+    "adapub": ("sound", "published"),
 }
+
+# The mechanisms with data paths of their own that a batch runs over lanes
+# (`wevent.mechanisms.batch_streamdp`, one class per path).
+LANE_PATHS: Final = ("dsat", "adapub", "pegasus", "fast-w", "rescuedp")
 
 BATCH_LABEL: Final = (
     "batch run: budgets in double precision, no guard, no ledger; one stream for every run, "
@@ -416,8 +445,9 @@ def _rule_of(path: DataPath | None, allocator: str) -> str:
         if cls.decide is KellarisPath.decide:
             return "kellaris"
     raise BatchUnsupported(
-        f"{allocator}: its data path ({cls.__name__}) is not PWSM's or Kellaris's; a batch "
-        "vectorizes those two only (run it with `wevent run` or execute_many)"
+        f"{allocator}: its data path ({cls.__name__}) is not PWSM's or Kellaris's, nor one of "
+        f"the lane paths of wevent.mechanisms.batch_streamdp ({', '.join(LANE_PATHS)}); a batch "
+        "vectorizes those only (run it with `wevent run` or execute_many)"
     )
 
 
@@ -605,7 +635,8 @@ def run_batch(
     histograms themselves, shape (slots, classes, d) (`batch_histograms`, reused across the
     batches of a sweep). ``factors``: per run, a factor on every budget (an eps sweep in one
     batch). ``noise``: ``fast`` or ``numpy`` (`_laplace`); ``noise_rng``: the noise generator
-    (default: ``seed``'s noise generator, as `run_mechanism` builds it)."""
+    (default: ``seed``'s noise generator, as `run_mechanism` builds it). dsat, adapub, pegasus
+    fast-w and rescuedp run their own data paths over lanes (`wevent.mechanisms.batch_streamdp`)."""
     if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
         raise InputError(f"slots: a positive number of slots, got {slots!r}")
     if slots > MAX_SLOTS:
@@ -640,12 +671,22 @@ def run_batch(
     kernel: Kernel[Any, Any, Any] = kernel_for(
         allocator, alg, batch_classes(alg, exact, factors), variant
     )
-    rule = _rule_of(data_path_for(allocator, d), allocator)
     rng = (
         noise_rng
         if noise_rng is not None
         else np.random.default_rng(np.random.SeedSequence(seed).spawn(4)[1])
     )
+    noise_origin = "given generator" if noise_rng is not None else f"seed {seed}"
+    if allocator in LANE_PATHS:  # a data path of its own, over lanes (batch_streamdp)
+        from wevent.mechanisms import batch_streamdp
+
+        fields = batch_streamdp.run_lanes(
+            allocator, alg, kernel, hists, sizes_list, noise=noise, rng=rng, keep=keep_releases
+        )
+        return batch_streamdp.lane_result(
+            allocator, variant, runs, slots, seed, origin, noise_origin, sum(sizes_list), fields
+        )
+    rule = _rule_of(data_path_for(allocator, d), allocator)
     has_users = np.array([n > 0 for n in sizes_list], dtype=np.bool_)
     users = sum(sizes_list)
 
@@ -723,7 +764,7 @@ def run_batch(
         slots=slots,
         seed=seed,
         stream_origin=origin,
-        noise_origin="given generator" if noise_rng is not None else f"seed {seed}",
+        noise_origin=noise_origin,
         users=users,
         amre=amre,
         amse=amre / (users * users) if users else amre * np.nan,

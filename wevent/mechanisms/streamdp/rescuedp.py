@@ -26,9 +26,11 @@ Variants. ``published`` is the rule above on the exact room: every publication m
 room by a table entry, so exact budgets gain about six decimal digits of denominator per
 publication and a long run slows down and writes long numbers to its ledger. ``sound`` (the
 default, and the one to run) first rounds the room down to ``BITS`` = 8 bits after its leading one
-(``eps 2^-k (1 + m / 256)``, at most 0.4 % below it), through comparisons with constants only, so a
-proof stays in linear real arithmetic (a floor would bring in integers, which Z3 handles slowly
-here); budgets then keep denominators of the form ``2^a 5^6`` times eps's. Both are sound (a
+(``eps 2^-k (1 + m / 256)``, at most 0.4 % below it), through comparisons of budgets with
+budgets (the room times powers of 2 against eps and its multiples by constants: no division, so a
+proof stays in linear real arithmetic; a floor would bring in integers, which Z3 handles slowly
+here, and a double-precision run compares like with like, `RescueKernel._round_room`); budgets
+then keep denominators of the form ``2^a 5^6`` times eps's. Both are sound (a
 smaller room spends less); neither is the code's doubles, which the kernel cannot see.
 
 Window bound (one class ``(w, eps)``, every publish/skip sequence). Let ``S(t)`` be the spend in
@@ -183,24 +185,40 @@ class RescueKernel(Generic[V, B]):
     def _round_down(self, x: V) -> V:
         """``x`` (``0 <= x <= 1``) rounded down to ``BITS`` bits after its leading one: the
         largest ``2^-k (1 + m 2^-BITS)`` not above it (``1 <= k <= 64``), or 0 below
-        ``2^-64``; 1 stays 1. Comparisons with constants and products with constants only (so a proof stays
-        in linear real arithmetic): a binary search for the exponent, then one bit at a time."""
+        ``2^-64``; 1 stays 1. `_round_room` with eps = 1."""
+        return self._round_room(x, self.alg.const(1))
+
+    def _round_room(self, room: V, eps: V) -> V:
+        """``room`` (``0 <= room <= eps``, ``eps > 0``) rounded down to ``BITS`` bits after its
+        leading one *as a fraction of eps*: ``eps 2^-k (1 + m 2^-BITS)``, the largest such
+        budget not above it (``1 <= k <= 64``), or 0 below ``eps 2^-64``; eps stays eps.
+
+        In exact arithmetic this is ``eps * round_down(room / eps)`` (the rounding of the
+        module docstring): every comparison of the unitless share ``y`` with a constant
+        ``c`` is made as ``c * eps <= y * eps``, the same truth value for ``eps > 0``
+        (tests/test_streamdp_rescuedp.py checks the two agree on random rationals). Every
+        comparison is between two budgets of about eps's size (a shifted room is compared with
+        eps itself, never eps with a shifted-down threshold), so a floating-point run (the
+        lane batch, whose comparisons allow an absolute slack in budget units) decides each one
+        as the exact run does unless the two sides agree to about 2^-36 of eps; no division,
+        and products with constants only (a proof stays in linear real arithmetic): a binary
+        search for the exponent, then one bit at a time."""
         alg = self.alg
-        y, shifted = x, []
-        for s in _SHIFTS:  # y < 2^-s: y * 2^s stays below 1
-            small = alg.not_(alg.le(alg.const(Fraction(1, 2**s)), y))
+        y, shifted = room, []
+        for s in _SHIFTS:  # y < eps 2^-s (y 2^s < eps): y * 2^s stays below eps
+            small = alg.not_(alg.le(eps, alg.scale(y, 2**s)))
             y = alg.select(small, alg.scale(y, 2**s), y)
             shifted.append((s, small))
-        normal = alg.scale(y, 2)  # in [1, 2) unless x < 2^-64
-        mantissa = alg.const(1)
+        normal = alg.scale(y, 2)  # in [eps, 2 eps) unless room < eps 2^-64
+        mantissa = eps
         for bit in range(1, BITS + 1):
-            longer = alg.add(mantissa, alg.const(Fraction(1, 2**bit)))
+            longer = alg.add(mantissa, alg.scale(eps, Fraction(1, 2**bit)))
             mantissa = alg.select(alg.le(longer, normal), longer, mantissa)
         out = alg.scale(mantissa, Fraction(1, 2))
         for s, small in reversed(shifted):
             out = alg.select(small, alg.scale(out, Fraction(1, 2**s)), out)
-        out = alg.select(alg.le(alg.const(Fraction(1, 2)), y), out, alg.const(0))
-        return alg.select(alg.le(alg.const(1), x), alg.const(1), out)  # x = 1 stays 1
+        out = alg.select(alg.le(eps, normal), out, alg.const(0))  # eps / 2 <= y
+        return alg.select(alg.le(eps, room), eps, out)  # room = eps stays eps
 
     def plan(self, state: FixedState[V], t: int) -> Plan[V, B]:
         """The code's ``publish`` (single cell), steps (3)-(4): ``eps_rm = epsilon -
@@ -217,7 +235,7 @@ class RescueKernel(Generic[V, B]):
             # the room rounded down (a fraction of eps, BITS bits), p(I) of it, capped at eps / 5
             rounded = room
             if self.variant == "sound":
-                rounded = alg.mul(self._round_down(alg.ratio(room, c.eps)), c.eps)
+                rounded = self._round_room(room, c.eps)
             pubs.append(vmin(alg, self._share(rounded, gap, t), alg.scale(c.eps, E_MAX)))
         no = alg.truth(False)
         return Plan(no, no, tuple(zero for _ in self.served), tuple(pubs))
