@@ -139,6 +139,7 @@ __all__ = [
     "BatchUnsupported",
     "batch_classes",
     "batch_histograms",
+    "batch_result",
     "run_batch",
 ]
 
@@ -683,7 +684,7 @@ def run_batch(
         fields = batch_streamdp.run_lanes(
             allocator, alg, kernel, hists, sizes_list, noise=noise, rng=rng, keep=keep_releases
         )
-        return batch_streamdp.lane_result(
+        return batch_result(
             allocator, variant, runs, slots, seed, origin, noise_origin, sum(sizes_list), fields
         )
     rule = _rule_of(data_path_for(allocator, d), allocator)
@@ -756,7 +757,44 @@ def run_batch(
             sq_err += diff.sum(axis=(0, 1))
             if releases is not None:
                 releases[t - k - 1 : t] = kept[: k + 1]
-    amre = sq_err / (slots * d)
+    return batch_result(
+        allocator,
+        variant,
+        runs,
+        slots,
+        seed,
+        origin,
+        noise_origin,
+        users,
+        {
+            "sq_err": sq_err,
+            "abs_err": abs_err,
+            "truth": truth,
+            "published": published,
+            "nullified": nullified_n,
+            "near_zero": near_n,
+            "releases": releases,
+        },
+    )
+
+
+def batch_result(
+    allocator: str,
+    variant: str,
+    runs: int,
+    slots: int,
+    seed: int,
+    origin: str,
+    noise_origin: str,
+    users: int,
+    fields: dict[str, Any],
+) -> BatchResult:
+    """A `BatchResult` from a batch loop's sums (``fields``: per run ``sq_err``, ``abs_err``,
+    ``published``, ``nullified``, ``near_zero``; ``truth``, and ``releases`` or None), the
+    metrics computed alike for 001's path (`run_batch`) and the lane paths (`batch_streamdp`)."""
+    d = fields["truth"].shape[1]
+    amre = fields["sq_err"] / (slots * d)
+    abs_err, rel = fields["abs_err"], fields["releases"]
     return BatchResult(
         allocator=allocator,
         variant=variant,
@@ -769,10 +807,10 @@ def run_batch(
         amre=amre,
         amse=amre / (users * users) if users else amre * np.nan,
         mae=abs_err / (slots * d) / users if users else abs_err * np.nan,
-        published=published,
-        skipped=slots - published - nullified_n,
-        nullified=nullified_n,
-        near_zero=near_n,
-        truth=truth,
-        releases=None if releases is None else releases.transpose(2, 0, 1),
+        published=fields["published"],
+        skipped=slots - fields["published"] - fields["nullified"],
+        nullified=fields["nullified"],
+        near_zero=fields["near_zero"],
+        truth=fields["truth"],
+        releases=None if rel is None else rel.transpose(2, 0, 1),
     )

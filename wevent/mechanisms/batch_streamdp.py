@@ -54,7 +54,6 @@ from wevent.mechanisms.allocators.kernel import Kernel
 from wevent.mechanisms.batch import (
     LANE_PATHS,
     BatchAlgebra,
-    BatchResult,
     BatchUnsupported,
     _Budgets,
     _check_signs,
@@ -681,39 +680,3 @@ def run_lanes(
         "truth": truth,
         "releases": releases,
     }
-
-
-def lane_result(
-    allocator: str,
-    variant: str,
-    runs: int,
-    slots: int,
-    seed: int,
-    origin: str,
-    noise_origin: str,
-    users: int,
-    fields: dict[str, Any],
-) -> BatchResult:
-    """A `BatchResult` from `run_lanes`' fields (the metrics as `run_batch` computes them)."""
-    amre = fields["sq_err"] / (slots * fields["truth"].shape[1])
-    d = fields["truth"].shape[1]
-    rel = fields["releases"]
-    return BatchResult(
-        allocator=allocator,
-        variant=variant,
-        runs=runs,
-        slots=slots,
-        seed=seed,
-        stream_origin=origin,
-        noise_origin=noise_origin,
-        users=users,
-        amre=amre,
-        amse=amre / (users * users) if users else amre * np.nan,
-        mae=fields["abs_err"] / (slots * d) / users if users else fields["abs_err"] * np.nan,
-        published=fields["published"],
-        skipped=slots - fields["published"] - fields["nullified"],
-        nullified=fields["nullified"],
-        near_zero=fields["near_zero"],
-        truth=fields["truth"],
-        releases=None if rel is None else rel.transpose(2, 0, 1),
-    )
