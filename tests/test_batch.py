@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import wevent.mechanisms.batch as batch_module
+import wevent.mechanisms.batch_core as batch_core
 from wevent.accounting.budget import Budget
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Declaration, Dynamic, Fixed, Requirement
@@ -35,12 +36,12 @@ from wevent.mechanisms.batch import (
     MAX_SLOTS,
     BatchAlgebra,
     BatchUnsupported,
-    _check_signs,
     batch_classes,
     batch_histograms,
     batch_variants,
     run_batch,
 )
+from wevent.mechanisms.batch_core import check_signs
 from wevent.mechanisms.central import InvalidAllocation
 from wevent.mechanisms.streams import SyntheticStream
 
@@ -422,13 +423,13 @@ def _lane0_decisions(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _shared_noise(monkeypatch: pytest.MonkeyPatch) -> None:
     """Mutant: every run draws the same noise."""
-    original = batch_module._laplace
+    original = batch_core.laplace
 
     def shared(rng: Any, noise: str, scale: Any, shape: tuple[int, ...]) -> Any:
         one = original(rng, noise, np.ones(1), (*shape[:-1], 1))
         return np.broadcast_to(one, shape) * scale
 
-    monkeypatch.setattr(batch_module, "_laplace", shared)
+    monkeypatch.setattr(batch_module, "laplace", shared)
 
 
 @pytest.mark.parametrize(
@@ -571,14 +572,14 @@ def test_a_negative_budget_within_the_tolerance_raises() -> None:
         return Plan(no, no, (zero,), (alg.lanes_of([0.5, value, 0.25]),))
 
     with pytest.raises(InvalidAllocation, match="within the comparison tolerance"):
-        _check_signs(alg, 7, "bd", plan(-alg.atol / 2))
+        check_signs(alg, 7, "bd", plan(-alg.atol / 2))
     with pytest.raises(InvalidAllocation, match=r"negative publication budget .* in 1 of 3"):
-        _check_signs(alg, 7, "bd", plan(-1.0))
+        check_signs(alg, 7, "bd", plan(-1.0))
     # the controls: 0 and a positive budget within the tolerance pass; so does a negative
     # publication budget of a nullified slot (it is not spent)
-    _check_signs(alg, 7, "bd", plan(0.0))
-    _check_signs(alg, 7, "bd", plan(alg.atol / 2))
-    _check_signs(alg, 7, "bd", Plan(alg.truth(True), no, (zero,), plan(-1.0).publication))
+    check_signs(alg, 7, "bd", plan(0.0))
+    check_signs(alg, 7, "bd", plan(alg.atol / 2))
+    check_signs(alg, 7, "bd", Plan(alg.truth(True), no, (zero,), plan(-1.0).publication))
 
 
 def test_the_stream_origin_is_recorded() -> None:
@@ -630,7 +631,7 @@ def test_a_halving_budget_below_the_tolerance_is_nullified_and_counted(name: str
 def test_the_near_zero_count_is_seen_by_the_test_above(monkeypatch: pytest.MonkeyPatch) -> None:
     """The control: with the count's band empty (its floor at the tolerance), the test above
     fails."""
-    monkeypatch.setattr(batch_module, "NEAR_ZERO_FLOOR", 1.0)
+    monkeypatch.setattr(batch_core, "NEAR_ZERO_FLOOR", 1.0)
     with pytest.raises(AssertionError):
         test_a_halving_budget_below_the_tolerance_is_nullified_and_counted("bd")
 

@@ -51,13 +51,13 @@ import numpy as np
 import numpy.typing as npt
 
 from wevent.mechanisms.allocators.kernel import Kernel
-from wevent.mechanisms.batch import (
+from wevent.mechanisms.batch_core import (
     LANE_PATHS,
     BatchAlgebra,
     BatchUnsupported,
-    _Budgets,
-    _check_signs,
-    _laplace,
+    Budgets,
+    check_signs,
+    laplace,
     near_zero,
 )
 from wevent.mechanisms.streamdp import dsat as dsat_module
@@ -123,8 +123,8 @@ class _Lanes:
         self, rng: np.random.Generator, scale: FloatArray, shape: tuple[int, ...], rows: IntArray
     ) -> Any:
         """Laplace(scale) noise of ``shape`` (the last axis: the lanes ``rows``), in one draw
-        (`wevent.mechanisms.batch._laplace`); tests replace it with one generator per lane."""
-        return _laplace(rng, self.noise, scale, shape)
+        (`wevent.mechanisms.batch_core.laplace`); tests replace it with one generator per lane."""
+        return laplace(rng, self.noise, scale, shape)
 
     def _perturb(
         self, rows: IntArray, sampled: IntArray, scale: FloatArray, rng: np.random.Generator
@@ -429,7 +429,7 @@ class RescueLanes(_Lanes):
     ) -> FloatArray:
         """``counts[i]`` Laplace(``scale[i]``) draws for lane ``rows[i]``, lane after lane, in
         one flat array (one draw; tests replace it with one generator per lane)."""
-        out: FloatArray = _laplace(rng, self.noise, np.repeat(scale, counts), (int(counts.sum()),))
+        out: FloatArray = laplace(rng, self.noise, np.repeat(scale, counts), (int(counts.sum()),))
         return out
 
     def _release(self, k: IntArray, rows: IntArray) -> FloatArray:
@@ -629,12 +629,12 @@ def run_lanes(
     for t in range(1, slots + 1):
         hist = hists[t - 1]
         plan = kernel.plan(state, t)
-        _check_signs(alg, t, allocator, plan)
+        check_signs(alg, t, allocator, plan)
         near_n += near_zero(alg, plan, t)
         forced = alg.runs_of(plan.forced)
         nullified = alg.runs_of(plan.nullified)
         dis = np.full(runs, np.nan)
-        dis_b = _Budgets(alg, plan.dissimilarity, has_users, t, "dissimilarity")
+        dis_b = Budgets(alg, plan.dissimilarity, has_users, t, "dissimilarity")
         rows = every if dis_b.all else np.flatnonzero(dis_b.any)
         if len(rows):
             scale = inv_d / dis_b.theta[rows]
@@ -644,7 +644,7 @@ def run_lanes(
             dis[rows] = path.dissimilarity(
                 t, rows, dis_b.counts(hist, None if dis_b.all else rows), last[:, rows], scale, rng
             )
-        pub_b = _Budgets(alg, plan.publication, has_users, t, "publication")
+        pub_b = Budgets(alg, plan.publication, has_users, t, "publication")
         pub_scale = 1.0 / pub_b.theta
         asked = ~forced & ~nullified & pub_b.any
         decision = np.zeros(runs, dtype=np.bool_)
