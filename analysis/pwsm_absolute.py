@@ -58,8 +58,9 @@ Expected outcome (default run, seeds 0-2): in S0 our BA is 3-19x the printed val
 the Log BA column lands on the printed values in all ten cells (0.75-1.02x), Sin BA within
 0.24-0.93x, TLNS BA within 0.26-1.7x, BD on Sin/Log within 0.05-1.2x (heavy-tailed: a few seeds
 decide it); TLNS BD stays 5-250x below the printed values, and TLNS's PLBU row needs a walk higher
-than most of ours (001 used a revised TLNS generator seeded with Java's Random(1), which cannot
-be regenerated).
+than most of ours (001 used a revised TLNS generator seeded with Java's Random(1);
+`pwsm_tlns_java.py` regenerates that walk, which gives the printed PLBU row and leaves TLNS BD
+below the printed values).
 
 Commands (from the repository root):
 

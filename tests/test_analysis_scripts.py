@@ -401,3 +401,137 @@ def test_exsub_succinct_integer_storage_against_a_simulation() -> None:
         per_row = (est[:, ~zero] * x[~zero]).mean(axis=1)  # the rows are independent
         se = float(per_row.std()) / math.sqrt(len(per_row))
         assert abs(float(per_row.mean()) - want) < 5 * se
+
+
+@pytest.fixture
+def table4_high() -> Iterator[ModuleType]:
+    """analysis/exsub_table4_high.py as a module (it imports exsub_table4 and exsub_table2)."""
+    with analysis_module("exsub_table4_high") as module:
+        yield module
+
+
+def test_exsub_table4_high_rules_out_equal_errors_clip_and_stubs() -> None:
+    out = output("exsub_table4_high.py", "--quick")
+    # uniform data: TVE / MAE is that of 512 equal errors at every output size; level moves
+    assert "| ExSub | k = 1 (authors' k) | 125.8 | 1.10 | 125.8 | 1.24 |" in out
+    assert "| ExSub | k = 4 | 125.8 | 1.94 | 125.8 | 2.79 |" in out
+    assert "| Collision | t x 1 | 125.8 | 1.02 | 125.8 | 1.18 |" in out
+    # the authors' clip keeps the ratio and cuts the level
+    assert "| 3 | 1 | 153.7 | 28.82 | 0.188 | 0.214 | 0.137 | 125.8 |" in out
+    # stub filling: fits eps <= 1 but misses eps = 3, 5 (Table IV by >= 11.4%, II by >= 18%)
+    assert "| IV | r uniform on 0..s | 50.0 | exsub | 1.03 / 1.04 |" in out
+    assert "| 1.17 / 0.94 | 16.6% |" in out
+    assert "| IV | r ~ Binomial(s, 1/2) | 50.0 | exsub |" in out and "| 11.4% |" in out
+    assert "| II | Bernoulli(s / data), capped at s | 6.9 | exsub |" in out and "| 18.1% |" in out
+
+
+def test_exsub_table4_high_model(table4_high: ModuleType) -> None:
+    t4 = importlib.import_module("exsub_table4")
+    # Collision at the authors' t is exsub_table2's model (a factor 2 is not)
+    for eps in (Fraction(1), Fraction(5)):
+        ours = table4_high.collision_variances_t(eps, Fraction(1))
+        theirs = t4.collision_entry_variances(eps)
+        assert (ours.zero, ours.nonzero) == pytest.approx((theirs.zero, theirs.nonzero))
+        assert table4_high.collision_variances_t(eps, Fraction(2)).zero != pytest.approx(
+            theirs.zero
+        )
+    # stub shares: every user has exactly s non-zero entries, data and stubs together
+    pr = np.full(101, 1 / 101)
+    shares = table4_high.stub_shares(512, 100, pr)
+    assert sum(c * q for c, q in shares) == pytest.approx(100)
+    assert shares[1][1] == pytest.approx(100 / 101) and shares[-1][1] == pytest.approx(1 / 101)
+    exact = table4_high.stub_shares(512, 100, np.eye(101)[100])
+    assert all(q == 0 for _, q in exact[1:])
+    # the distinct-count recursion against a direct simulation
+    rng = np.random.default_rng(0)
+    draws = rng.integers(0, 412, size=(20000, 100))
+    distinct = np.array([len(set(row)) for row in draws.tolist()])
+    pmf = table4_high.distinct_pmf(412, 100)
+    assert pmf.sum() == pytest.approx(1.0)
+    assert float(np.dot(np.arange(101), pmf)) == pytest.approx(distinct.mean(), rel=2e-3)
+    # equal shares give the equal-error ratio; uneven shares a lower one
+    var = t4.exsub_variances(512, 100, Fraction(5), 1)
+    tve, mae = table4_high.predict_shares([(512, 100 / 512)], var, 50_000)
+    assert tve / mae == pytest.approx(t4.gaussian_ratio(512), rel=1e-6)
+    tve2, mae2 = table4_high.predict_shares(shares, var, 50_000)
+    assert tve2 / mae2 < 0.8 * tve / mae
+
+
+def test_exsub_table4_high_stub_vectors_and_sampler(table4_high: ModuleType) -> None:
+    rng = np.random.default_rng(1)
+    R = table4_high.stub_vectors(3000, 512, 100, rng)
+    assert ((R != 0).sum(axis=1) == 100).all()
+    assert (R[:, 412:] >= 0).all()  # stubs are +1 or 0
+    share = (R != 0).mean(axis=0)
+    assert share[412] == pytest.approx(100 / 101, abs=0.02)
+    assert share[:412].mean() == pytest.approx(50 / 412, rel=0.05)
+    tve, _ = table4_high.measure("uniform", Fraction(5), 1, 4000, 0, 0)
+    var = importlib.import_module("exsub_table4").exsub_variances(512, 100, Fraction(5), 1)
+    pred, _ = table4_high.predict_shares([(512, 100 / 512)], var, 4000)
+    assert tve == pytest.approx(pred, rel=0.08)
+
+
+@pytest.fixture
+def window_obs() -> Iterator[ModuleType]:
+    with analysis_module("pwsm_window_obs") as module:
+        yield module
+
+
+def test_pwsm_window_obs_finds_no_switch_at_ten_thousand_users() -> None:
+    out = output("pwsm_window_obs.py", "--quick")
+    assert (
+        "| 001 Sec. 6.5, window sweep | (120, 0.6) / (40, 0.6) | 798 | 798 (1) | none "
+        "| 2,661-7,980 |" in out
+    )
+    assert "| 001 Sec. 6.5, budget sweep | (120, 0.6) / (120, 1) | 1,129 | 1,129 (1) | 0.9 |" in out
+    assert "| 001 Sec. 6.2, windows, E = 0.5 | (20, 0.5) / (10, 0.5) | 194 |" in out
+    assert "I = 1.3 to 3.7 in steps of 0.1" in out
+    assert "| 0.9 | 1,000 | 1 | the lowest budget at every t_A |" in out
+    assert "| yes |" in out and "| NO |" not in out
+
+
+def test_pwsm_window_obs_switch_point(window_obs: ModuleType) -> None:
+    from wevent.accounting.budget import Budget
+    from wevent.mechanisms.sampling import obs
+
+    lo, hi = Fraction(3, 5) / 240, Fraction(3, 5) / 80
+    n = window_obs.switch_point(lo, hi)
+    assert n == 798
+    assert obs({Budget(lo): n, Budget(hi): 1})[0] == Budget(hi)
+    assert obs({Budget(lo): n + 1, Budget(hi): 1})[0] == Budget(lo)
+    # the what-if weighting moves the point and is undone on exit
+    with window_obs.sensitivity(Fraction(2)):
+        assert window_obs.switch_point(lo, hi) == 1597
+    assert window_obs.switch_point(lo, hi) == 798
+    assert window_obs.n_range(798) == "2,661-7,980" and window_obs.n_range(0) == "none"
+
+
+@pytest.fixture
+def tlns_java() -> Iterator[ModuleType]:
+    with analysis_module("pwsm_tlns_java") as module:
+        yield module
+
+
+def test_pwsm_tlns_java_regenerates_001s_walk(tlns_java: ModuleType) -> None:
+    # java.util.Random's published values
+    assert tlns_java.JavaRandom(1).next_int() == -1155869325
+    assert tlns_java.JavaRandom(42).next_gaussian() == pytest.approx(1.1419053154730547, abs=1e-15)
+    rng = tlns_java.JavaRandom(7)
+    g = [rng.next_gaussian() for _ in range(20000)]
+    assert abs(float(np.mean(g))) < 0.03 and float(np.std(g)) == pytest.approx(1.0, abs=0.02)
+    # 001 Section 6.1: 8 clipping events in 10,000 slots, all below 0, for one variant only
+    counts = {v: (w.below, w.above) for v in tlns_java.VARIANTS for w in [tlns_java.walk(v)]}
+    assert counts["rounded"] == (8, 0)
+    assert all(c != (8, 0) for v, c in counts.items() if v != "rounded")
+    # 001's TLNS PLBU rows are the error of a release stuck at (N/2, N/2) on that walk
+    p = tlns_java.walk("rounded").p
+    pred = tlns_java.uniform_error(p, 10_000)
+    assert 0.985 < 9_629_126.83 / pred < 9_750_998.15 / pred < 1.0
+    assert tlns_java.uniform_error(tlns_java.walk("rounded-0.5").p, 10_000) < 0.3 * pred
+
+
+def test_pwsm_tlns_java_quick_output() -> None:
+    out = output("pwsm_tlns_java.py", "--quick")
+    assert "| rounded | 0.05 | 8 | 0 | 0.000 | 0.440 | 0.2232 |" in out
+    assert "Table 5 0.9917-0.9981, Table 6 0.9856-0.9971" in out
+    assert "| T5 E=0.6 | 9.72 |" in out and "| 0 of 2 | 0 of 2 |" in out
