@@ -26,20 +26,22 @@ What it prints:
     mean_t (N/2 - N p_t)^2 + N p_t (1 - p_t) at N = 10,000 (what `pwsm_absolute.py` matches to
     001's Sin and Log PLBU rows), against 001's TLNS PLBU rows.
 (c) BD, BA (the independent simulator of `pwsm_absolute.py`, settings S0 = our rules and S5 =
-    the authors' code's) and PLBU (wevent's GRR at E / w, undebiased as 001's rows fit) on
+    the authors' runner's), BD S5du (S5 with BD subtracting the last w publications instead of
+    w - 1, the rule of the authors' DynamicWEventCode BD, wevent's `--variant du-code`) and PLBU (wevent's GRR at E / w, undebiased as 001's rows fit) on
     counts drawn from that walk, in the ten TLNS cells of 001 Tables 5-6, with the number of
     seeds (noise and counts; the walk is fixed) in which BD is above the undebiased PLBU, against
     the printed cells.
 
 Commands (from the repository root; wall times on the shared 2-core machine):
 
-    .venv/bin/python analysis/pwsm_tlns_java.py             # (a)-(c), seeds 0-9: 4 min 50 s
-    .venv/bin/python analysis/pwsm_tlns_java.py --quick     # (a), (b), (c) at 2 cells, 2 seeds: 6-11 s
+    .venv/bin/python analysis/pwsm_tlns_java.py             # (a)-(c), seeds 0-9: 2 min 12 s
+    .venv/bin/python analysis/pwsm_tlns_java.py --quick     # (a), (b), (c) at 2 cells, 2 seeds: 11 s
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import time
 from collections.abc import Sequence
@@ -196,6 +198,11 @@ def plbu_undebiased(ones: Sequence[int], users: int, e: float, w: int, seed: int
     return total / len(ones)
 
 
+S5_DU = dataclasses.replace(
+    pa.SETTINGS[5], name="S5 + BD subtracts the last w publications (du-code)", bd_last_w=True
+)
+
+
 def ordering(w: Walk, seeds: int, labels: Sequence[str] | None) -> None:
     users, slots = pa.USERS, len(w.p)
     original = pa.probabilities
@@ -211,16 +218,17 @@ def ordering(w: Walk, seeds: int, labels: Sequence[str] | None) -> None:
         f"0-{seeds - 1} (counts and noise; the walk fixed): AMRE, mean over seeds, millions"
     )
     print(
-        "| cell | PLBU undebiased | BD S0 | BA S0 | BD S5 | BA S5 | printed PLBU | printed BD | "
-        "printed BA | BD S5 / printed | seeds BD S5 > PLBU | seeds BD S0 > PLBU |"
+        "| cell | PLBU undebiased | BD S0 | BA S0 | BD S5 | BA S5 | BD S5du | printed PLBU | "
+        "printed BD | printed BA | PLBU / printed | BD S5 / printed | BD S5du / printed | "
+        "seeds BD S5 > PLBU | seeds BD S5du > PLBU | seeds BD S0 > PLBU |"
     )
-    print("|---|" + "---:|" * 11)
+    print("|---|" + "---:|" * 15)
     pa.probabilities = fixed
     try:
         for label, e, win, i in pa.cells():
             if labels is not None and label not in labels:
                 continue
-            plbu, bd0, ba0, bd5, ba5 = [], [], [], [], []
+            plbu, bd0, ba0, bd5, ba5, bdu = [], [], [], [], [], []
             for s in range(seeds):
                 ones = pa.stream_ones("lns", users, slots, s, True).tolist()
                 plbu.append(plbu_undebiased(ones, users, e, win, s))
@@ -228,9 +236,11 @@ def ordering(w: Walk, seeds: int, labels: Sequence[str] | None) -> None:
                 ba0.append(pa.simulate("ba", "lns", users, slots, e, win, s, pa.SETTINGS[0]))
                 bd5.append(pa.simulate("bd", "lns", users, slots, e, win, s, pa.SETTINGS[5]))
                 ba5.append(pa.simulate("ba", "lns", users, slots, e, win, s, pa.SETTINGS[5]))
+                bdu.append(pa.simulate("bd", "lns", users, slots, e, win, s, S5_DU))
             wins5 = sum(b > p for b, p in zip(bd5, plbu, strict=True))
+            winsu = sum(b > p for b, p in zip(bdu, plbu, strict=True))
             wins0 = sum(b > p for b, p in zip(bd0, plbu, strict=True))
-            means = [float(np.mean(v)) for v in (plbu, bd0, ba0, bd5, ba5)]
+            means = [float(np.mean(v)) for v in (plbu, bd0, ba0, bd5, ba5, bdu)]
             p_plbu = pa.printed("lns", "plbu", label, i)
             p_bd = pa.printed("lns", "bd", label, i)
             p_ba = pa.printed("lns", "ba", label, i)
@@ -238,7 +248,9 @@ def ordering(w: Walk, seeds: int, labels: Sequence[str] | None) -> None:
                 f"| {label} | "
                 + " | ".join(f"{m / 1e6:.3g}" for m in means)
                 + f" | {p_plbu / 1e6:.3g} | {p_bd / 1e6:.3g} | {p_ba / 1e6:.3g} | "
-                + f"{means[3] / p_bd:.2f} | {wins5} of {seeds} | {wins0} of {seeds} |",
+                + f"{means[0] / p_plbu:.4f} | {means[3] / p_bd:.2f} | {means[5] / p_bd:.2f} | "
+                + f"{wins5} of {seeds} | "
+                + f"{winsu} of {seeds} | {wins0} of {seeds} |",
                 flush=True,
             )
     finally:

@@ -170,6 +170,32 @@ def test_pwsm_ratio_ducode_refuses_bad_ratios() -> None:
     assert "--ratios: numbers between 0 and 1" in done.stderr
 
 
+@pytest.mark.parametrize("w", [2, 3, 5])
+def test_pwsm_absolute_bd_budgets_are_wevents_sound_and_du_code_kernels(w: int) -> None:
+    """The simulator's BD against wevent's exact kernels on the simulator's own decisions: each
+    published budget equals the sound kernel's (subtract the last w - 1 publications) and, with
+    ``bd_last_w``, du-code's (the last w: the authors' DynamicWEventCode)."""
+    from wevent.mechanisms.allocators import make_kernel, run_trace
+    from wevent.mechanisms.allocators.algebra import ExactAlgebra
+    from wevent.mechanisms.allocators.kernel import DU_CODE, FixedClass
+
+    with analysis_module("pwsm_absolute") as pa:
+        budgets = []
+        for variant, last_w in (("sound", False), (DU_CODE, True)):
+            setting = pa.Setting("test", bd_last_w=last_w)
+            trace: list[tuple[float, bool]] = []
+            pa.simulate("bd", "sin", 300, 120, 1.0, w, 0, setting, trace)
+            decisions = [published for _, published in trace]
+            assert 10 < sum(decisions) < 110  # both kinds of slot, runs of publications
+            kernel = make_kernel("bd", ExactAlgebra(), [FixedClass(w, Fraction(1))], variant)
+            steps = run_trace(kernel, decisions)
+            for (eps_pub, published), step in zip(trace, steps, strict=True):
+                if published:
+                    assert eps_pub == pytest.approx(float(step.publication[0]), rel=1e-12)
+            budgets.append([b for b, _ in trace])
+        assert budgets[0] != budgets[1]
+
+
 def test_pwsm_absolute_ordering_compares_bd_with_a_release_at_zero() -> None:
     out = output("pwsm_absolute.py", "--ordering", "--slots", "300", "--seeds", "1")
     # 001's TLNS BD row is the error of a release stuck at zero at E = 0.2; Sin and Log far below.
@@ -608,4 +634,8 @@ def test_pwsm_tlns_java_quick_output() -> None:
     out = output("pwsm_tlns_java.py", "--quick")
     assert "| rounded | 0.05 | 8 | 0 | 0.000 | 0.440 | 0.2232 |" in out
     assert "Table 5 0.9917-0.9981, Table 6 0.9856-0.9971" in out
-    assert "| T5 E=0.6 | 9.72 |" in out and "| 0 of 2 | 0 of 2 |" in out
+    assert (
+        "| T5 E=0.6 | 9.72 | 0.11 | 0.0343 | 0.757 | 0.00291 | 0.819 | 9.72 | 21.9 | 0.00523 "
+        "| 1.0005 | 0.03 | 0.04 | 0 of 2 | 0 of 2 | 0 of 2 |" in out
+    )
+    assert "Random(42).nextGaussian() = 1.141905315473055, Java's 1.1419053154730547: 1 ulp" in out
