@@ -13,7 +13,7 @@ The calculation (this script, from wevent's `obs`, 001 Algorithm 1 with 001 Defi
     (Algorithm 5 line 13) offers (E / (2w)) min(t_A, w) after t_A absorbed slots: the same 1 : 3
     ratio for t_A <= 40, then 3 : 3 at t_A = 120. The table gives, per step, the largest number
     n_lo of w = 120 users for which OBS leaves their budget (a switch), for t_A = 1..120: 798 in
-    the dissimilarity step, at most 798 in the publication step (fewer as t_A grows). At
+    the dissimilarity step, at most 798 in the publication step (largest at t_A = 1). At
     N = 10,000 n_lo = (1 - o) N >= 1,000 for o <= 0.9, so OBS picks the w = 120 budget in every
     step at every o of the sweep.
 (b) What follows (001 Algorithm 5 as printed): with the lowest budget as threshold, SM keeps every
