@@ -58,8 +58,9 @@ Expected outcome (default run, seeds 0-2): in S0 our BA is 3-19x the printed val
 the Log BA column lands on the printed values in all ten cells (0.75-1.02x), Sin BA within
 0.24-0.93x, TLNS BA within 0.26-1.7x, BD on Sin/Log within 0.05-1.2x (heavy-tailed: a few seeds
 decide it); TLNS BD stays 5-250x below the printed values, and TLNS's PLBU row needs a walk higher
-than most of ours (001 used a revised TLNS generator seeded with Java's Random(1), which cannot
-be regenerated).
+than most of ours (001 used a revised TLNS generator seeded with Java's Random(1);
+`pwsm_tlns_java.py` regenerates that walk, which gives the printed PLBU row and leaves TLNS BD
+below the printed values).
 
 Commands (from the repository root):
 
@@ -148,6 +149,7 @@ class Setting:
     ba_forgets: bool = False  # BA never records its publications (the authors' BA)
     rounded: bool = False  # p_t rounded to two decimals
     segment: int | None = None  # restart the mechanisms every `segment` slots
+    bd_last_w: bool = False  # BD subtracts the last w publications, not w - 1 (du-code's BD)
 
 
 SETTINGS: Final = (
@@ -209,14 +211,17 @@ def simulate(
     w: int,
     seed: int,
     setting: Setting,
+    trace: list[tuple[float, bool]] | None = None,
 ) -> float:
     """AMRE of Kellaris et al.'s BD or BA (central, d = 2) under ``setting``.
 
     Every slot spends budget/(2w) on the dissimilarity (1/d) sum_j |c_j - r_j| + Lap(1/(d budget/(2w))).
-    BD publishes with half of what the last w - 1 slots left of budget/2; BA publishes with the
+    BD publishes with half of what the last w - 1 slots (w with ``setting.bd_last_w``, the
+    authors' DynamicWEventCode) left of budget/2; BA publishes with the
     shares absorbed since its last publication (at most w) and then nullifies as many slots as it
     borrowed. A publication is c_t + Lap(1/eps_pub) per value. The data and the noise come from
     separate generators, so all mechanisms and settings see the same counts for a seed.
+    ``trace``, if given, receives BD's (publication budget, published) per slot.
     """
     d = 2
     noise_rng = np.random.default_rng([seed, 1])
@@ -227,14 +232,17 @@ def simulate(
     dis_scale = 1.0 / (d * unit)
     factor = 1.0 if setting.kellaris_threshold else math.sqrt(2.0)
     segment = setting.segment or slots
-    # BD keeps its spends exactly, as integers in units of (budget/2) / 2^(w + 2): every spend
-    # halves what is left, and at most w - 1 halvings are in force at once.
-    whole = 1 << (w + 2)
+    held = w if setting.bd_last_w else w - 1  # slots whose spends BD subtracts
+    # BD keeps its spends as integers in units of (budget/2) / 2^(held + 67) and halves by a
+    # shift. The halvings chain without end (each spend depends on earlier ones), so the shift
+    # truncates; with 64 bits below the smallest share the truncation stays under float
+    # resolution (the test checks the budgets against wevent's exact kernels at w = 2, 3, 5).
+    whole = 1 << (held + 67)
     total_error = 0.0
     for start in range(0, slots, segment):
         r0 = r1 = 0.0  # a fresh mechanism releases zeros until it publishes
         spent: list[int] = []  # BD: spends of the segment's slots
-        in_window = 0  # BD: sum of the spends of the last w - 1 slots
+        in_window = 0  # BD: sum of the spends of the last `held` slots
         last, last_shares = -1, 1  # BA: the last publication (local slot) and its shares
         for lt in range(min(segment, slots - start)):
             t = start + lt
@@ -247,10 +255,12 @@ def simulate(
                 eps_pub = share / whole * budget / 2
                 publish = dis > factor / eps_pub
                 spend = share if publish else 0
+                if trace is not None:
+                    trace.append((eps_pub, publish))
                 spent.append(spend)
                 in_window += spend
-                if lt - (w - 1) >= 0:
-                    in_window -= spent[lt - (w - 1)]
+                if lt - held >= 0:
+                    in_window -= spent[lt - held]
             elif mechanism == "ba":
                 if lt - last <= last_shares - 1:
                     publish = False  # nullified: its share was absorbed by the last publication

@@ -170,6 +170,32 @@ def test_pwsm_ratio_ducode_refuses_bad_ratios() -> None:
     assert "--ratios: numbers between 0 and 1" in done.stderr
 
 
+@pytest.mark.parametrize("w", [2, 3, 5])
+def test_pwsm_absolute_bd_budgets_are_wevents_sound_and_du_code_kernels(w: int) -> None:
+    """The simulator's BD against wevent's exact kernels on the simulator's own decisions: each
+    published budget equals the sound kernel's (subtract the last w - 1 publications) and, with
+    ``bd_last_w``, du-code's (the last w: the authors' DynamicWEventCode)."""
+    from wevent.mechanisms.allocators import make_kernel, run_trace
+    from wevent.mechanisms.allocators.algebra import ExactAlgebra
+    from wevent.mechanisms.allocators.kernel import DU_CODE, FixedClass
+
+    with analysis_module("pwsm_absolute") as pa:
+        budgets = []
+        for variant, last_w in (("sound", False), (DU_CODE, True)):
+            setting = pa.Setting("test", bd_last_w=last_w)
+            trace: list[tuple[float, bool]] = []
+            pa.simulate("bd", "sin", 300, 120, 1.0, w, 0, setting, trace)
+            decisions = [published for _, published in trace]
+            assert 10 < sum(decisions) < 110  # both kinds of slot, runs of publications
+            kernel = make_kernel("bd", ExactAlgebra(), [FixedClass(w, Fraction(1))], variant)
+            steps = run_trace(kernel, decisions)
+            for (eps_pub, published), step in zip(trace, steps, strict=True):
+                if published:
+                    assert eps_pub == pytest.approx(float(step.publication[0]), rel=1e-12)
+            budgets.append([b for b, _ in trace])
+        assert budgets[0] != budgets[1]
+
+
 def test_pwsm_absolute_ordering_compares_bd_with_a_release_at_zero() -> None:
     out = output("pwsm_absolute.py", "--ordering", "--slots", "300", "--seeds", "1")
     # 001's TLNS BD row is the error of a release stuck at zero at E = 0.2; Sin and Log far below.
@@ -401,3 +427,215 @@ def test_exsub_succinct_integer_storage_against_a_simulation() -> None:
         per_row = (est[:, ~zero] * x[~zero]).mean(axis=1)  # the rows are independent
         se = float(per_row.std()) / math.sqrt(len(per_row))
         assert abs(float(per_row.mean()) - want) < 5 * se
+
+
+@pytest.fixture
+def table4_high() -> Iterator[ModuleType]:
+    """analysis/exsub_table4_high.py as a module (it imports exsub_table4 and exsub_table2)."""
+    with analysis_module("exsub_table4_high") as module:
+        yield module
+
+
+def test_exsub_table4_high_rules_out_equal_errors_clip_and_stubs() -> None:
+    out = output("exsub_table4_high.py", "--quick")
+    # uniform data: the level moves with the output size (the 125.8 ratio follows from the
+    # equal-variance model by construction; the --simulate run measures it)
+    assert "| ExSub | k = 1 (authors' k) | 125.8 | 1.10 | 125.8 | 1.24 |" in out
+    assert "| ExSub | k = 4 | 125.8 | 1.94 | 125.8 | 2.79 |" in out
+    assert "| Collision | t x 1 | 125.8 | 1.02 | 125.8 | 1.18 |" in out
+    # the authors' clip keeps the ratio and cuts the level
+    assert "| 3 | 1 | 153.7 | 28.82 | 0.188 | 0.214 | 0.137 | 125.8 |" in out
+    # stub filling: misses eps <= 1 by about what no stub does (IV 4.4-4.5%, II 5.5-5.9%) and
+    # eps = 3, 5 by >= 11.4% (IV) and >= 18.1% (II); whole rows, so each miss is tied to its row
+    assert (
+        "| IV | r uniform on 0..s | 50.0 | exsub | 1.03 / 1.04 | 1.01 / 0.98 | 0.99 / 0.97 "
+        "| 1.06 / 0.93 | 1.17 / 0.94 | 4.5% | 16.6% |" in out
+    )
+    assert (
+        "| IV | r ~ Binomial(s, 1/2) | 50.0 | exsub | 1.03 / 1.04 | 1.01 / 0.98 | 0.99 / 0.98 "
+        "| 1.04 / 1.03 | 1.12 / 1.04 | 4.5% | 11.4% |" in out
+    )
+    assert (
+        "| IV | exactly s (no stub used) | 100.0 | exsub | 1.03 / 1.04 | 1.01 / 0.98 "
+        "| 1.00 / 0.96 | 1.08 / 0.74 | 1.17 / 0.68 | 4.4% | 28.0% |" in out
+    )
+    assert (
+        "| II | Bernoulli(s / data), capped at s | 6.9 | exsub | 0.99 / 0.97 | 1.01 / 1.05 "
+        "| 0.99 / 1.06 | 1.01 / 0.92 | 1.12 / 0.86 | 5.6% | 18.1% |" in out
+    )
+    assert "| II | exactly s (no stub used) | 8.0 | collision |" in out
+    misses = [
+        float(line.split("|")[-2].strip("% ")) for line in out.splitlines() if "| exsub |" in line
+    ]
+    assert len(misses) == 10 and min(misses[:5]) == 11.4 and min(misses[5:]) == 18.1
+
+
+def test_exsub_table4_high_model(table4_high: ModuleType) -> None:
+    t4 = importlib.import_module("exsub_table4")
+    # Collision at the authors' t is exsub_table2's model (a factor 2 is not)
+    for eps in (Fraction(1), Fraction(5)):
+        ours = table4_high.collision_variances_t(eps, Fraction(1))
+        theirs = t4.collision_entry_variances(eps)
+        assert (ours.zero, ours.nonzero) == pytest.approx((theirs.zero, theirs.nonzero))
+        assert table4_high.collision_variances_t(eps, Fraction(2)).zero != pytest.approx(
+            theirs.zero
+        )
+    # stub shares: every user has exactly s non-zero entries, data and stubs together
+    pr = np.full(101, 1 / 101)
+    shares = table4_high.stub_shares(512, 100, pr)
+    assert sum(c * q for c, q in shares) == pytest.approx(100)
+    assert shares[1][1] == pytest.approx(100 / 101) and shares[-1][1] == pytest.approx(1 / 101)
+    exact = table4_high.stub_shares(512, 100, np.eye(101)[100])
+    assert all(q == 0 for _, q in exact[1:])
+    # the distinct-count recursion against a direct simulation
+    rng = np.random.default_rng(0)
+    draws = rng.integers(0, 412, size=(20000, 100))
+    distinct = np.array([len(set(row)) for row in draws.tolist()])
+    pmf = table4_high.distinct_pmf(412, 100)
+    assert pmf.sum() == pytest.approx(1.0)
+    assert float(np.dot(np.arange(101), pmf)) == pytest.approx(distinct.mean(), rel=2e-3)
+    # equal shares give the equal-error ratio; uneven shares a lower one
+    var = t4.exsub_variances(512, 100, Fraction(5), 1)
+    tve, mae = table4_high.predict_shares([(512, 100 / 512)], var, 50_000)
+    assert tve / mae == pytest.approx(t4.gaussian_ratio(512), rel=1e-6)
+    tve2, mae2 = table4_high.predict_shares(shares, var, 50_000)
+    assert tve2 / mae2 < 0.8 * tve / mae
+
+
+def test_exsub_table4_high_stub_vectors_and_sampler(table4_high: ModuleType) -> None:
+    rng = np.random.default_rng(1)
+    R = table4_high.stub_vectors(3000, 512, 100, rng)
+    assert ((R != 0).sum(axis=1) == 100).all()
+    assert (R[:, 412:] >= 0).all()  # stubs are +1 or 0
+    share = (R != 0).mean(axis=0)
+    assert share[412] == pytest.approx(100 / 101, abs=0.02)
+    assert share[:412].mean() == pytest.approx(50 / 412, rel=0.05)
+    tve, _ = table4_high.measure("uniform", Fraction(5), 1, 4000, 0, 0)
+    var = importlib.import_module("exsub_table4").exsub_variances(512, 100, Fraction(5), 1)
+    pred, _ = table4_high.predict_shares([(512, 100 / 512)], var, 4000)
+    assert tve == pytest.approx(pred, rel=0.08)
+
+
+@pytest.fixture
+def window_obs() -> Iterator[ModuleType]:
+    with analysis_module("pwsm_window_obs") as module:
+        yield module
+
+
+def test_pwsm_window_obs_finds_no_switch_at_ten_thousand_users() -> None:
+    out = output("pwsm_window_obs.py", "--quick")
+    assert (
+        "| 001 Sec. 6.5, window sweep | (120, 0.6) / (40, 0.6) | 798 | 798 (1) | none "
+        "| 2,661-7,980 |" in out
+    )
+    assert "| 001 Sec. 6.5, budget sweep | (120, 0.6) / (120, 1) | 1,129 | 1,129 (1) | 0.9 |" in out
+    assert "| 001 Sec. 6.2, windows, E = 0.5 | (20, 0.5) / (10, 0.5) | 194 |" in out
+    assert "I = 1.3 to 3.7 in steps of 0.1" in out
+    assert "| 0.9 | 1,000 | 1 | the lowest budget at every t_A |" in out
+    assert "| yes |" in out and "| NO |" not in out
+
+
+def test_pwsm_window_obs_identical_check_can_say_no() -> None:
+    # negative control of the `identical` column: at 5,000 users OBS switches at o = 0.9
+    out = output("pwsm_window_obs.py", "--quick", "--users", "5000")
+    assert "| Sin | 0 | 14,424.6 [38] | 14,424.6 [38] | 26,416.0 [53] | NO |" in out
+
+
+def test_pwsm_window_obs_what_if_resets_the_cache() -> None:
+    # I = 2 must not reuse SM plans cached under I = 1 (sensitivity() clears the cache on entry
+    # and exit): without the reset, the I = 2 row repeats the I = 1 row
+    out = output("pwsm_window_obs.py", "--quick", "--simulate")
+    assert "| Sin | 1 | 11,307 [39] | 11,307 [39] | 0.0% |" in out
+    assert "| Sin | 2 | 10,998 [25] | 21,132 [46] | -92.1% |" in out
+
+
+def test_pwsm_window_obs_switch_point(window_obs: ModuleType) -> None:
+    from wevent.accounting.budget import Budget
+    from wevent.mechanisms.sampling import obs
+
+    lo, hi = Fraction(3, 5) / 240, Fraction(3, 5) / 80
+    n = window_obs.switch_point(lo, hi)
+    assert n == 798
+    assert obs({Budget(lo): n, Budget(hi): 1})[0] == Budget(hi)
+    assert obs({Budget(lo): n + 1, Budget(hi): 1})[0] == Budget(lo)
+    # the what-if weighting moves the point and is undone on exit
+    with window_obs.sensitivity(Fraction(2)):
+        assert window_obs.switch_point(lo, hi) == 1597
+    assert window_obs.switch_point(lo, hi) == 798
+    assert window_obs.n_range(798) == "2,661-7,980" and window_obs.n_range(0) == "none"
+
+
+@pytest.fixture
+def tlns_java() -> Iterator[ModuleType]:
+    with analysis_module("pwsm_tlns_java") as module:
+        yield module
+
+
+JAVA_FIXTURE = Path(__file__).resolve().parent / "data" / "java_random_tlns.txt"
+
+
+def test_pwsm_tlns_java_matches_java_17(tlns_java: ModuleType) -> None:
+    """Against tests/data/java_random_tlns.txt, printed by Java 17's java.util.Random (its
+    generator, tests/data/JavaRandomTlns.java, says how): the first 100 nextGaussian values of
+    Random(1) and Random(42) to 2 ulp (Java's StrictMath.log is fdlibm, math.log is not: they
+    differ in the last bit for some arguments, Random(42)'s first value among them), the
+    rounded walk exactly at 494 slots (1-300, then every 50th), and its clipped slots."""
+    gauss: dict[int, list[float]] = {1: [], 42: []}
+    walk: dict[int, float] = {}
+    clips: list[int] = []
+    for line in JAVA_FIXTURE.read_text().splitlines():
+        kind, *rest = line.split()
+        if kind == "gauss":
+            gauss[int(rest[0])].append(float.fromhex(rest[2]))
+        elif kind == "walk":
+            walk[int(rest[0])] = float.fromhex(rest[1])
+        elif kind == "clip":
+            assert rest[1] == "below"
+            clips.append(int(rest[0]))
+        else:
+            assert (kind, rest) == ("clips", ["8", "0"])
+    assert len(gauss[1]) == len(gauss[42]) == 100 and len(walk) == 494 and len(clips) == 8
+    ulps = []
+    for seed, want in gauss.items():
+        rng = tlns_java.JavaRandom(seed)
+        for j in want:
+            ulps.append(abs(rng.next_gaussian() - j) / math.ulp(j))
+    # An explicit tolerance: math.log may return a value 1 ulp from StrictMath.log, so the
+    # multiplier sqrt(-2 log s / s) may be 1 ulp off, and v1 times it up to 2 ulp (one value of
+    # these 200, Random(1)'s 29th); 190 of the 200 are equal to the bit.
+    assert max(ulps) <= 2.0 and sum(u == 0.0 for u in ulps) >= 190
+    assert ulps[100] == 1.0  # Random(42)'s first value: 1.141905315473055, Java 1.1419053154730547
+    w = tlns_java.walk("rounded")
+    assert all(float(w.p[t - 1]) == p for t, p in walk.items())
+    assert (w.below, w.above) == (8, 0)
+    assert all(float(w.p[t - 1]) == 0.0 for t in clips)
+    with pytest.raises(ValueError, match="unknown walk variant 'nearest'"):
+        tlns_java.walk("nearest")
+
+
+def test_pwsm_tlns_java_regenerates_001s_walk(tlns_java: ModuleType) -> None:
+    # java.util.Random's published value
+    assert tlns_java.JavaRandom(1).next_int() == -1155869325
+    rng = tlns_java.JavaRandom(7)
+    g = [rng.next_gaussian() for _ in range(20000)]
+    assert abs(float(np.mean(g))) < 0.03 and float(np.std(g)) == pytest.approx(1.0, abs=0.02)
+    # 001 Section 6.1: 8 clipping events in 10,000 slots, all below 0, for one variant only
+    counts = {v: (w.below, w.above) for v in tlns_java.VARIANTS for w in [tlns_java.walk(v)]}
+    assert counts["rounded"] == (8, 0)
+    assert all(c != (8, 0) for v, c in counts.items() if v != "rounded")
+    # 001's TLNS PLBU rows are the error of a release stuck at (N/2, N/2) on that walk
+    p = tlns_java.walk("rounded").p
+    pred = tlns_java.uniform_error(p, 10_000)
+    assert 0.985 < 9_629_126.83 / pred < 9_750_998.15 / pred < 1.0
+    assert tlns_java.uniform_error(tlns_java.walk("rounded-0.5").p, 10_000) < 0.3 * pred
+
+
+def test_pwsm_tlns_java_quick_output() -> None:
+    out = output("pwsm_tlns_java.py", "--quick")
+    assert "| rounded | 0.05 | 8 | 0 | 0.000 | 0.440 | 0.2232 |" in out
+    assert "Table 5 0.9917-0.9981, Table 6 0.9856-0.9971" in out
+    assert (
+        "| T5 E=0.6 | 9.72 | 0.11 | 0.0343 | 0.757 | 0.00291 | 0.819 | 9.72 | 21.9 | 0.00523 "
+        "| 1.0005 | 0.03 | 0.04 | 0 of 2 | 0 of 2 | 0 of 2 |" in out
+    )
+    assert "Random(42).nextGaussian() = 1.141905315473055, Java's 1.1419053154730547: 1 ulp" in out
