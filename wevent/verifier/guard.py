@@ -66,6 +66,13 @@ class SinkFailed(WeventError):
     charge."""
 
 
+def _check_labels(part: object, mechanism: object) -> None:
+    """Refuse a charge's ``part`` or ``mechanism`` that is not a string (before any check)."""
+    for name, value in (("part", part), ("mechanism", mechanism)):
+        if not isinstance(value, str):
+            raise BudgetError(f"a charge's {name} must be a string, got {type(value).__name__}")
+
+
 def _subject(user: str | None, group: str | None) -> str:
     return f"user {user!r}" if user is not None else f"group {group!r}"
 
@@ -331,9 +338,16 @@ class Guard:
             raise BudgetError("user ids must be non-empty strings")
         else:
             subject_code = 0  # the user's code: known once the charge is accepted
+        if type(part) is not str or type(mechanism) is not str:
+            _check_labels(part, mechanism)
         evidence_code: int | None = None
-        if evidence is not None and self.check_evidence:
-            evidence_code = self._check_evidence(evidence, budget, user, group, slot)
+        if evidence is not None:
+            if not isinstance(evidence, Evidence):
+                raise BudgetError(
+                    f"evidence must be an Evidence record or None, got {type(evidence).__name__}"
+                )
+            if self.check_evidence:
+                evidence_code = self._check_evidence(evidence, budget, user, group, slot)
         asked = self._numerator(budget)
         engine = self._engine
         plan = engine.plan(user, group)
@@ -353,11 +367,18 @@ class Guard:
                 affected_users=refusal.affected,
                 declaration=self._declaration(breaker, window),
             )
-        if user is not None:
-            subject_code = ledger.intern_user(user)
-        ledger.append_validated(
-            slot, budget, subject_code, part, mechanism, evidence, evidence_code=evidence_code
-        )
+        try:
+            if user is not None:
+                subject_code = ledger.intern_user(user)
+            ledger.append_validated(
+                slot, budget, subject_code, part, mechanism, evidence, evidence_code=evidence_code
+            )
+        except BaseException:
+            # The passing check applied the windows' expiries up to ``slot`` (kept for the
+            # commit), so a charge at an earlier slot would be checked without the charges that
+            # left: from here on the guard takes ``slot`` and later slots only (fail closed).
+            self._slot = slot
+            raise
         if evidence_code is None and evidence is not None and self.check_evidence:
             self._remember_certified(evidence, budget)  # certified above, held from now on
         engine.commit(slot, asked, plan)
