@@ -8,6 +8,7 @@ from collections import defaultdict
 from fractions import Fraction
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -183,3 +184,66 @@ def test_which_populations_are_stamped() -> None:
     assert not longest._stamped and longest._held.dtype == np.uint8
     whole = engine(Population.from_classes({Fixed(3, Budget(1)): 2, WholeStream(Budget(1)): 2}))
     assert not whole._stamped  # a whole-stream charge never leaves: counts
+
+
+def test_counts_past_a_byte_through_a_drawn_groups_runs() -> None:
+    # A group drawn by ascending index across two classes (its plan has runs) while a
+    # whole-stream class keeps counts: the check reads one largest count per run and the commit
+    # widens from that largest (`_count`'s ``top``). 300 charges of 1/100 fill the bound of 3;
+    # a count that wrapped at 256 would accept charges past it.
+    pop = Population.from_classes({WholeStream(Budget(3)): 2, Fixed(400, Budget(3)): 2})
+    guards = _both(pop)
+    engine = _engine(guards[0])
+    table = pop.users
+    for g in guards:
+        g.define_group_by_index("d", table, np.array([1, 2], np.int64))
+    plan = engine.plan_group("d")
+    assert plan.runs is not None and plan.present == (0, 1)
+    assert not engine._stamped and engine._held.dtype == np.uint8
+    verdicts = [_same_verdict(guards, slot, "1/100", group="d") for slot in range(1, 401)]
+    assert verdicts == [True] * 300 + [False] * 100
+    assert not engine._materialized and engine._held.dtype == np.uint16
+    codes = [guards[0].ledger.user_code(u) for u in table[1:3]]
+    assert [int(engine._held[c or 0]) for c in codes] == [300, 300]
+    for u in table:
+        assert guards[0].headroom(400, user=u) == guards[1].headroom(400, user=u)
+
+
+def _last_slot_stamped() -> tuple[tuple[Guard, Guard], VectorEngine, tuple[str, ...]]:
+    """Guards on three users with windows of 3 where table[0] holds 1/2 charged at slot 1,
+    stamped as leaving at slot 4: at slot 3 the charge is in the last slot of its window."""
+    pop = Population.from_classes({Fixed(3, Budget(1)): 3})
+    guards = _both(pop)
+    engine = _engine(guards[0])
+    table = pop.users
+    for g in guards:
+        g.define_group_by_index("pair", table, np.array([0, 1], np.int64))
+    assert _same_verdict(guards, 1, "1/2", user=table[0])
+    assert _same_verdict(guards, 2, "1/2", user=table[1])
+    code = guards[0].ledger.user_code(table[0])
+    assert code is not None and engine._stamped
+    assert int(engine._held[code]) == engine._live_above(3) + 1  # held at 3, left at 4
+    return guards, engine, table
+
+
+@pytest.mark.parametrize("turn", ["member charged again", "user charged again", "second amount"])
+def test_leaving_stamps_keeps_a_charge_in_the_last_slot_of_its_window(turn: str) -> None:
+    # Each way stamps turn into counts or own spends at slot 3 must keep table[0]'s 1/2 of
+    # slot 1 (a charge in the last slot of its window): in [1, 3] table[0] has 1/2 left.
+    guards, engine, table = _last_slot_stamped()
+    if turn == "member charged again":
+        assert _same_verdict(guards, 3, "1/2", group="pair")  # table[1] holds 1/2 too: counts
+        assert not engine._stamped and not engine._materialized
+        assert not _same_verdict(guards, 3, "1e-18", user=table[0])  # 1/2 + 1/2 spent
+    elif turn == "user charged again":
+        assert _same_verdict(guards, 3, "1/2", user=table[0])  # counts
+        assert not engine._stamped and not engine._materialized
+        assert not _same_verdict(guards, 3, "1e-18", user=table[0])
+    else:
+        assert _same_verdict(guards, 3, "1/3", user=table[2])  # a second amount: own spends
+        assert engine._materialized and not engine._stamped
+        assert not _same_verdict(guards, 3, "0.6", user=table[0])  # 1/2 + 0.6 > 1 in [1, 3]
+        assert _same_verdict(guards, 3, "1/2", user=table[0])
+    for u in table:
+        assert guards[0].headroom(3, user=u) == guards[1].headroom(3, user=u)
+    assert _same_verdict(guards, 4, "1/2", user=table[0])  # slot 1 left [2, 4]
