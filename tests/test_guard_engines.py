@@ -406,7 +406,8 @@ def _engine_state(guard: Guard) -> tuple[object, ...]:
     assert isinstance(engine, VectorEngine)
     kept = engine._own if engine._materialized else engine._held  # (the other is not read)
     events = {w: [(s, c.tolist(), a, q) for s, c, a, q in e] for w, e in engine._events.items()}
-    return kept.tolist(), kept.dtype, events, engine._materialized, engine._amount
+    stamps = (engine._stamped, engine._base)
+    return kept.tolist(), kept.dtype, events, engine._materialized, engine._amount, stamps
 
 
 def _both(pop: Population) -> tuple[Guard, Guard]:

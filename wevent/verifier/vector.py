@@ -15,6 +15,15 @@ sampling draws: a user is not drawn twice within their window) it leaves by sett
 with no read. The counts are a quarter of ``own``'s size, so the check and commit of a drawn
 group and the expiry of its charges touch a quarter of the memory.
 
+Before that, while no user holds two partial charges at once and every class has a fixed window
+of at most 2^15 - 1 slots (population division's usual state), the byte is a *stamp*: the slot
+the user's one charge leaves its window, counted from a base slot (0: none). A user holds a
+charge at slot ``t`` iff their stamp is above ``t - base``, so a charge leaves its window with
+no write at all; the stamps are shifted to a new base (one pass) before one would pass the top
+of its type (one byte for windows up to 127 slots, two up to 2^15 - 1). The first commit that
+would give a user a second charge, or a second amount, turns the stamps into counts (a user
+with a live stamp holds one charge), and counts are kept from then on.
+
 So a charge to ``k`` drawn users, whatever their classes, is a handful of numpy operations over
 ``k`` integers, and a charge to a whole class is O(1) while no member of a class with its window
 length holds a partial charge. The arithmetic is exact: amounts and bounds are numerators over
@@ -52,6 +61,8 @@ _INT32_SAFE = 2**31 - 1  # bounds below this: int32 arrays cannot overflow (modu
 _INT64_SAFE = 2**62  # bounds below this: int64 arrays cannot overflow
 _UNKNOWN = -2  # class of a user code not resolved yet (-1: a user without a requirement)
 _PLANS = 64  # group plans kept (class groups are charged every slot; drawn groups once)
+_STAMP_BYTE_MAX_W = 127  # longest window stamped in one byte (a rebase at most every 128 slots)
+_STAMP_MAX_W = 2**15 - 1  # longest window stamped at all (in two bytes); longer: counts only
 
 _EMPTY: I64 = np.zeros(0, np.int64)
 Event = tuple[int, I64, int, int]  # (slot, user codes, amount, number): a partial charge in
@@ -214,20 +225,26 @@ class VectorEngine:
                         spans.append((i, i + 1))
             self._spans.append((w, spans))
         self._every_class = tuple(range(len(self.classes)))
+        self._whole = [k for k in self.classes if k.w is None]
         self._none_full = (False,) * len(self.classes)
         self._whole_classes = tuple(i for i, kind in enumerate(self.classes) if kind.w is None)
         self._dtype: Any = np.int32
         self._own: npt.NDArray[Any] = np.zeros(0, np.int32)
         # Per user: how many partial charges they hold (those in their window, and every one to
-        # a whole-stream member); uint8, widened when a count would pass its top.
-        self._held: npt.NDArray[Any] = np.zeros(0, np.uint8)
+        # a whole-stream member); uint8, widened when a count would pass its top. While
+        # ``_stamped``, it holds stamps instead (see `_stamp`).
+        top_w = max(self._windows, default=0)
+        self._stamped = bool(self._windows) and not self._whole and top_w <= _STAMP_MAX_W
+        held_type: Any = np.uint8 if top_w <= _STAMP_BYTE_MAX_W or not self._stamped else np.uint16
+        self._held: npt.NDArray[Any] = np.zeros(0, held_type)
+        self._stamp_top = int(np.iinfo(held_type).max)  # (tests lower it to rebase often)
+        self._base = 0  # stamps count slots from here (`_rebase`)
         # While every partial charge held has the same amount, a user's own spend is their count
         # times it and ``own`` is not kept (``_amount``: that amount, None before any charge);
         # else ``_materialized``: ``own`` holds every user's own spend and the counts are not
         # kept (they are 0 again when nothing is held).
         self._amount: int | None = None
         self._materialized = False
-        self._whole = [k for k in self.classes if k.w is None]
         self._seq = 0  # the next partial charge's number
         # Per window length: the number of the last queued charge that found one of its
         # members already holding one (-1: none). A charge leaves its window first in its
@@ -237,10 +254,12 @@ class VectorEngine:
         self._w_of = [k.w for k in self.classes]
         self._cls_of: npt.NDArray[np.int32] = np.zeros(0, np.int32)
         self._plans: OrderedDict[int, _Plan] = OrderedDict()
-        # An accepted check's gathered own spends (None: all zero), for the commit right after.
-        # ... and their counts (both None: nobody held a partial charge).
+        # An accepted check's gathered own spends (None: all zero, or only counts were read),
+        # for the commit right after; their counts (None: nobody held a partial charge); and
+        # the largest count of each of the plan's runs, if the check read counts only.
         self._pending: (
-            tuple[_Plan, int, npt.NDArray[Any] | None, npt.NDArray[Any] | None] | None
+            tuple[_Plan, int, npt.NDArray[Any] | None, npt.NDArray[Any] | None, list[int] | None]
+            | None
         ) = None
         self._widen_if_needed()
 
@@ -474,6 +493,10 @@ class VectorEngine:
         holds out of ``own`` (logged, so `_restore` can put them back)."""
         events = self._events[w]
         horizon = slot - w
+        if self._stamped:  # a stamp tells by itself when its charge left: nothing to write
+            while events and events[0][0] <= horizon:
+                log.append((w, events.popleft()))
+            return
         kept = self._own if self._materialized else self._held
         again = self._again[w]
         while events and events[0][0] <= horizon:
@@ -486,6 +509,10 @@ class VectorEngine:
             log.append((w, ev))
 
     def _restore(self, log: Log) -> None:
+        if self._stamped:  # (`_expire` wrote nothing)
+            for w, ev in reversed(log):
+                self._events[w].appendleft(ev)
+            return
         kept = self._own if self._materialized else self._held
         for w, ev in reversed(log):
             codes = ev[1]
@@ -496,10 +523,18 @@ class VectorEngine:
                 kept[codes] += step
             self._events[w].appendleft(ev)
 
-    def _gather(self, codes: I64) -> tuple[npt.NDArray[Any] | None, npt.NDArray[Any] | None]:
-        """The own spends of ``codes`` and which of them hold a partial charge (their counts,
-        or a mask while ``own`` is kept); (None, None) when none does (every own spend is 0).
-        While every charge held has one amount this reads the counts only."""
+    def _gather(
+        self, codes: I64, slot: int
+    ) -> tuple[npt.NDArray[Any] | None, npt.NDArray[Any] | None]:
+        """The own spends of ``codes`` at ``slot`` and which of them hold a partial charge (their
+        counts, or a mask while ``own`` is kept); (None, None) when none does (every own spend is
+        0). While every charge held has one amount this reads the counts (or stamps) only."""
+        if self._stamped:
+            live = self._held[codes] > self._live_above(slot)
+            if not live.any():
+                return None, None
+            counts = live.view(np.uint8)  # (a stamped user holds one charge at most)
+            return counts.astype(self._dtype) * self._held_amount(), counts
         if self._materialized:
             own = self._own[codes]
             holds = own > 0  # (a charge committed is never 0)
@@ -525,22 +560,75 @@ class VectorEngine:
             )
             self._materialized = True
 
-    def _count(self, codes: I64, held: npt.NDArray[Any] | None) -> None:
+    def _live_above(self, slot: int) -> int:
+        """While stamped: a user holds a partial charge at ``slot`` iff their stamp is above
+        this (stamps count from ``_base``, never after the slot of a check or a commit)."""
+        live = slot - self._base
+        if live < 0:  # (a query before the last commit: the guard refuses it first)
+            raise RuntimeError(f"vector engine: slot {slot} is before stamp base {self._base}")
+        return min(live, self._stamp_top)
+
+    def _stamp(self, slot: int, by_w: tuple[tuple[int, I64], ...]) -> None:
+        """Commit one partial charge at ``slot`` to members holding none, by window length:
+        each member's stamp becomes the slot its charge leaves the window (``slot + w``),
+        counted from ``_base``. No stamp is ever decremented: one at or below ``slot -
+        _base`` is a charge that left (or none, 0), so expiries write nothing."""
+        for length, members in by_w:
+            value = slot + length - self._base
+            if value > self._stamp_top:
+                self._rebase(slot)
+                value = length
+            self._held[members] = value
+
+    def _rebase(self, slot: int) -> None:
+        """Count stamps from ``slot`` (the slot being committed) instead of ``_base``: one
+        dense pass, every ``_stamp_top - w`` slots at most. A stamp at or below the shift (a
+        charge that left by ``slot``) becomes 0; the others keep what they tell."""
+        shift = slot - self._base
+        held = self._held
+        if shift > self._stamp_top:
+            held.fill(0)
+        elif shift > 0:
+            np.maximum(held, shift, out=held)
+            held -= held.dtype.type(shift)
+        self._base = slot
+
+    def _unstamp(self, slot: int) -> None:
+        """Leave stamps for counts at ``slot`` (being committed): a member is charged again
+        while holding a charge, or a second amount comes. Every window's charges that left by
+        ``slot`` leave their queues first, so each queued charge is one a count holds."""
+        for w in self._events:
+            self._expire(w, slot, [])
+        counts = self._held > self._live_above(slot)
+        self._stamped = False
+        self._held = counts.astype(self._held.dtype)
+
+    def _held_amount(self) -> int:
+        """The one amount every counted charge has (fails closed if no charge set it)."""
+        if self._amount is None:
+            raise RuntimeError("vector engine: partial charges counted without an amount")
+        return self._amount
+
+    def _count(self, codes: I64, held: npt.NDArray[Any] | None, top: int | None = None) -> None:
         """Add one partial charge to the counts of ``codes`` (``held``: their counts now, None
-        if all 0), widening the counts first if one would pass the top of its type."""
+        if all 0; ``top``: their largest, if known), widening the counts first if one would pass
+        the top of its type."""
         if held is None:
             self._held[codes] = 1
             return
-        if int(held.max()) >= np.iinfo(self._held.dtype).max:
+        if (int(held.max()) if top is None else top) >= np.iinfo(self._held.dtype).max:
             self._widen_held()
-        self._held[codes] = held.astype(self._held.dtype) + 1
+        self._held[codes] = held.astype(self._held.dtype, copy=False) + 1
 
-    def _classes_holding(self, plan: _Plan, codes: I64, held: npt.NDArray[Any]) -> list[int]:
+    def _classes_holding(
+        self, plan: _Plan, codes: I64, held: npt.NDArray[Any], tops: list[int] | None = None
+    ) -> list[int]:
         """The classes of the members among ``codes`` (part of ``plan``; ``held``: their
-        counts, some above 0) that hold a partial charge, from the plan's layout if it can."""
+        counts, some above 0; ``tops``: each run's largest, if the check found them) that hold
+        a partial charge, from the plan's layout if it can."""
         if codes is plan.codes:
             if plan.runs is not None:
-                top = np.maximum.reduceat(held, plan.runs).tolist()
+                top = np.maximum.reduceat(held, plan.runs).tolist() if tops is None else tops
                 return [c for c, t in zip(plan.present, top, strict=True) if t]
             if plan.member_shifted is None:
                 return [plan.present[0]]
@@ -596,10 +684,33 @@ class VectorEngine:
         for w in plan.windows:
             self._expire(w, slot, log)
         rooms, partial = self._rooms(slot, asked, plan.present)
-        gathered, held = self._gather(plan.codes) if partial else (None, None)
+        tops: list[int] | None = None
+        if partial and plan.runs is not None and not self._materialized:
+            # Counts kept (every charge held has one amount): a run's largest own spend is its
+            # largest count times that amount, compared in Python integers (exact). One gather
+            # of the counts (or stamps) and one maximum per run, nothing else, when it fits.
+            counts = self._held[plan.codes]
+            tops = np.maximum.reduceat(counts, plan.runs).tolist()
+            if self._stamped:  # a stamp above ``live`` holds one charge; below, none
+                live = self._live_above(slot)
+                tops = [int(t > live) for t in tops]
+                if any(tops):
+                    counts = (counts > live).view(np.uint8)  # the counts the stamps stand for
+            holding = any(tops)
+            amount = self._amount if holding else 0
+            if amount is None:
+                amount = self._held_amount()  # (raises: a count above 0 has an amount)
+            if all(t * amount <= r for t, r in zip(tops, rooms, strict=True)):
+                self._pending = (plan, slot, None, counts if holding else None, tops)
+                return None
+            gathered, held = (
+                (counts.astype(self._dtype) * amount, counts) if holding else (None, None)
+            )
+        else:
+            gathered, held = self._gather(plan.codes, slot) if partial else (None, None)
         if gathered is None:  # every own spend is 0
             if min(rooms, default=0) >= 0:  # no member (an empty group) fits
-                self._pending = (plan, slot, None, None)
+                self._pending = (plan, slot, None, None, tops)
                 return None
             own = np.zeros(len(plan.codes), self._dtype)
         else:
@@ -608,12 +719,12 @@ class VectorEngine:
                 m <= r
                 for m, r in zip(np.maximum.reduceat(own, plan.runs).tolist(), rooms, strict=True)
             ):
-                self._pending = (plan, slot, own, held)
+                self._pending = (plan, slot, own, held, None)
                 return None
         member_room = self._member_rooms(plan, rooms, self._dtype)
         bad = np.flatnonzero(own > member_room)
         if not len(bad):
-            self._pending = (plan, slot, gathered, held)
+            self._pending = (plan, slot, gathered, held, tops)
             return None
         self._restore(log)
         i = int(bad[0])
@@ -658,7 +769,7 @@ class VectorEngine:
         k = self.classes[plan.cls]
         if k.w is not None:
             self._expire(k.w, slot, log)
-        own = self._own_of(plan.code)
+        own = self._own_of(plan.code, slot)
         spent = k.common_spent(slot) + own
         if spent + asked <= k.eps:
             return None
@@ -676,10 +787,14 @@ class VectorEngine:
         by_class[[c + 1 for c in plan.present]] = rooms
         return by_class[plan.member_shifted]
 
-    def _own_of(self, code: int | None) -> int:
-        """A user's own spend in window (0 for a user nothing was committed to yet)."""
+    def _own_of(self, code: int | None, slot: int) -> int:
+        """A user's own spend in window at ``slot`` (0 for a user nothing was committed to
+        yet)."""
         if code is None or code >= len(self._held):
             return 0
+        if self._stamped:
+            live = int(self._held[code]) > self._live_above(slot)
+            return self._held_amount() if live else 0
         if self._materialized:
             return int(self._own[code])
         held = int(self._held[code])
@@ -715,21 +830,28 @@ class VectorEngine:
                 and pending[1] == slot
                 and codes is plan.codes
             ):  # the check just gathered these spends and nothing ran since: only write
-                own, held = pending[2], pending[3]
+                own, held, tops = pending[2], pending[3], pending[4]
             else:
-                own, held = self._gather(codes)
+                (own, held), tops = self._gather(codes, slot), None
+            if self._stamped and (held is not None or self._amount not in (None, asked)):
+                self._unstamp(slot)  # a member charged again, or a second amount: counts
+                (own, held), tops = self._gather(codes, slot), None
             self._note_amount(asked)
-            if self._materialized:
+            if self._stamped:
+                self._stamp(slot, plan.partial_by_w)
+            elif self._materialized:
+                if own is None and held is not None:  # the check read counts only
+                    own = held.astype(self._dtype) * self._held_amount()
                 self._own[codes] = asked if own is None else own + asked
             else:
-                self._count(codes, held)
+                self._count(codes, held, None if tops is None else max(tops))
             numbers: dict[int, int] = {}
             for length, members in plan.partial_by_w:
                 q = numbers[length] = self._seq
                 self._seq += 1
                 self._events[length].append((slot, members, asked, q))
             if held is not None:  # members charged again: their window lengths' numbers
-                for c in self._classes_holding(plan, codes, held):
+                for c in self._classes_holding(plan, codes, held, tops):
                     w = self._w_of[c] if c >= 0 else None
                     if w is not None:
                         self._again[w] = numbers[w]
@@ -747,11 +869,16 @@ class VectorEngine:
         if k.size == 1:  # the user is the whole class
             k.common.add(slot, asked)
             return
-        own = self._own_of(code)
+        own = self._own_of(code, slot)
+        if self._stamped and (own or self._amount not in (None, asked)):
+            self._unstamp(slot)  # charged again while holding a charge, or a second amount
         held = self._held[code : code + 1].copy()  # (a count, read while counts are kept)
         self._note_amount(asked)
         codes = np.array([code], np.int64)
-        if self._materialized:
+        if self._stamped:
+            assert k.w is not None  # (stamped: no whole-stream class)
+            self._stamp(slot, ((k.w, codes),))
+        elif self._materialized:
             self._own[code] = own + asked
         else:
             self._count(codes, held if own else None)
@@ -777,7 +904,7 @@ class VectorEngine:
                 k = self.classes[plan.cls]
                 if k.w is not None:
                     self._expire(k.w, slot, log)
-                own = self._own_of(plan.code)
+                own = self._own_of(plan.code, slot)
                 return k.eps - k.common_spent(slot) - own
             for w in plan.windows:
                 self._expire(w, slot, log)
@@ -789,7 +916,7 @@ class VectorEngine:
             if not partial:
                 return min(rooms)
             member_room = self._member_rooms(plan, rooms, object)  # exact, any magnitude
-            spent, _ = self._gather(plan.codes)
+            spent, _ = self._gather(plan.codes, slot)
             if spent is None:
                 return min(rooms)
             return int(np.min(member_room - spent.astype(object)))
