@@ -15,7 +15,7 @@ from wevent.accounting.population import Population
 from wevent.accounting.requirements import Fixed
 from wevent.accounting.spending import BudgetExceeded
 from wevent.verifier.check import check
-from wevent.verifier.guard import Guard
+from wevent.verifier.guard import Guard, SinkFailed
 
 ENGINES = ("vector", "accounts")
 
@@ -79,3 +79,25 @@ def test_evidence_that_is_not_an_evidence_record_is_refused(
     assert len(guard.ledger) == 1
     with pytest.raises(BudgetExceeded):
         guard.spend(2, Budget(1), group="a")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_failed_engine_commit_refuses_every_later_spend(
+    engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ledger holds the charge but the windows may not count it: fail closed."""
+    guard, pop = _guard(engine)
+    inner = guard._engine
+
+    def fail(*args: Any, **kwargs: Any) -> None:
+        raise MemoryError("commit failed")
+
+    monkeypatch.setattr(inner, "commit", fail)
+    with pytest.raises(MemoryError, match="commit failed"):
+        guard.spend(4, Budget(1), user=pop.users[2])
+    monkeypatch.undo()
+    assert isinstance(guard.broken, MemoryError)
+    for slot, who in ((4, pop.users[2]), (9, pop.users[0])):
+        with pytest.raises(SinkFailed, match="the guard failed to record an earlier charge"):
+            guard.spend(slot, Budget("1/10"), user=who)
+    assert len(guard.ledger) == 2 and check(guard.ledger, pop).ok

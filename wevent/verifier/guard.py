@@ -63,7 +63,7 @@ _LOOK_AHEAD = 64
 
 class SinkFailed(WeventError):
     """A spend refused because the guard's durable ledger failed to take or commit an earlier
-    charge."""
+    charge, or the guard failed to count a charge its ledger holds."""
 
 
 def _check_labels(part: object, mechanism: object) -> None:
@@ -316,8 +316,13 @@ class Guard:
         once per charge, without keyword passing)."""
         if self._broken is not None:
             raise SinkFailed(
-                f"the durable ledger failed ({self._broken!r}); every spend is refused "
-                "until it is recovered (wevent run --resume, Guard.recover)"
+                f"{'the durable ledger' if self._sink is not None else 'the guard'} failed to "
+                f"record an earlier charge ({self._broken!r}); every spend is refused "
+                + (
+                    "until it is recovered (wevent run --resume, Guard.recover)"
+                    if self._sink is not None
+                    else "(an in-memory guard: start a new one)"
+                )
             )
         if type(slot) is not int or not 0 < slot <= MAX_SLOT:
             check_slot(slot)  # raises for anything but a valid slot (an int subclass may pass)
@@ -381,7 +386,14 @@ class Guard:
             raise
         if evidence_code is None and evidence is not None and self.check_evidence:
             self._remember_certified(evidence, budget)  # certified above, held from now on
-        engine.commit(slot, asked, plan)
+        try:
+            engine.commit(slot, asked, plan)
+        except BaseException as exc:
+            # The ledger holds the charge but the windows may not count it: refuse every later
+            # spend (fail closed), as after a failed durable commit.
+            self._broken = exc
+            self._slot = slot
+            raise
         self._slot = slot
         if self._sink is not None:
             # Write ahead: the charge is durable before the caller may draw its noise. A failed
