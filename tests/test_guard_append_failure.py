@@ -1,16 +1,23 @@
-"""A spend whose check passed but whose ledger append failed records nothing and leaves the guard
-fail closed: the check applied the windows' expiries up to its slot, so no charge at an earlier
-slot may be checked against them (a vector-engine overspend before this was fixed). Labels and
-evidence of the wrong type are refused before any check."""
+"""A spend that breaks off after the engine may have changed its windows (an exception in the
+check, the ledger append, the engine's commit, a rescale, or `spend_many`'s shortcut) records
+nothing more and leaves the guard fail closed: every later spend is refused (`SinkFailed`).
+Before this, a failed append after a passing check let a later charge at an earlier slot be
+checked without the charges that had left (a vector-engine overspend). Labels and evidence of
+the wrong type are refused before any check."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import pytest
 
+import wevent.accounting.evidence as ev
 from wevent.accounting.budget import Budget, BudgetError
+from wevent.accounting.evidence import EvidenceKind, Laplace, register_evidence_kind
+from wevent.accounting.ledger import Charge
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Fixed
 from wevent.accounting.spending import BudgetExceeded
@@ -40,7 +47,7 @@ def _failing_append(guard: Guard, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_after_a_failed_append_no_earlier_slot_is_checked_again(
+def test_after_a_failed_append_every_later_spend_is_refused(
     engine: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     guard, pop = _guard(engine)
@@ -48,9 +55,10 @@ def test_after_a_failed_append_no_earlier_slot_is_checked_again(
     with pytest.raises(OSError, match="append failed"):
         guard.spend(4, Budget(1), user=pop.users[2])  # passes its check (slot 1's charge left)
     assert len(guard.ledger) == 1  # nothing recorded
-    with pytest.raises(BudgetError, match="before the guard's current slot 4"):
-        guard.spend(2, Budget(1), group="a")  # window [1, 3] already holds 1
-    guard.spend(4, Budget(1), group="a")  # slot 4 on is still open
+    assert isinstance(guard.broken, OSError)
+    for slot in (2, 4):  # slot 2: window [1, 3] already holds 1 (the check let it go)
+        with pytest.raises(SinkFailed, match="the guard failed on an earlier charge"):
+            guard.spend(slot, Budget(1), group="a")
     assert check(guard.ledger, pop).ok
 
 
@@ -74,7 +82,7 @@ def test_evidence_that_is_not_an_evidence_record_is_refused(
 ) -> None:
     guard, pop = _guard(engine)
     guard.check_evidence = check_evidence
-    with pytest.raises(BudgetError, match="evidence must be an Evidence record or None, got dict"):
+    with pytest.raises(TypeError, match="not evidence of a registered kind"):
         guard.spend(4, Budget(1), user=pop.users[2], evidence={"kind": "laplace"})  # type: ignore[arg-type]
     assert len(guard.ledger) == 1
     with pytest.raises(BudgetExceeded):
@@ -98,6 +106,139 @@ def test_a_failed_engine_commit_refuses_every_later_spend(
     monkeypatch.undo()
     assert isinstance(guard.broken, MemoryError)
     for slot, who in ((4, pop.users[2]), (9, pop.users[0])):
-        with pytest.raises(SinkFailed, match="the guard failed to record an earlier charge"):
+        with pytest.raises(SinkFailed, match="the guard failed on an earlier charge"):
             guard.spend(slot, Budget("1/10"), user=who)
     assert len(guard.ledger) == 2 and check(guard.ledger, pop).ok
+
+
+def _once(monkeypatch: pytest.MonkeyPatch, obj: object, name: str) -> None:
+    """``obj.name`` raises KeyboardInterrupt on its next call (an interrupt mid-spend), then is
+    itself again."""
+    original = getattr(obj, name)
+
+    def fail(*args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(obj, name, original)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(obj, name, fail)
+
+
+class _MemorySink:
+    def __init__(self) -> None:
+        self.charges: list[Any] = []
+
+    def define_group(self, name: str, members: Any) -> None:
+        pass
+
+    def append_charge(self, charge: Any) -> None:
+        self.charges.append(charge)
+
+    def commit(self) -> int:
+        return len(self.charges)
+
+
+def _interrupted_then_refused(guard: Guard, pop: Population, spend: Any) -> None:
+    with pytest.raises(KeyboardInterrupt):
+        spend()
+    assert isinstance(guard.broken, KeyboardInterrupt)
+    with pytest.raises(SinkFailed, match="failed on an earlier charge"):
+        guard.spend(2, Budget("1/100"), group="a")
+    assert check(guard.ledger, pop).ok
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_interrupted_rescale_refuses_every_later_spend(
+    engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Part of the engine may be rescaled: another rescale would scale it twice."""
+    guard, pop = _guard(engine)
+    _once(monkeypatch, guard._engine, "rescale")
+    _interrupted_then_refused(guard, pop, lambda: guard.spend(4, Budget("1/7"), group="a"))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_interrupted_check_refuses_every_later_spend(
+    engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check may have let charges leave their windows without putting them back."""
+    guard, pop = _guard(engine)
+    _once(monkeypatch, guard._engine, "check")
+    _interrupted_then_refused(guard, pop, lambda: guard.spend(4, Budget(1), group="a"))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_interrupt_between_the_append_and_the_commit_refuses_every_later_spend(
+    engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ledger holds the charge, the windows do not count it."""
+    guard, pop = _guard(engine)
+    _once(monkeypatch, guard, "_remember_certified")
+    evidence = Laplace(sensitivity=Fraction(1), scale=Fraction(1))
+    _interrupted_then_refused(
+        guard, pop, lambda: guard.spend(4, Budget(1), group="a", evidence=evidence)
+    )
+    assert len(guard.ledger) == 2
+
+
+@pytest.mark.parametrize("sink", [False, True])
+def test_an_interrupted_shortcut_append_refuses_every_later_spend(
+    sink: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`spend_many`'s shortcut commits to the engine before the ledger append."""
+    pop = Population.from_classes({Fixed(3, Budget(1)): 3})
+    guard = Guard(pop, engine="vector", sink=_MemorySink() if sink else None)
+    guard.define_group_by_index("a", pop.users, np.array([0, 1, 2], np.int64))
+    guard.spend_many([Charge(1, Budget(1), group="a")])  # window [1, 3] full
+    _once(monkeypatch, guard.ledger, "append_validated_rows")
+    _interrupted_then_refused(
+        guard, pop, lambda: guard.spend_many([Charge(4, Budget("1/100"), group="a")])
+    )
+
+
+def test_an_interrupt_building_the_sinks_charge_refuses_every_later_spend(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The charge counts in memory but never reached the sink: a recovery would give it back."""
+    pop = Population.from_classes({Fixed(3, Budget(1)): 2})
+    sink = _MemorySink()
+    guard = Guard(pop, engine="vector", sink=sink)
+    _once(monkeypatch, guard.ledger, "charge")
+    with pytest.raises(KeyboardInterrupt):
+        guard.spend(1, Budget(1), user=pop.users[0])
+    with pytest.raises(SinkFailed, match="the durable ledger failed on an earlier charge"):
+        guard.spend(2, Budget(0), user=pop.users[0])
+    assert sink.charges == []
+
+
+@dataclass(frozen=True)
+class _Flat:
+    eps: Fraction
+
+
+def test_a_registered_third_party_evidence_kind_is_accepted_and_a_string_is_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The label and evidence checks refuse only what no registered kind is."""
+    monkeypatch.setattr(ev, "_KINDS", dict(ev._KINDS))  # registration is process-wide
+    monkeypatch.setattr(ev, "_BY_TYPE", dict(ev._BY_TYPE))
+    register_evidence_kind(
+        EvidenceKind(
+            name="flat-test-append-failure",
+            type=_Flat,
+            fields=("eps",),
+            cost=lambda e, d: (e.eps, e.eps),
+            from_json=lambda o: _Flat(Fraction(o["eps"])),
+            to_json=lambda e: {"eps": str(e.eps)},
+        )
+    )
+    pop = Population.from_classes({Fixed(3, Budget(1)): 2})
+    for check_evidence in (True, False):
+        guard = Guard(pop)
+        guard.check_evidence = check_evidence
+        guard.define_group_by_index("a", pop.users, np.array([0, 1], np.int64))
+        flat: Any = _Flat(Fraction(1, 10))  # a registered kind outside the built-in union
+        guard.spend(1, Budget("1/10"), user=pop.users[0], evidence=flat)
+        guard.spend_many([Charge(2, Budget("1/10"), group="a", evidence=flat)])
+        with pytest.raises(TypeError, match="not evidence of a registered kind"):
+            guard.spend_many([Charge(3, Budget("1/10"), group="a", evidence="laplace")])  # type: ignore[arg-type]
+        assert len(guard.ledger) == 2

@@ -38,7 +38,13 @@ from wevent.accounting.budget import (
     check_common_denominator,
     check_slot,
 )
-from wevent.accounting.evidence import CostCheck, Evidence, certify_cost
+from wevent.accounting.evidence import (
+    CostCheck,
+    Evidence,
+    certify_cost,
+    is_evidence,
+    kind_of,
+)
 from wevent.accounting.ledger import Charge, Ledger, ValidatedRow, distinct
 from wevent.accounting.population import Population
 from wevent.accounting.recovery import Recovered, open_durable
@@ -316,8 +322,8 @@ class Guard:
         once per charge, without keyword passing)."""
         if self._broken is not None:
             raise SinkFailed(
-                f"{'the durable ledger' if self._sink is not None else 'the guard'} failed to "
-                f"record an earlier charge ({self._broken!r}); every spend is refused "
+                f"{'the durable ledger' if self._sink is not None else 'the guard'} failed on "
+                f"an earlier charge ({self._broken!r}); every spend is refused "
                 + (
                     "until it is recovered (wevent run --resume, Guard.recover)"
                     if self._sink is not None
@@ -347,16 +353,18 @@ class Guard:
             _check_labels(part, mechanism)
         evidence_code: int | None = None
         if evidence is not None:
-            if not isinstance(evidence, Evidence):
-                raise BudgetError(
-                    f"evidence must be an Evidence record or None, got {type(evidence).__name__}"
-                )
+            if not is_evidence(evidence):
+                kind_of(evidence)  # its TypeError: not evidence of a registered kind
             if self.check_evidence:
                 evidence_code = self._check_evidence(evidence, budget, user, group, slot)
         asked = self._numerator(budget)
         engine = self._engine
         plan = engine.plan(user, group)
-        refusal = engine.check(slot, asked, plan)
+        try:
+            refusal = engine.check(slot, asked, plan)
+        except BaseException as exc:  # its expiries may be half applied: fail closed
+            self._fail(exc, slot)
+            raise
         if refusal is not None:
             who = _subject(user, group)
             if group is not None and refusal.member is not None:
@@ -373,32 +381,25 @@ class Guard:
                 declaration=self._declaration(breaker, window),
             )
         try:
+            # The passing check applied the windows' expiries up to ``slot`` (kept for the
+            # commit): whatever raises from here on leaves the ledger and the windows possibly
+            # apart, so every later spend is refused (`_fail`).
             if user is not None:
                 subject_code = ledger.intern_user(user)
             ledger.append_validated(
                 slot, budget, subject_code, part, mechanism, evidence, evidence_code=evidence_code
             )
-        except BaseException:
-            # The passing check applied the windows' expiries up to ``slot`` (kept for the
-            # commit), so a charge at an earlier slot would be checked without the charges that
-            # left: from here on the guard takes ``slot`` and later slots only (fail closed).
-            self._slot = slot
-            raise
-        if evidence_code is None and evidence is not None and self.check_evidence:
-            self._remember_certified(evidence, budget)  # certified above, held from now on
-        try:
+            if evidence_code is None and evidence is not None and self.check_evidence:
+                self._remember_certified(evidence, budget)  # certified above, held from now on
             engine.commit(slot, asked, plan)
-        except BaseException as exc:
-            # The ledger holds the charge but the windows may not count it: refuse every later
-            # spend (fail closed), as after a failed durable commit.
-            self._broken = exc
             self._slot = slot
+        except BaseException as exc:
+            self._fail(exc, slot)
             raise
-        self._slot = slot
         if self._sink is not None:
             # Write ahead: the charge is durable before the caller may draw its noise. A failed
             # commit raises, so no noise is drawn; the charge stays counted here (fail closed).
-            self._append_to_sink(ledger.charge(len(ledger) - 1))
+            self._append_to_sink(len(ledger) - 1)
             if not self._batch:
                 self._commit()
 
@@ -470,6 +471,8 @@ class Guard:
                 break
             evidence_code = None
             if evidence is not None:
+                if not is_evidence(evidence):
+                    break  # `_spend` refuses it
                 hit = certified.get((id(evidence), num, den)) if check_evidence else None
                 if hit is not None and hit[0] is evidence:
                     evidence_code = hit[1]
@@ -489,22 +492,28 @@ class Guard:
             rows.append((amount, -code - 1, c.part, c.mechanism, evidence, evidence_code))
         if not items:
             return 0
-        if self._sink is None:
-            taken = self._engine.charge_whole_classes(slot, items)
-            if taken:
-                ledger.append_validated_rows(slot, rows[:taken] if taken < len(rows) else rows)
-                self._slot = slot
-        else:  # write ahead charge by charge, in `_spend`'s order (a failed append stops it)
-            taken = 0
-            for item, row in zip(items, rows, strict=True):
-                if not self._engine.charge_whole_classes(slot, (item,)):
-                    break
-                ledger.append_validated_rows(slot, (row,))
-                taken += 1
-                self._slot = slot
-                self._append_to_sink(ledger.charge(len(ledger) - 1))
-        for evidence, amount in fresh:  # (one not taken is not in the ledger: skipped)
-            self._remember_certified(evidence, amount)
+        # The engine commits before the ledger appends: whatever raises after the engine was
+        # called leaves them possibly apart, so every later spend is refused (`_fail`).
+        try:
+            if self._sink is None:
+                taken = self._engine.charge_whole_classes(slot, items)
+                if taken:
+                    ledger.append_validated_rows(slot, rows[:taken] if taken < len(rows) else rows)
+                    self._slot = slot
+            else:  # write ahead charge by charge, in `_spend`'s order (a failed append stops it)
+                taken = 0
+                for item, row in zip(items, rows, strict=True):
+                    if not self._engine.charge_whole_classes(slot, (item,)):
+                        break
+                    ledger.append_validated_rows(slot, (row,))
+                    taken += 1
+                    self._slot = slot
+                    self._append_to_sink(len(ledger) - 1)
+            for evidence, amount in fresh:  # (one not taken is not in the ledger: skipped)
+                self._remember_certified(evidence, amount)
+        except BaseException as exc:
+            self._fail(exc, slot)
+            raise
         return taken
 
     @contextmanager
@@ -520,16 +529,23 @@ class Guard:
             if self._sink is not None and not self._batch and self._broken is None:
                 self._commit()
 
-    def _append_to_sink(self, charge: Charge) -> None:
-        """Hand an accepted charge to the durable sink; if that fails, every later spend is
-        refused (fail closed): the charge counts here but may never reach the disk, and a
-        recovery from the disk would give its budget back."""
+    def _append_to_sink(self, row: int) -> None:
+        """Hand the ledger's accepted charge ``row`` to the durable sink; if that fails, every
+        later spend is refused (fail closed): the charge counts here but may never reach the
+        disk, and a recovery from the disk would give its budget back."""
         assert self._sink is not None
         try:
-            self._sink.append_charge(charge)
+            self._sink.append_charge(self.ledger.charge(row))
         except BaseException as exc:
             self._broken = exc
             raise
+
+    def _fail(self, exc: BaseException, slot: int) -> None:
+        """Refuse every later spend: ``exc`` broke off a spend at ``slot`` after the engine
+        may have changed its windows, so they and the ledger may disagree (fail closed)."""
+        if self._broken is None:
+            self._broken = exc
+        self._slot = max(self._slot, slot)
 
     def _commit(self) -> None:
         """Commit the sink; after a failed commit every later spend is refused (fail closed):
@@ -547,7 +563,11 @@ class Guard:
         if self._scale % den:
             check_common_denominator(math.lcm(self._scale, den), "guard")
             factor = math.lcm(self._scale, den) // self._scale
-            self._engine.rescale(factor)
+            try:
+                self._engine.rescale(factor)
+            except BaseException as exc:  # part of the state may be rescaled: fail closed
+                self._fail(exc, self._slot)
+                raise
             self._scale *= factor
         return amount.numerator * (self._scale // den)
 
