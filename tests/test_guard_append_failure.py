@@ -147,23 +147,19 @@ def _interrupted_then_refused(guard: Guard, pop: Population, spend: Any) -> None
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_an_interrupted_rescale_refuses_every_later_spend(
-    engine: str, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("method", "amount"),
+    [
+        ("rescale", "1/7"),  # part of the state may be rescaled: another would scale it twice
+        ("check", "1"),  # the check may have let charges leave without putting them back
+    ],
+)
+def test_an_interrupted_engine_call_refuses_every_later_spend(
+    engine: str, method: str, amount: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Part of the engine may be rescaled: another rescale would scale it twice."""
     guard, pop = _guard(engine)
-    _once(monkeypatch, guard._engine, "rescale")
-    _interrupted_then_refused(guard, pop, lambda: guard.spend(4, Budget("1/7"), group="a"))
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-def test_an_interrupted_check_refuses_every_later_spend(
-    engine: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The check may have let charges leave their windows without putting them back."""
-    guard, pop = _guard(engine)
-    _once(monkeypatch, guard._engine, "check")
-    _interrupted_then_refused(guard, pop, lambda: guard.spend(4, Budget(1), group="a"))
+    _once(monkeypatch, guard._engine, method)
+    _interrupted_then_refused(guard, pop, lambda: guard.spend(4, Budget(amount), group="a"))
 
 
 @pytest.mark.parametrize("engine", ENGINES)

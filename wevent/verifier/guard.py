@@ -363,7 +363,7 @@ class Guard:
         try:
             refusal = engine.check(slot, asked, plan)
         except BaseException as exc:  # its expiries may be half applied: fail closed
-            self._fail(exc, slot)
+            self._fail(exc)
             raise
         if refusal is not None:
             who = _subject(user, group)
@@ -394,7 +394,7 @@ class Guard:
             engine.commit(slot, asked, plan)
             self._slot = slot
         except BaseException as exc:
-            self._fail(exc, slot)
+            self._fail(exc)
             raise
         if self._sink is not None:
             # Write ahead: the charge is durable before the caller may draw its noise. A failed
@@ -512,7 +512,7 @@ class Guard:
             for evidence, amount in fresh:  # (one not taken is not in the ledger: skipped)
                 self._remember_certified(evidence, amount)
         except BaseException as exc:
-            self._fail(exc, slot)
+            self._fail(exc)
             raise
         return taken
 
@@ -537,15 +537,15 @@ class Guard:
         try:
             self._sink.append_charge(self.ledger.charge(row))
         except BaseException as exc:
-            self._broken = exc
+            self._fail(exc)
             raise
 
-    def _fail(self, exc: BaseException, slot: int) -> None:
-        """Refuse every later spend: ``exc`` broke off a spend at ``slot`` after the engine
-        may have changed its windows, so they and the ledger may disagree (fail closed)."""
+    def _fail(self, exc: BaseException) -> None:
+        """Refuse every later spend (fail closed): ``exc`` broke off a spend after the engine
+        may have changed its windows, or the sink failed, so the windows, the ledger and the
+        disk may disagree. The first failure is the one kept."""
         if self._broken is None:
             self._broken = exc
-        self._slot = max(self._slot, slot)
 
     def _commit(self) -> None:
         """Commit the sink; after a failed commit every later spend is refused (fail closed):
@@ -554,7 +554,7 @@ class Guard:
         try:
             self._sink.commit()
         except BaseException as exc:
-            self._broken = exc
+            self._fail(exc)
             raise
 
     def _numerator(self, amount: Fraction) -> int:
@@ -566,7 +566,7 @@ class Guard:
             try:
                 self._engine.rescale(factor)
             except BaseException as exc:  # part of the state may be rescaled: fail closed
-                self._fail(exc, self._slot)
+                self._fail(exc)
                 raise
             self._scale *= factor
         return amount.numerator * (self._scale // den)
