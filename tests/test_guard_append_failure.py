@@ -238,3 +238,33 @@ def test_a_registered_third_party_evidence_kind_is_accepted_and_a_string_is_not(
         with pytest.raises(TypeError, match="not evidence of a registered kind"):
             guard.spend_many([Charge(3, Budget("1/10"), group="a", evidence="laplace")])  # type: ignore[arg-type]
         assert len(guard.ledger) == 2
+
+
+@pytest.mark.parametrize("by_index", [True, False])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_group_the_sink_failed_to_define_refuses_every_later_spend(
+    engine: str, by_index: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ledger took the group, the durable ledger may not have: a charge to it could not be
+    written (or, defined again, the guard would find it known and skip the sink), so every
+    later spend is refused, to this group or any other."""
+    pop = Population.from_classes({Fixed(3, Budget(1)): 3})
+    sink = _MemorySink()
+    guard = Guard(pop, engine=engine, sink=sink)
+    guard.spend(1, Budget("1/2"), user=pop.users[2])
+    _once(monkeypatch, sink, "define_group")
+    with pytest.raises(KeyboardInterrupt):
+        if by_index:
+            guard.define_group_by_index("a", pop.users, np.array([0, 1], np.int64))
+        else:
+            guard.define_group("a", pop.users[:2])
+    assert isinstance(guard.broken, KeyboardInterrupt)
+    guard.define_group("a", pop.users[:2])  # known to the ledger now: nothing to write
+    late = Charge(2, Budget("1/4"), group="a")
+    with pytest.raises(SinkFailed, match="failed on an earlier group definition"):
+        guard.spend(2, Budget("1/4"), group="a")
+    with pytest.raises(SinkFailed, match="failed on an earlier group definition"):
+        guard.spend(2, Budget("1/4"), user=pop.users[2])
+    with pytest.raises(SinkFailed, match="failed on an earlier group definition"):
+        guard.spend_many([late])
+    assert len(sink.charges) == 1 and len(guard.ledger) == 1

@@ -1,3 +1,6 @@
+from __future__ import annotations
+
+from array import array
 from fractions import Fraction
 from fractions import Fraction as F
 from typing import Any
@@ -214,3 +217,108 @@ def test_bulk_ledger_shares_its_columns_read_only_then_thaws_on_append() -> None
     assert [c.user for c in kept] == ["a", "b", "a", "c"]
     assert kept.columns().slot.flags.writeable  # a snapshot copy again
     assert slot.tolist() == [1, 2, 3]  # the caller's array is untouched
+
+
+class _FailingColumn(array):  # type: ignore[type-arg]
+    """An array whose ``append`` (or ``frombytes``) raises ``KeyboardInterrupt`` on its
+    ``fail_at``-th call: an interrupt arriving between two of a row's six column appends."""
+
+    fail_at = 1
+    calls = 0
+
+    def _tick(self) -> None:
+        type(self).calls += 1
+        if type(self).calls == self.fail_at:
+            raise KeyboardInterrupt
+
+    def append(self, value: int) -> None:
+        self._tick()
+        super().append(value)
+
+    def frombytes(self, data: Any) -> None:
+        self._tick()
+        super().frombytes(data)
+
+
+def _interrupting(column: array[int], fail_at: int) -> _FailingColumn:
+    failing = _FailingColumn(column.typecode, column)
+    _FailingColumn.fail_at, _FailingColumn.calls = fail_at, 0
+    return failing
+
+
+def _lengths(ledger: Ledger) -> list[int]:
+    cols = ledger.columns()
+    return [len(c) for c in (cols.slot, cols.subject, cols.amount, cols.part, cols.mechanism)] + [
+        len(cols.evidence)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("bad", "error"),
+    [
+        ({"part": []}, BudgetError),
+        ({"mechanism": 3}, BudgetError),
+        ({"evidence": []}, TypeError),  # unhashable: interning it fails
+    ],
+)
+def test_a_refused_append_leaves_no_part_of_its_row(bad: dict[str, Any], error: type) -> None:
+    """A label of the wrong type, or evidence that cannot be interned, is refused before any
+    column takes the row (a list as ``part`` used to leave slot, subject and amount appended
+    and the part column one row short: every later row read back misaligned)."""
+    ledger = Ledger()
+    ledger.append(1, "1/4", user="a", part="p", mechanism="m")
+    with pytest.raises(error):
+        ledger.append(2, "1/2", user="b", **bad)
+    assert len(ledger) == 1 and _lengths(ledger) == [1] * 6
+    ledger.append(3, "1/3", user="c", part="q", mechanism="n")
+    assert [(c.slot, c.user, c.amount, c.part, c.mechanism) for c in ledger] == [
+        (1, "a", Fraction(1, 4), "p", "m"),
+        (3, "c", Fraction(1, 3), "q", "n"),
+    ]
+
+
+@pytest.mark.parametrize("column", ["_slot", "_amount", "_part", "_evidence"])
+def test_an_interrupt_between_columns_leaves_the_ledger_as_it_was(column: str) -> None:
+    """All or nothing: a ``KeyboardInterrupt`` in the middle of a call's rows (here in one
+    column's append of the second row) cuts every column back to where the call began."""
+    ledger = Ledger()
+    ledger.append(1, "1/4", user="a", part="p")
+    before = list(ledger)
+    setattr(ledger, column, _interrupting(getattr(ledger, column), fail_at=2))
+    rows = [(Budget("1/2"), ledger.intern_user(u), "p", "m", None, None) for u in ("b", "c")]
+    with pytest.raises(KeyboardInterrupt):
+        ledger.append_validated_rows(2, rows)
+    assert _lengths(ledger) == [1] * 6 and list(ledger) == before
+    ledger.append_validated_rows(2, rows)  # the column appends again from here
+    assert [(c.slot, c.user) for c in ledger] == [(1, "a"), (2, "b"), (2, "c")]
+
+
+def test_a_bad_evidence_code_in_a_later_row_takes_none_of_the_rows() -> None:
+    ledger = Ledger()
+    code = ledger.intern_user("a")
+    rows = [
+        (Budget("1/2"), code, "", "", None, None),
+        (Budget("1/2"), code, "", "", Laplace(F(1), F(2)), 7),  # no evidence has code 7
+    ]
+    with pytest.raises(BudgetError, match="evidence code out of range"):
+        ledger.append_validated_rows(1, rows)
+    assert len(ledger) == 0 and _lengths(ledger) == [0] * 6
+
+
+def test_an_interrupted_thaw_keeps_the_bulk_columns() -> None:
+    """A bulk ledger's first append copies its columns into the appendable arrays; an
+    interrupt in that copy leaves the bulk columns in charge and the arrays empty."""
+    ledger = Ledger.from_codes(
+        slot=np.array([1, 2], np.int64),
+        user_codes=np.array([0, 1], np.int64),
+        users=["a", "b"],
+        amount_codes=np.zeros(2, np.int32),
+        amounts=[Budget("1/3")],
+    )
+    before = list(ledger)
+    ledger._part = _interrupting(ledger._part, fail_at=1)
+    with pytest.raises(KeyboardInterrupt):
+        ledger.append(3, "1/2", user="c")
+    assert list(ledger) == before and _lengths(ledger) == [2] * 6
+    ledger.append(3, "1/2", user="c")
+    assert [(c.slot, c.user) for c in ledger] == [(1, "a"), (2, "b"), (3, "c")]

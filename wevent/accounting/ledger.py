@@ -146,6 +146,13 @@ class LedgerColumns:
     evidences: list[Evidence]
 
 
+def check_labels(part: object, mechanism: object) -> None:
+    """Refuse a charge's ``part`` or ``mechanism`` that is not a string (before any check)."""
+    for name, value in (("part", part), ("mechanism", mechanism)):
+        if not isinstance(value, str):
+            raise BudgetError(f"a charge's {name} must be a string, got {type(value).__name__}")
+
+
 class Ledger:
     """An append-only ledger of exact charges, stored by column."""
 
@@ -385,14 +392,8 @@ class Ledger:
         check_slot(slot)
         budget = amount if isinstance(amount, Budget) else Budget(amount)
         subject = self._subject_code(user, group)
-        if self._bulk is not None:
-            self._thaw()
-        self._slot.append(slot)
-        self._subject.append(subject)
-        self._amount.append(self._amounts.code(budget))
-        self._part.append(self._parts.code(part))
-        self._mechanism.append(self._mechanisms.code(mechanism))
-        self._evidence.append(-1 if evidence is None else self._evidences.code_of(evidence))
+        check_labels(part, mechanism)
+        self.append_validated_rows(slot, ((budget, subject, part, mechanism, evidence, None),))
         return len(self._slot) - 1
 
     def intern_user(self, user: str) -> int:
@@ -424,9 +425,20 @@ class Ledger:
 
     def append_validated_rows(self, slot: int, rows: Iterable[ValidatedRow]) -> None:
         """`append_validated` for each of ``rows`` (amount, subject code, part, mechanism,
-        evidence, evidence code or None), all at ``slot``, in order."""
+        evidence, evidence code or None), all at ``slot``, in order. All or nothing: if
+        anything raises before the last row is in (a bad evidence code, evidence that cannot
+        be interned, an interrupt between two columns), every column is cut back to where it
+        was, so the ledger never holds part of a row or part of the call's rows."""
         if self._bulk is not None:
             self._thaw()
+        start = len(self._slot)
+        try:
+            self._append_rows(slot, rows)
+        except BaseException:
+            self._cut(start)
+            raise
+
+    def _append_rows(self, slot: int, rows: Iterable[ValidatedRow]) -> None:
         evidences, amount_codes, label_codes = (
             self._evidences,
             self._amount_codes,
@@ -460,6 +472,21 @@ class Ledger:
             parts.append(labels[0])
             mechanisms.append(labels[1])
             evidence_col.append(ev)
+
+    def _cut(self, rows: int) -> None:
+        """Cut every column back to its first ``rows`` rows (codes interned stay: unused)."""
+        for column in self._columns():
+            del column[rows:]
+
+    def _columns(self) -> tuple[array[int], ...]:
+        return (
+            self._slot,
+            self._subject,
+            self._amount,
+            self._part,
+            self._mechanism,
+            self._evidence,
+        )
 
     def evidence_code(self, evidence: Evidence) -> int | None:
         """The code of evidence equal to ``evidence`` already in the ledger, or None (nothing
@@ -495,10 +522,13 @@ class Ledger:
     def _thaw(self) -> None:
         """Copy bulk numpy columns into the appendable arrays (before the first append)."""
         assert self._bulk is not None
-        targets = (self._slot, self._subject, self._amount, self._part, self._mechanism)
         types = (np.int64, np.int64, np.int32, np.int32, np.int32, np.int32)
-        for target, col, kind in zip((*targets, self._evidence), self._bulk, types, strict=True):
-            target.frombytes(np.ascontiguousarray(col, dtype=kind).tobytes())
+        try:
+            for target, col, kind in zip(self._columns(), self._bulk, types, strict=True):
+                target.frombytes(np.ascontiguousarray(col, dtype=kind).tobytes())
+        except BaseException:
+            self._cut(0)  # the arrays were empty: the bulk columns stay the ledger's
+            raise
         self._bulk = None
 
     def __len__(self) -> int:

@@ -45,7 +45,7 @@ from wevent.accounting.evidence import (
     is_evidence,
     kind_of,
 )
-from wevent.accounting.ledger import Charge, Ledger, ValidatedRow, distinct
+from wevent.accounting.ledger import Charge, Ledger, ValidatedRow, check_labels, distinct
 from wevent.accounting.population import Population
 from wevent.accounting.recovery import Recovered, open_durable
 from wevent.accounting.requirements import Dynamic, requirement_bounds
@@ -70,13 +70,6 @@ _LOOK_AHEAD = 64
 class SinkFailed(WeventError):
     """A spend refused because the guard's durable ledger failed to take or commit an earlier
     charge, or the guard failed to count a charge its ledger holds."""
-
-
-def _check_labels(part: object, mechanism: object) -> None:
-    """Refuse a charge's ``part`` or ``mechanism`` that is not a string (before any check)."""
-    for name, value in (("part", part), ("mechanism", mechanism)):
-        if not isinstance(value, str):
-            raise BudgetError(f"a charge's {name} must be a string, got {type(value).__name__}")
 
 
 def _subject(user: str | None, group: str | None) -> str:
@@ -132,7 +125,8 @@ class Guard:
         self._slot = 0
         self._sink: LedgerSink | None = None
         self._batch = 0  # open spend_many calls: their charges commit together at the end
-        self._broken: BaseException | None = None  # a failed commit: refuse every spend
+        self._broken: BaseException | None = None  # set by `_fail`: refuse every spend
+        self._broken_on = "charge"  # what failed: a charge or a group definition
         if ledger is not None:
             for name, members in ledger.groups.items():
                 self.define_group(name, members)
@@ -159,7 +153,8 @@ class Guard:
 
     @property
     def broken(self) -> BaseException | None:
-        """The failed commit that stopped every later spend, if any."""
+        """The failure that stops every later spend (a sink that failed, or an exception that
+        broke off a spend after the windows may have changed), if any."""
         return self._broken
 
     @property
@@ -187,8 +182,8 @@ class Guard:
     def define_group(self, name: str, members: Iterable[str]) -> None:
         known = self.ledger.has_group(name)
         self.ledger.define_group(name, members)  # a redefinition must match (checked there)
-        if self._sink is not None and not known:
-            self._sink.define_group(name, self.ledger.members(name))
+        if not known:
+            self._sink_define(name)
 
     def define_group_by_index(
         self, name: str, table: Sequence[str], indices: npt.NDArray[np.int64]
@@ -225,8 +220,19 @@ class Guard:
         # idx is in range and distinct, and index -> code is one-to-one: codes need no check
         group = self.ledger.define_group_codes(name, codes, validated=True)
         self._engine.group_defined(group, codes, idx, ascending=ascending)
-        if self._sink is not None:
+        self._sink_define(name)
+
+    def _sink_define(self, name: str) -> None:
+        """Write a group the ledger has just taken to the sink. If the sink raises, the ledger
+        holds a group the durable ledger may not (a later charge to it could not be written, or
+        a retry would find it defined and skip the sink): every later spend is refused."""
+        if self._sink is None:
+            return
+        try:
             self._sink.define_group(name, self.ledger.members(name))
+        except BaseException as exc:
+            self._fail(exc, "group definition")
+            raise
 
     def _distinct_indices(self, idx: npt.NDArray[np.int64], size: int) -> bool:
         """Whether ``idx`` (in range of a table of ``size``; not ascending, which would answer
@@ -323,7 +329,7 @@ class Guard:
         if self._broken is not None:
             raise SinkFailed(
                 f"{'the durable ledger' if self._sink is not None else 'the guard'} failed on "
-                f"an earlier charge ({self._broken!r}); every spend is refused "
+                f"an earlier {self._broken_on} ({self._broken!r}); every spend is refused "
                 + (
                     "until it is recovered (wevent run --resume, Guard.recover)"
                     if self._sink is not None
@@ -350,7 +356,7 @@ class Guard:
         else:
             subject_code = 0  # the user's code: known once the charge is accepted
         if type(part) is not str or type(mechanism) is not str:
-            _check_labels(part, mechanism)
+            check_labels(part, mechanism)
         evidence_code: int | None = None
         if evidence is not None:
             if not is_evidence(evidence):
@@ -540,12 +546,13 @@ class Guard:
             self._fail(exc)
             raise
 
-    def _fail(self, exc: BaseException) -> None:
+    def _fail(self, exc: BaseException, on: str = "charge") -> None:
         """Refuse every later spend (fail closed): ``exc`` broke off a spend after the engine
-        may have changed its windows, or the sink failed, so the windows, the ledger and the
-        disk may disagree. The first failure is the one kept."""
+        may have changed its windows, or the sink failed (on a ``charge`` or a ``group
+        definition``), so the windows, the ledger and the disk may disagree. The first failure
+        is the one kept."""
         if self._broken is None:
-            self._broken = exc
+            self._broken, self._broken_on = exc, on
 
     def _commit(self) -> None:
         """Commit the sink; after a failed commit every later spend is refused (fail closed):
