@@ -268,3 +268,22 @@ def test_a_group_the_sink_failed_to_define_refuses_every_later_spend(
     with pytest.raises(SinkFailed, match="failed on an earlier group definition"):
         guard.spend_many([late])
     assert len(sink.charges) == 1 and len(guard.ledger) == 1
+
+
+@pytest.mark.parametrize("sink", [True, False])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_group_the_engine_failed_to_take_refuses_every_later_spend(
+    engine: str, sink: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ledger took a group drawn by index, the engine's planning of it raised: the engine
+    (and the sink, never told) may not know the group, and a retry would find it known."""
+    pop = Population.from_classes({Fixed(3, Budget(1)): 3})
+    guard = Guard(pop, engine=engine, sink=_MemorySink() if sink else None)
+    _once(monkeypatch, guard._engine, "group_defined")
+    with pytest.raises(KeyboardInterrupt):
+        guard.define_group_by_index("a", pop.users, np.array([0, 1], np.int64))
+    assert isinstance(guard.broken, KeyboardInterrupt)
+    guard.define_group_by_index("a", pop.users, np.array([0, 1], np.int64))  # known: no-op
+    with pytest.raises(SinkFailed, match="failed on an earlier group definition"):
+        guard.spend(1, Budget("1/4"), group="a")
+    assert len(guard.ledger) == 0

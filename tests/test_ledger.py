@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import inspect
+import sys
 from array import array
 from fractions import Fraction
 from fractions import Fraction as F
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -322,3 +325,109 @@ def test_an_interrupted_thaw_keeps_the_bulk_columns() -> None:
     assert list(ledger) == before and _lengths(ledger) == [2] * 6
     ledger.append(3, "1/2", user="c")
     assert [(c.slot, c.user) for c in ledger] == [(1, "a"), (2, "b"), (3, "c")]
+
+
+def _interrupt_at(path: str, lineno: int, hit: int) -> None:
+    """Raise KeyboardInterrupt when ``path``'s line ``lineno`` is about to run for the
+    ``hit``-th time (as a signal arriving there would), once."""
+    seen = 0
+
+    def local(frame: FrameType, event: str, arg: object) -> Any:
+        nonlocal seen
+        if event == "line" and frame.f_lineno == lineno:
+            seen += 1
+            if seen == hit:
+                sys.settrace(None)
+                frame.f_trace = None
+                raise KeyboardInterrupt
+        return local
+
+    def outer(frame: FrameType, event: str, arg: object) -> Any:
+        return local if frame.f_code.co_filename == path else None
+
+    sys.settrace(outer)
+
+
+def _lines_of(*functions: Any) -> list[int]:
+    lines: list[int] = []
+    for function in functions:
+        source, first = inspect.getsourcelines(function)
+        lines += [first + k for k, text in enumerate(source) if text.strip()[:1] not in ("", "#")]
+    return lines
+
+
+_APPEND_PATH = (Ledger._thaw, Ledger.append_validated_rows, Ledger._append_rows, Ledger._cut)
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_an_interrupt_at_any_line_of_an_append_leaves_whole_rows(bulk: bool) -> None:
+    """A KeyboardInterrupt arriving at any line of the append path (the thaw of bulk columns,
+    the rows, the cut back), at its first, second or third run: the ledger then holds the rows
+    it held before the call, or those and the call's, never part of a row or of the call; and
+    the next append reads back in order."""
+    path = inspect.getsourcefile(Ledger)
+    assert path is not None
+    hits = 0
+    for lineno in _lines_of(*_APPEND_PATH):
+        for hit in (1, 2, 3):
+            if bulk:
+                ledger = Ledger.from_codes(
+                    slot=np.array([1, 2], np.int64),
+                    user_codes=np.array([0, 1], np.int64),
+                    users=["a", "b"],
+                    amount_codes=np.zeros(2, np.int32),
+                    amounts=[Budget("1/3")],
+                )
+            else:
+                ledger = Ledger()
+                ledger.append(1, "1/3", user="a")
+                ledger.append(2, "1/3", user="b")
+            before = [(c.slot, c.user) for c in ledger]
+            rows = [(Budget("1/2"), ledger.intern_user(u), "p", "m", None, None) for u in "cde"]
+            _interrupt_at(path, lineno, hit)
+            try:
+                ledger.append_validated_rows(3, rows)
+            except KeyboardInterrupt:
+                hits += 1
+            finally:
+                sys.settrace(None)
+            assert len(set(_lengths(ledger))) == 1, (lineno, hit, _lengths(ledger))
+            got = [(c.slot, c.user) for c in ledger]
+            assert got in (before, before + [(3, u) for u in "cde"]), (lineno, hit, got)
+            ledger.append(4, "1/4", user="f")
+            assert [(c.slot, c.user) for c in ledger] == [*got, (4, "f")]
+    assert hits > 20  # the interrupts did land
+
+
+def test_an_interrupt_while_a_refused_call_is_cut_back_still_cuts_every_column() -> None:
+    """A refused row (an evidence code out of range) cuts the call back; a second interrupt
+    at any line of that cut's deletes still leaves every column at the length the call began
+    with. (One arriving before the first delete, a few bytecodes, is not covered: no Python
+    handler can be.)"""
+    path = inspect.getsourcefile(Ledger)
+    assert path is not None
+    source, first = inspect.getsourcelines(Ledger._cut)
+    deletes = [
+        first + k
+        for k, text in enumerate(source)
+        if text.strip() in ("for column in self._columns():", "del column[rows:]", "break")
+    ]
+    assert len(deletes) == 3
+    for lineno in deletes:
+        for hit in (1, 2, 3, 4):
+            ledger = Ledger()
+            ledger.append(1, "1/3", user="a")
+            code = ledger.intern_user("b")
+            rows = [
+                (Budget("1/2"), code, "", "", None, None),
+                (Budget("1/2"), code, "", "", None, None),
+                (Budget("1/2"), code, "", "", Laplace(F(1), F(2)), 7),
+            ]
+            _interrupt_at(path, lineno, hit)
+            try:
+                ledger.append_validated_rows(2, rows)
+            except (KeyboardInterrupt, BudgetError):
+                pass
+            finally:
+                sys.settrace(None)
+            assert _lengths(ledger) == [1] * 6, (lineno, hit, _lengths(ledger))

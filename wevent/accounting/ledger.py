@@ -392,7 +392,8 @@ class Ledger:
         check_slot(slot)
         budget = amount if isinstance(amount, Budget) else Budget(amount)
         subject = self._subject_code(user, group)
-        check_labels(part, mechanism)
+        if type(part) is not str or type(mechanism) is not str:
+            check_labels(part, mechanism)
         self.append_validated_rows(slot, ((budget, subject, part, mechanism, evidence, None),))
         return len(self._slot) - 1
 
@@ -474,9 +475,19 @@ class Ledger:
             evidence_col.append(ev)
 
     def _cut(self, rows: int) -> None:
-        """Cut every column back to its first ``rows`` rows (codes interned stay: unused)."""
-        for column in self._columns():
-            del column[rows:]
+        """Cut every column back to its first ``rows`` rows (codes interned stay: unused). An
+        interrupt in the middle of the cut does not leave the columns apart: the cut is
+        finished first (a column already cut is cut again, at no cost), then it is raised."""
+        interrupted: BaseException | None = None
+        for _ in range(8):  # (`del` of a slice does not fail: only an interrupt lands here)
+            try:
+                for column in self._columns():
+                    del column[rows:]
+                break
+            except BaseException as exc:
+                interrupted = interrupted or exc
+        if interrupted is not None:
+            raise interrupted
 
     def _columns(self) -> tuple[array[int], ...]:
         return (
@@ -526,10 +537,11 @@ class Ledger:
         try:
             for target, col, kind in zip(self._columns(), self._bulk, types, strict=True):
                 target.frombytes(np.ascontiguousarray(col, dtype=kind).tobytes())
+            self._bulk = None
         except BaseException:
-            self._cut(0)  # the arrays were empty: the bulk columns stay the ledger's
+            if self._bulk is not None:  # the arrays were empty: the bulk columns stay in use
+                self._cut(0)
             raise
-        self._bulk = None
 
     def __len__(self) -> int:
         return len(self._slot) if self._bulk is None else len(self._bulk[0])

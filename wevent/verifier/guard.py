@@ -22,7 +22,7 @@ brute-force model).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
@@ -183,7 +183,7 @@ class Guard:
         known = self.ledger.has_group(name)
         self.ledger.define_group(name, members)  # a redefinition must match (checked there)
         if not known:
-            self._sink_define(name)
+            self._defined(name)
 
     def define_group_by_index(
         self, name: str, table: Sequence[str], indices: npt.NDArray[np.int64]
@@ -219,17 +219,20 @@ class Guard:
         codes.flags.writeable = False
         # idx is in range and distinct, and index -> code is one-to-one: codes need no check
         group = self.ledger.define_group_codes(name, codes, validated=True)
-        self._engine.group_defined(group, codes, idx, ascending=ascending)
-        self._sink_define(name)
+        self._defined(
+            name, lambda: self._engine.group_defined(group, codes, idx, ascending=ascending)
+        )
 
-    def _sink_define(self, name: str) -> None:
-        """Write a group the ledger has just taken to the sink. If the sink raises, the ledger
-        holds a group the durable ledger may not (a later charge to it could not be written, or
-        a retry would find it defined and skip the sink): every later spend is refused."""
-        if self._sink is None:
-            return
+    def _defined(self, name: str, engine: Callable[[], None] | None = None) -> None:
+        """Tell the engine (``engine``, if given) and the sink of a group the ledger has just
+        taken. If either raises, the ledger holds a group the engine or the durable ledger may
+        not (a charge to it could not be counted or written, and a retry would find it known
+        and skip both): every later spend is refused."""
         try:
-            self._sink.define_group(name, self.ledger.members(name))
+            if engine is not None:
+                engine()
+            if self._sink is not None:
+                self._sink.define_group(name, self.ledger.members(name))
         except BaseException as exc:
             self._fail(exc, "group definition")
             raise
