@@ -308,16 +308,21 @@ def test_a_bad_evidence_code_in_a_later_row_takes_none_of_the_rows() -> None:
     assert len(ledger) == 0 and _lengths(ledger) == [0] * 6
 
 
-def test_an_interrupted_thaw_keeps_the_bulk_columns() -> None:
-    """A bulk ledger's first append copies its columns into the appendable arrays; an
-    interrupt in that copy leaves the bulk columns in charge and the arrays empty."""
-    ledger = Ledger.from_codes(
+def _bulk_ab() -> Ledger:
+    """A bulk ledger (`from_codes`) of two rows: user a at slot 1, b at slot 2."""
+    return Ledger.from_codes(
         slot=np.array([1, 2], np.int64),
         user_codes=np.array([0, 1], np.int64),
         users=["a", "b"],
         amount_codes=np.zeros(2, np.int32),
         amounts=[Budget("1/3")],
     )
+
+
+def test_an_interrupted_thaw_keeps_the_bulk_columns() -> None:
+    """A bulk ledger's first append copies its columns into the appendable arrays; an
+    interrupt in that copy leaves the bulk columns in charge and the arrays empty."""
+    ledger = _bulk_ab()
     before = list(ledger)
     ledger._part = _interrupting(ledger._part, fail_at=1)
     with pytest.raises(KeyboardInterrupt):
@@ -371,13 +376,7 @@ def test_an_interrupt_at_any_line_of_an_append_leaves_whole_rows(bulk: bool) -> 
     for lineno in _lines_of(*_APPEND_PATH):
         for hit in (1, 2, 3):
             if bulk:
-                ledger = Ledger.from_codes(
-                    slot=np.array([1, 2], np.int64),
-                    user_codes=np.array([0, 1], np.int64),
-                    users=["a", "b"],
-                    amount_codes=np.zeros(2, np.int32),
-                    amounts=[Budget("1/3")],
-                )
+                ledger = _bulk_ab()
             else:
                 ledger = Ledger()
                 ledger.append(1, "1/3", user="a")
