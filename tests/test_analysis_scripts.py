@@ -591,11 +591,20 @@ def test_exsub_table4_generators_sampler(table4_generators: ModuleType) -> None:
     assert ((R != 0).sum(axis=1) == 100).all() and set(np.unique(R)) == {-1, 0, 1}
     q = g.successive_shares(w, 100, 4000, 3)
     assert (R != 0).mean(axis=0) == pytest.approx(q, abs=0.05)
-    tve, _ = g.measure(w, g.IV, Fraction(5), 4000, 0, 0)
+    tve, _ = g.measure(g.weighted_draw(w, 100), g.IV, Fraction(5), 4000, 0, 0)
     pred, _ = g.predict(
         q, importlib.import_module("exsub_table4").EXSUB_AUTH, g.IV, Fraction(5), 4000
     )
     assert tve == pytest.approx(pred, rel=0.1)
+    # a support reused across the slots: every user's s entries in ceil(s / T) dimensions,
+    # every entry the same share
+    for table, width in ((g.IV, 4), (g.II, 1)):
+        R = g.reused_support_draw(table)(4000, rng)
+        assert ((R != 0).sum(axis=1) == table.s).all()
+        dims = (R != 0).reshape(4000, -1, g.SLOTS).any(axis=2).sum(axis=1)
+        assert (dims <= width).all()
+        share = (R != 0).mean(axis=0)
+        assert share == pytest.approx(np.full(table.entries, table.s / table.entries), abs=0.03)
 
 
 @pytest.fixture
