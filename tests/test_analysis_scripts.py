@@ -517,6 +517,97 @@ def test_exsub_table4_high_stub_vectors_and_sampler(table4_high: ModuleType) -> 
 
 
 @pytest.fixture
+def table4_generators() -> Iterator[ModuleType]:
+    """analysis/exsub_table4_generators.py as a module (it imports exsub_table4)."""
+    with analysis_module("exsub_table4_generators") as module:
+        yield module
+
+
+def _row_misses(out: str, start: str) -> tuple[float, float]:
+    """(miss at eps <= 1, miss at eps = 3, 5) of the generator row starting with ``start``."""
+    (line,) = [row for row in out.splitlines() if row.startswith(start)]
+    cols = [c.strip() for c in line.split("|")]
+    return float(cols[-4].rstrip("%")), float(cols[-3].rstrip("%"))
+
+
+def test_exsub_table4_generators_no_unfitted_generator_fits_both_tables() -> None:
+    out = output("exsub_table4_generators.py", "--quick")
+    # exact shares (no draws): equal errors, and the same support for every user
+    assert (
+        "| IV | uniform | 0.20 | 1.03 / 1.04 | 1.01 / 0.98 | 1.00 / 0.96 | 1.10 / 0.70 "
+        "| 1.24 / 0.62 | 125.8, 125.8 | 3.7% | 33.3% | 26.8% |" in out
+    )
+    assert "| II | uniform | 0.06 |" in out and "| 36.1, 36.1 | 5.5% | 22.0% |" in out
+    assert _row_misses(out, "| IV | same support |") == (3.7, 20.8)
+    assert _row_misses(out, "| II | same support |") == (6.5, 66.1)
+    # every unfitted generator misses eps = 3, 5 of Table II by > 20%; Zipf a = 2 fits Table IV
+    for gen in ("uniform", "with replacement", "stubs", "symbols mod L", "zipf a = 2"):
+        assert _row_misses(out, f"| II | {gen} |")[1] > 20
+    low, high = _row_misses(out, "| IV | zipf a = 2 |")
+    assert low <= 3.7 and 2.5 <= high <= 3.5
+    # the pool (exact) fitted on IV predicts II; Zipf's fitted a does not
+    assert (
+        "| pool | s of the first f L entries, uniformly | f = P / L | 0.375 | 5.4% | 1.7% | none "
+        "| 1.7% |" in out
+    )
+    (zipf,) = [row for row in out.splitlines() if row.startswith("| zipf | successive")]
+    assert float(zipf.split("|")[6].strip(" %")) > 35
+
+
+def test_exsub_table4_generators_model(table4_generators: ModuleType) -> None:
+    g = table4_generators
+    # successive sampling against its exact inclusion probabilities (L = 4, s = 2)
+    w = np.array([1.0, 2.0, 3.0, 4.0])
+    exact = np.zeros(4)
+    for i in range(4):
+        for j in range(4):
+            if i != j:
+                p = w[i] / w.sum() * w[j] / (w.sum() - w[i])
+                exact[[i, j]] += p
+    est = g.successive_shares(w, 2, 40_000, 0)
+    assert est.sum() == pytest.approx(2.0)
+    assert est == pytest.approx(exact, abs=0.012)
+    # relabelling the entries relabels the shares (uniform weights: equal shares)
+    uni = g.successive_shares(np.ones(64), 8, 20_000, 1)
+    assert uni == pytest.approx(np.full(64, 8 / 64), abs=0.01)
+    # the authors' symbol layout: L - s entries with two symbols in range
+    assert list(g.symbol_weights(6, 2)) == [2.0, 2.0, 2.0, 2.0, 1.0, 1.0]
+    # grouping the entries for the expected maximum changes it by < 1%
+    t4 = importlib.import_module("exsub_table4")
+    sds = np.sqrt(np.linspace(1.0, 40.0, 200))
+    full = t4.expected_max([(1.0, float(v)) for v in sds])
+    assert t4.expected_max(g.grouped(sds)) == pytest.approx(full, rel=0.01)
+    # concentrated shares lower TVE / MAE below the equal-error ratio
+    q = g.successive_shares(g.zipf_weights(512, 2.0), 100, 4000, 0)
+    tve, mae = g.predict(q, t4.EXSUB_AUTH, g.IV, Fraction(5), 50_000)
+    assert tve / mae < 0.6 * t4.gaussian_ratio(512)
+
+
+def test_exsub_table4_generators_sampler(table4_generators: ModuleType) -> None:
+    g = table4_generators
+    rng = np.random.default_rng(2)
+    w = g.zipf_weights(512, 2.0)
+    R = g.sample(w, 100, 3000, rng)
+    assert ((R != 0).sum(axis=1) == 100).all() and set(np.unique(R)) == {-1, 0, 1}
+    q = g.successive_shares(w, 100, 4000, 3)
+    assert (R != 0).mean(axis=0) == pytest.approx(q, abs=0.05)
+    tve, _ = g.measure(g.weighted_draw(w, 100), g.IV, Fraction(5), 4000, 0, 0)
+    pred, _ = g.predict(
+        q, importlib.import_module("exsub_table4").EXSUB_AUTH, g.IV, Fraction(5), 4000
+    )
+    assert tve == pytest.approx(pred, rel=0.1)
+    # a support reused across the slots: every user's s entries in ceil(s / T) dimensions,
+    # every entry the same share
+    for table, width in ((g.IV, 4), (g.II, 1)):
+        R = g.reused_support_draw(table)(4000, rng)
+        assert ((R != 0).sum(axis=1) == table.s).all()
+        dims = (R != 0).reshape(4000, -1, g.SLOTS).any(axis=2).sum(axis=1)
+        assert (dims <= width).all()
+        share = (R != 0).mean(axis=0)
+        assert share == pytest.approx(np.full(table.entries, table.s / table.entries), abs=0.03)
+
+
+@pytest.fixture
 def window_obs() -> Iterator[ModuleType]:
     with analysis_module("pwsm_window_obs") as module:
         yield module
