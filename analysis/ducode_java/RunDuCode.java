@@ -1,4 +1,4 @@
-// Driver for wevent issue 25 (001 Tables 5-6 on TLNS): runs the authors' own classes
+// Driver for wevent (001 Tables 5-6 on TLNS): runs the authors' own classes
 // (github.com/dulei715/DynamicWEventCode @286adeaf, its dependency dulei715/java-tools @ccd2d30,
 // the last java-tools commit before DynamicWEventCode's) without their XML configuration.
 // No code of the authors is copied here; build.sh compiles their sources next to this file.

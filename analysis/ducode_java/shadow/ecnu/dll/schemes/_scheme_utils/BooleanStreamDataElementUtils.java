@@ -7,7 +7,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
-// Count-equivalent stand-in (wevent issue 25, speed only): a CountList of c0 users at "0" and
+// Count-equivalent stand-in (wevent, 001 Tables 5-6; speed only): a CountList of c0 users at "0" and
 // c1 at "1" is counted in O(1); any other list is counted element by element.
 public class BooleanStreamDataElementUtils {
     public static class CountList extends AbstractList<StreamDataElement<Boolean>> {
