@@ -14,6 +14,7 @@
 //                          (shuffleK); a fresh mechanism every SEG slots, batches of BATCH; AMRE =
 //                          sum of their BRE / slots (their PostProcessUtils). CONFIGS: E:w,...
 //   counts DIR OUT         each runInput file's counts, in File.listFiles order
+//   pubs COUNTS ORDER SEG CONFIGS REPEATS   BD's publications and their noise scales
 //   fast COUNTS ORDER SEG BATCH CONFIGS REPEATS
 //                          the run loop on those counts, REPEATS times; with -Dfastcount=true and
 //                          shadow/ first on the class path the counting is O(1) per slot (same
@@ -162,6 +163,52 @@ public class RunDuCode {
         return slot;
     }
 
+    // pubs COUNTS ORDER SEG CONFIGS REPEATS: BD's publications (the release object changes) and
+    // the budget and noise scale 1/budget of each, one slot at a time (batches do not change
+    // the mechanism; they only group its error); needs -Dfastcount=true and shadow/
+    static void pubs(String countsFile, String order, int segUnit, String configs, int reps) throws Exception {
+        List<String[]> rows = new ArrayList<>();
+        for (String l : java.nio.file.Files.readAllLines(new File(countsFile).toPath())) rows.add(l.split(","));
+        if (order.equals("sorted")) rows.sort(Comparator.comparing(r -> r[0]));
+        else if (order.startsWith("shuffle")) Collections.shuffle(rows, new Random(Long.parseLong(order.substring(7))));
+        List<String> dataType = Arrays.asList("0", "1");
+        TreeMap<String, Boolean> m0 = new TreeMap<>(); m0.put("0", true); m0.put("1", false);
+        TreeMap<String, Boolean> m1 = new TreeMap<>(); m1.put("0", false); m1.put("1", true);
+        StreamDataElement<Boolean> e0 = new StreamDataElement(m0), e1 = new StreamDataElement(m1);
+        Field pubBudget = WEventMechanism.class.getDeclaredField("publicationPrivacyBudget");
+        pubBudget.setAccessible(true);
+        int total = rows.size();
+        for (String c : configs.split(",")) {
+            String[] a = c.split(":"); double E = Double.parseDouble(a[0]); int w = Integer.parseInt(a[1]);
+            for (int r = 0; r < reps; r++) {
+                long n = 0; List<Double> scales = new ArrayList<>();
+                // the error split: the released values r = (true counts at the last publication,
+                // zero after a restart) + noise; stale = that truth's distance from the slot's counts
+                double err = 0, stale = 0, noise = 0;
+                for (int s = 0; s < total; s += segUnit) {
+                    int e = Math.min(s + segUnit - 1, total - 1);
+                    BudgetDistribution bdm = new BudgetDistribution(dataType, E, w);
+                    double p0 = 0, p1 = 0;
+                    for (int i = s; i <= e; i++) {
+                        int c0 = Integer.parseInt(rows.get(i)[1]), c1 = Integer.parseInt(rows.get(i)[2]);
+                        Object before = bdm.getReleaseNoiseCountMap();
+                        bdm.updateNextPublicationResult(countList(c0, c1, e0, e1));
+                        if (bdm.getReleaseNoiseCountMap() != before) { n++; scales.add(1.0 / (Double) pubBudget.get(bdm)); p0 = c0; p1 = c1; }
+                        TreeMap<String, Double> rel = bdm.getReleaseNoiseCountMap().getDataMap();
+                        double r0 = rel.get("0"), r1 = rel.get("1");
+                        err += ((r0 - c0) * (r0 - c0) + (r1 - c1) * (r1 - c1)) / 2;
+                        stale += ((p0 - c0) * (p0 - c0) + (p1 - c1) * (p1 - c1)) / 2;
+                        noise += ((r0 - p0) * (r0 - p0) + (r1 - p1) * (r1 - p1)) / 2;
+                    }
+                }
+                Collections.sort(scales);
+                System.out.printf("order=%s E=%s w=%d publications=%d of %d slots, noise scale 1/budget: median %.3g, 90th percentile %.3g, max %.3g; AMRE %.3g = stale %.3g + noise %.3g + cross%n",
+                    order, E, w, n, total, scales.get(scales.size() / 2), scales.get((int) (scales.size() * 0.9)), scales.get(scales.size() - 1),
+                    err / total, stale / total, noise / total);
+            }
+        }
+    }
+
     static class Acc { double bre = 0; long slots = 0; long pubs = 0; }
 
     // run DIR ORDER(fs|sorted) SEGMENT BATCH CONFIGS(E:w,...) [MAXSLOTS]
@@ -246,6 +293,7 @@ public class RunDuCode {
         if (args[0].equals("gen")) gen(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]), Double.parseDouble(args[4]), Long.parseLong(args[5]));
         else if (args[0].equals("counts")) counts(args[1], args[2]);
         else if (args[0].equals("fast")) fast(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]), args[5], Integer.parseInt(args[6]));
+        else if (args[0].equals("pubs")) pubs(args[1], args[2], Integer.parseInt(args[3]), args[4], Integer.parseInt(args[5]));
         else if (args[0].equals("genfn")) genFn(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]), args[4]);
         else run(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]), args[5],
                  args.length > 6 ? Integer.parseInt(args[6]) : Integer.MAX_VALUE, args.length > 7 ? args[7] : null);
