@@ -36,6 +36,11 @@ Commands (from the repository root; wall times on the shared 2-core machine):
 
     .venv/bin/python analysis/pwsm_tlns_java.py             # (a)-(c), seeds 0-9: 2 min 12 s
     .venv/bin/python analysis/pwsm_tlns_java.py --quick     # (a), (b), (c) at 2 cells, 2 seeds: 11 s
+    .venv/bin/python analysis/pwsm_tlns_java.py --shuffle 1 --seeds 5   # (c) on shuffled slots
+
+`--shuffle SEED` runs (c) on the same walk with its slots in a random order: the authors' runner
+reads its per-slot input files in `File.listFiles` order, which is not the slots' order on Linux
+(`analysis/ducode_java/README.md`); with it the simulator's S5 BD comes to 001's TLNS BD level.
 """
 
 from __future__ import annotations
@@ -203,6 +208,14 @@ S5_DU = dataclasses.replace(
 )
 
 
+def shuffled(w: Walk, seed: int) -> Walk:
+    """The walk's slots in a random order (numpy seed): the order in which the authors' runner
+    reads its per-slot input files (`File.listFiles`, which does not sort; on Linux file systems
+    the order is not the slots' order; `analysis/ducode_java/`)."""
+    perm = np.random.default_rng([seed, 25]).permutation(len(w.p))
+    return Walk(f"{w.name}, slots shuffled (seed {seed})", w.p[perm], w.below, w.above)
+
+
 def ordering(w: Walk, seeds: int, labels: Sequence[str] | None) -> None:
     users, slots = pa.USERS, len(w.p)
     original = pa.probabilities
@@ -268,11 +281,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--quick", action="store_true", help="2 cells, 2 seeds")
     parser.add_argument("--seeds", type=int, default=10, help="seeds 0..SEEDS-1 for (c)")
+    parser.add_argument(
+        "--shuffle",
+        type=int,
+        metavar="SEED",
+        help="run (c) on the walk's slots in a random order (the authors' runner's file order)",
+    )
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error("need seeds >= 1")
     chosen = walks_table(pa.PAPER_SLOTS)
     fingerprint(chosen)
+    if args.shuffle is not None:
+        chosen = shuffled(chosen, args.shuffle)
     if args.quick:
         ordering(chosen, 2, ("T5 E=0.6", "T6 w=40"))
     else:

@@ -730,3 +730,23 @@ def test_pwsm_tlns_java_quick_output() -> None:
         "| 1.0005 | 0.03 | 0.04 | 0 of 2 | 0 of 2 | 0 of 2 |" in out
     )
     assert "Random(42).nextGaussian() = 1.141905315473055, Java's 1.1419053154730547: 1 ulp" in out
+
+
+def test_pwsm_tlns_java_shuffled_slots(
+    tlns_java: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--shuffle: the same walk, its slots permuted (as the authors' runner reads its files);
+    on it the simulator's S5 BD comes to 001's printed TLNS BD and above the undebiased PLBU,
+    where on the walk in order it stays far below both (the quick-output test's row)."""
+    w = tlns_java.walk("rounded")
+    s = tlns_java.shuffled(w, 1)
+    assert sorted(s.p.tolist()) == sorted(w.p.tolist()) and not np.array_equal(s.p, w.p)
+    assert np.array_equal(tlns_java.shuffled(w, 1).p, s.p)
+    assert not np.array_equal(tlns_java.shuffled(w, 2).p, s.p)
+    tlns_java.ordering(s, 1, ("T5 E=0.6",))
+    row = next(
+        line for line in capsys.readouterr().out.splitlines() if line.startswith("| T5 E=0.6 |")
+    )
+    cells = [c.strip() for c in row.split("|")]
+    plbu, bd5, printed_bd = float(cells[2]), float(cells[5]), float(cells[9])
+    assert bd5 > plbu and 0.5 < bd5 / printed_bd < 2.0
