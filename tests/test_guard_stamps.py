@@ -20,7 +20,7 @@ from wevent.accounting.population import Population
 from wevent.accounting.requirements import Fixed, WholeStream
 from wevent.verifier.check import check
 from wevent.verifier.guard import Guard
-from wevent.verifier.vector import VectorEngine
+from wevent.verifier.vector import VectorEngine, _huge_zeros
 
 fixed = st.builds(Fixed, st.integers(1, 5), budgets)
 amounts = st.one_of(budgets, st.sampled_from([Budget("0.1"), Budget("1/7")]))
@@ -89,6 +89,7 @@ def test_a_charge_leaves_its_window_without_a_write() -> None:
     assert stamps == [4, 4, 4, 0]  # slot 1 + window 3: held through slot 3, left at 4
     assert not _same_verdict(guards, 3, "1e-18", group="a")  # [1, 3] holds the charge
     assert _same_verdict(guards, 4, "1", group="b")  # expires a's charge from the queue ...
+    assert [event[0] for event in engine._events[3]] == [4]  # (only b's, of slot 4, is left)
     assert engine._held.tolist()[:3] == stamps[:3]  # ... without writing a's stamps
     assert fast.headroom(4, group="a") == guards[1].headroom(4, group="a") == 1
     assert _same_verdict(guards, 4, "1", group="a")
@@ -247,3 +248,57 @@ def test_leaving_stamps_keeps_a_charge_in_the_last_slot_of_its_window(turn: str)
     for u in table:
         assert guards[0].headroom(3, user=u) == guards[1].headroom(3, user=u)
     assert _same_verdict(guards, 4, "1/2", user=table[0])  # slot 1 left [2, 4]
+
+
+@pytest.mark.parametrize("windows", [(2, 2, 3, 3), (2, 3, 2, 3)])
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_draws_from_every_class_agree_with_the_accounts_engine(
+    windows: tuple[int, ...], data: st.DataObject
+) -> None:
+    # Groups drawn by ascending index from a part of every class (population division's draw):
+    # their plans are cut by window length from one slice per length when each length's classes
+    # are consecutive (2, 2, 3, 3), else by merging runs (2, 3, 2, 3). Members drawn again
+    # within their window, nobody holding a charge, amounts above a bound: verdicts, refusals
+    # and headrooms equal the accounts engine's.
+    bounds = (Budget(1), Budget("3/2"), Budget("5/4"), Budget(2))
+    pop = Population.from_classes({Fixed(w, b): 3 for w, b in zip(windows, bounds, strict=True)})
+    table = pop.users
+    guards = _both(pop)
+    engine = _engine(guards[0])
+    assert (engine._one_span is not None) == (windows == (2, 2, 3, 3))
+    slot = 1
+    for n in range(data.draw(st.integers(1, 12))):
+        slot += data.draw(st.sampled_from([0, 1, 1, 2, 4]))
+        idx: list[int] = []
+        for c in range(len(windows)):  # a part of every class: one or two of its three users
+            part = sorted(data.draw(st.sets(st.integers(0, 2), min_size=1, max_size=2)))
+            idx += [3 * c + i for i in part]
+        for g in guards:
+            g.define_group_by_index(f"d{n}", table, np.array(idx, np.int64))
+        plan = engine.plan_group(f"d{n}")
+        assert plan.present == tuple(range(len(windows))) and plan.runs is not None
+        amount = data.draw(st.sampled_from(["1/4", "1/2", "1", "5/4"]))
+        _same_verdict(guards, slot, amount, group=f"d{n}")
+        for u in table:
+            assert guards[0].headroom(slot, user=u) == guards[1].headroom(slot, user=u)
+    assert list(guards[0].ledger) == list(guards[1].ledger)
+
+
+@pytest.mark.parametrize(
+    ("size", "dtype"), [(1000, np.uint8), (2**19, np.uint8), (300_001, np.int32)]
+)
+def test_per_user_arrays_are_zeros_and_large_ones_start_on_a_huge_page(
+    size: int, dtype: type[np.generic]
+) -> None:
+    # `_huge_zeros`: zeros of the size and type asked; from 512 KB on, starting on a 2 MB
+    # boundary (so the kernel may back them with huge pages); two never share memory.
+    first, second = _huge_zeros(size, dtype), _huge_zeros(size, dtype)
+    for arr in (first, second):
+        assert arr.shape == (size,) and arr.dtype == dtype and not arr.any()
+        assert arr.flags.writeable and arr.flags.c_contiguous
+    if size * np.dtype(dtype).itemsize >= 2**19:
+        assert first.ctypes.data % (2 * 2**20) == 0 == second.ctypes.data % (2 * 2**20)
+    first[:] = 7
+    assert not second.any() and int(first[-1]) == 7
+    assert not np.shares_memory(first, second)

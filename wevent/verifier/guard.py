@@ -113,6 +113,7 @@ class Guard:
         # not interned yet), and the tables already found equal to that order.
         self._code_of_index: npt.NDArray[np.int64] | None = None
         self._known_tables: dict[int, Sequence[str]] = {}
+        self._users: tuple[str, ...] | None = None  # `Population.users`, once a group used it
         self._by_index = 0  # users interned through the canonical index path
         self._identity = True  # so far, each of those got its canonical index as its code
         self._positions: npt.NDArray[np.int32] | None = None  # scratch of `_distinct_indices`
@@ -205,7 +206,7 @@ class Guard:
                 raise BudgetError(f"group {name!r}: index out of range of the user table")
         if not ascending and not self._distinct_indices(idx, len(table)):
             raise BudgetError(f"group {name!r} lists a member twice")
-        if not self._is_canonical(table) or self.ledger.has_group(name):
+        if not (table is self._users or self._is_canonical(table)) or self.ledger.has_group(name):
             # By id: validated before anything is interned (a redefinition must match).
             self.define_group(name, [table[i] for i in idx.tolist()])
             return
@@ -284,6 +285,7 @@ class Guard:
     def _is_canonical(self, table: Sequence[str]) -> bool:
         canonical = self.population.users
         if table is canonical:
+            self._users = canonical  # (define_group_by_index tests this first: no call)
             return True
         known = self._known_tables.get(id(table))
         if known is table:

@@ -22,7 +22,12 @@ charge at slot ``t`` iff their stamp is above ``t - base``, so a charge leaves i
 no write at all; the stamps are shifted to a new base (one pass) before one would pass the top
 of its type (one byte for windows up to 127 slots, two up to 2^15 - 1). The first commit that
 would give a user a second charge, or a second amount, turns the stamps into counts (a user
-with a live stamp holds one charge), and counts are kept from then on.
+with a live stamp holds one charge), and counts are kept from then on. The check of a drawn
+group while stamped takes one maximum over its members' stamps: if none is live (the usual
+draw) every own spend is 0 and only the class rooms decide; else one maximum per class run.
+Per-user arrays of 512 KB or more start on a 2 MB boundary (`_huge_zeros`), so the kernel may
+back them with huge pages: a drawn group's 10,000 random users then cost cache misses but
+few page walks.
 
 So a charge to ``k`` drawn users, whatever their classes, is a handful of numpy operations over
 ``k`` integers, and a charge to a whole class is O(1) while no member of a class with its window
@@ -63,6 +68,8 @@ _UNKNOWN = -2  # class of a user code not resolved yet (-1: a user without a req
 _PLANS = 64  # group plans kept (class groups are charged every slot; drawn groups once)
 _STAMP_BYTE_MAX_W = 127  # longest window stamped in one byte (a rebase at most every 128 slots)
 _STAMP_MAX_W = 2**15 - 1  # longest window stamped at all (in two bytes); longer: counts only
+_HUGE_PAGE = 2 * 2**20  # per-user arrays of at least _HUGE_FROM bytes start on this boundary
+_HUGE_FROM = 2**19
 
 _EMPTY: I64 = np.zeros(0, np.int64)
 Event = tuple[int, I64, int, int]  # (slot, user codes, amount, number): a partial charge in
@@ -78,6 +85,24 @@ class Refusal:
     member: str | None  # for a group charge: the member named in the message
     affected: int  # users the spend would push over a bound
     requirement: str
+
+
+def _huge_zeros(size: int, dtype: Any) -> npt.NDArray[Any]:
+    """``np.zeros(size, dtype)``, starting on a 2 MB boundary when it is 512 KB or more.
+
+    The per-user counts or stamps are read and written at about 10,000 random users a slot
+    after the data path has evicted them (population division at 10^6 users): in 4 KB pages
+    that is a page walk for most of the 256 pages of a 1 MB array as well as a cache miss. numpy
+    asks the kernel for transparent huge pages on allocations of 4 MB or more (where the
+    kernel allows them, ``madvise`` or ``always``), so a buffer 6 MB larger than needed is
+    allocated and the array starts at its first 2 MB boundary (one or two huge pages; the rest
+    is never touched, so never backed by memory)."""
+    nbytes = size * np.dtype(dtype).itemsize
+    if nbytes < _HUGE_FROM:
+        return np.zeros(size, dtype)
+    buf = np.zeros(nbytes + 3 * _HUGE_PAGE, np.uint8)
+    start = -buf.ctypes.data % _HUGE_PAGE
+    return buf[start : start + nbytes].view(dtype)
 
 
 def vectorizable(population: Population) -> bool:
@@ -224,7 +249,15 @@ class VectorEngine:
                     else:
                         spans.append((i, i + 1))
             self._spans.append((w, spans))
+        # When each window length's classes are consecutive (one span each), the members of a
+        # draw from every class of a length are one slice: (length, first class, last class).
+        self._one_span: tuple[tuple[int, int, int], ...] | None = (
+            tuple((w, spans[0][0], spans[0][1] - 1) for w, spans in self._spans)
+            if all(len(spans) == 1 for _, spans in self._spans)
+            else None
+        )
         self._every_class = tuple(range(len(self.classes)))
+        self._windows_t = tuple(self._windows)
         self._whole = [k for k in self.classes if k.w is None]
         self._none_full = (False,) * len(self.classes)
         self._whole_classes = tuple(i for i, kind in enumerate(self.classes) if kind.w is None)
@@ -273,7 +306,7 @@ class VectorEngine:
         size = max(n, 2 * have, 1024)
         own = np.zeros(size, self._dtype)
         own[:have] = self._own
-        held = np.zeros(size, self._held.dtype)
+        held = _huge_zeros(size, self._held.dtype)
         held[:have] = self._held
         cls = np.full(size, _UNKNOWN, np.int32)
         cls[:have] = self._cls_of
@@ -377,22 +410,33 @@ class VectorEngine:
     def _plan_runs(self, codes: I64, indices: I64) -> _Plan:
         """`_plan_codes` for members at ascending population ``indices`` (so sorted by class):
         each class's members are one run of ``codes``, found by a binary search per class."""
-        ends = np.searchsorted(indices, self._class_ends).tolist()
+        ends = indices.searchsorted(self._class_ends).tolist()
         sizes, classes = self._sizes, self.classes
         starts_all = [0, *ends[:-1]]
-        if all(0 < b - a < n for a, b, n in zip(starts_all, ends, sizes, strict=True)):
+        lo = 0  # (a loop, not all() over a generator: this runs once a slot, with cold caches)
+        for hi, n in zip(ends, sizes, strict=True):
+            if not 0 < hi - lo < n:
+                break
+            lo = hi
+        else:
             # The usual draw: a part of every class. Which classes share a window length is
             # static (`_spans`): each length's members are slices of ``codes``, no merging.
-            every: list[tuple[int, I64]] = []
-            for length, runs in self._spans:
-                cut = [codes[starts_all[a] : ends[b - 1]] for a, b in runs]
-                every.append((length, cut[0] if len(cut) == 1 else np.concatenate(cut)))
+            every: list[tuple[int, I64]]
+            if self._one_span is not None:
+                every = [
+                    (length, codes[starts_all[a] : ends[b]]) for length, a, b in self._one_span
+                ]
+            else:
+                every = []
+                for length, runs in self._spans:
+                    cut = [codes[starts_all[a] : ends[b - 1]] for a, b in runs]
+                    every.append((length, cut[0] if len(cut) == 1 else np.concatenate(cut)))
             return _Plan(
                 codes,
                 self._every_class,
                 None,
                 self._none_full,
-                tuple(self._windows),
+                self._windows_t,
                 np.array(starts_all, np.int64) if len(classes) > 1 else None,
                 codes,
                 tuple(every),
@@ -681,8 +725,15 @@ class VectorEngine:
         log: Log = []
         if isinstance(plan, _UserPlan):
             return self._check_user(slot, asked, plan, log)
-        for w in plan.windows:
-            self._expire(w, slot, log)
+        if self._stamped:  # `_expire` while stamped, inline (no write: stamps tell the slot)
+            events = self._events
+            for w in plan.windows:
+                queue, horizon = events[w], slot - w
+                while queue and queue[0][0] <= horizon:
+                    log.append((w, queue.popleft()))
+        else:
+            for w in plan.windows:
+                self._expire(w, slot, log)
         rooms, partial = self._rooms(slot, asked, plan.present)
         tops: list[int] | None = None
         if partial and plan.runs is not None and not self._materialized:
@@ -690,12 +741,18 @@ class VectorEngine:
             # largest count times that amount, compared in Python integers (exact). One gather
             # of the counts (or stamps) and one maximum per run, nothing else, when it fits.
             counts = self._held[plan.codes]
-            tops = np.maximum.reduceat(counts, plan.runs).tolist()
             if self._stamped:  # a stamp above ``live`` holds one charge; below, none
                 live = self._live_above(slot)
-                tops = [int(t > live) for t in tops]
-                if any(tops):
+                if int(counts.max()) <= live:  # nobody holds one: one maximum, not one per run
+                    if min(rooms) >= 0:  # (every own spend is 0)
+                        self._pending = (plan, slot, None, None, None)
+                        return None
+                    tops = [0] * len(rooms)
+                else:
+                    tops = [int(t > live) for t in np.maximum.reduceat(counts, plan.runs).tolist()]
                     counts = (counts > live).view(np.uint8)  # the counts the stamps stand for
+            else:
+                tops = np.maximum.reduceat(counts, plan.runs).tolist()
             holding = any(tops)
             amount = self._amount if holding else 0
             if amount is None:
@@ -836,7 +893,8 @@ class VectorEngine:
             if self._stamped and (held is not None or self._amount not in (None, asked)):
                 self._unstamp(slot)  # a member charged again, or a second amount: counts
                 (own, held), tops = self._gather(codes, slot), None
-            self._note_amount(asked)
+            if self._materialized or self._amount != asked:
+                self._note_amount(asked)
             if self._stamped:
                 self._stamp(slot, plan.partial_by_w)
             elif self._materialized:
