@@ -577,12 +577,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             "generators without a fitted parameter and for one-parameter families fitted on "
             "Table IV and evaluated on Table II at the same parameter; --simulate measures some."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     parser.add_argument(
         "--quick", action="store_true", help="fewer draws, 2-3 parameters per family"
     )
-    parser.add_argument("--draws", type=int, default=20_000, help="draws per inclusion estimate")
+    parser.add_argument(
+        "--draws", type=int, default=20_000, help="draws per inclusion estimate (default 20,000)"
+    )
     parser.add_argument("--simulate", action="store_true", help="also measure with the sampler")
     parser.add_argument(
         "--users", type=int, help=f"n of the simulation (default {USERS:,}; 10,000 with --quick)"
@@ -590,7 +591,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--repeats", type=int, help="simulation repeats per cell (default 5; 2 with --quick)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of the draws and simulation")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the draws and simulation (default 0)"
+    )
     args = parser.parse_args(argv)
     users = args.users if args.users is not None else (10_000 if args.quick else USERS)
     repeats = args.repeats if args.repeats is not None else (2 if args.quick else 5)
