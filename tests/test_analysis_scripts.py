@@ -552,6 +552,33 @@ def test_exsub_table4_generators_no_unfitted_generator_fits_both_tables() -> Non
     )
     (zipf,) = [row for row in out.splitlines() if row.startswith("| zipf | successive")]
     assert float(zipf.split("|")[6].strip(" %")) > 35
+    # the figures docs/reproduction.md quotes: stubs never used (exact shares), Zipf a = 4
+    # (drawn: 9.5% / 55.9% with the full run's 20,000 draws)
+    assert _row_misses(out, "| IV | stubs |") == (3.7, 28.0)
+    assert 8.9 <= _row_misses(out, "| IV | zipf a = 4 |")[1] <= 10.1
+    assert 54.5 <= _row_misses(out, "| II | zipf a = 4 |")[1] <= 57.5
+    # the normal bump and the exponential decay fitted on IV (IV best, IV miss, II miss at it;
+    # the full run: 0.0875, 2.3%, 3.7% and 0.125, 0.4%, 10.2%)
+    assert _family_summary(out, "normal") == (0.0875, 2.3, 3.7)
+    best, iv, ii = _family_summary(out, "exponential")
+    assert best == 0.125 and iv <= 1.0 and 9.5 <= ii <= 11.0
+    # the pool carried by the other rule (s / P kept) misses; the pools Table II accepts
+    assert "Table II P = 15.36; miss at eps = 3, 5: P = 15: 39.8%, P = 16: 37.2%." in out
+    assert "Table II pools within 5%: P = 40-64 of 128 (0.31-0.50; 25 values), worst 4.7%." in out
+
+
+def _family_summary(out: str, family: str) -> tuple[float, float, float]:
+    """(IV best parameter, IV miss at eps = 3, 5, II miss at it) of a family's summary row."""
+    (row,) = [r for r in out.splitlines() if r.startswith(f"| {family} | ") and "successive" in r]
+    cols = [c.strip(" %") for c in row.split("|")]
+    return float(cols[4]), float(cols[5]), float(cols[6])
+
+
+def test_exsub_table4_generators_quick_simulate_honours_users_and_repeats() -> None:
+    out = output(
+        "exsub_table4_generators.py", "--quick", "--simulate", "--users", "2000", "--repeats", "3"
+    )
+    assert "### Measured with our sampler, n = 2,000, 3 repeats, seed 0;" in out
 
 
 def test_exsub_table4_generators_model(table4_generators: ModuleType) -> None:
