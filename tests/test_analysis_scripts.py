@@ -777,3 +777,43 @@ def test_pwsm_tlns_java_shuffled_slots(
     cells = [c.strip() for c in row.split("|")]
     plbu, bd5, printed_bd = float(cells[2]), float(cells[5]), float(cells[9])
     assert bd5 > plbu and 0.5 < bd5 / printed_bd < 2.0
+
+
+def test_pwsm_tlns_java_shuffle_through_the_command_line() -> None:
+    """`--quick --shuffle 1` as a user runs it: (c) on the shuffled walk, where S5's BD is above
+    the undebiased PLBU at E = 0.6 (on the walk in order, `--quick` alone, it is 0.757 million,
+    0 of 2 seeds: the quick-output test's row)."""
+    out = output("pwsm_tlns_java.py", "--quick", "--shuffle", "1")
+    assert "### (c) TLNS on the `rounded, slots shuffled (seed 1)` walk" in out
+    assert (
+        "| T5 E=0.6 | 9.73 | 4.57 | 0.987 | 16.1 | 0.00547 | 14.5 | 9.72 | 21.9 | 0.00523 "
+        "| 1.0007 | 0.74 | 0.66 | 2 of 2 | 2 of 2 | 0 of 2 |" in out
+    )
+
+
+def test_ducode_java_summary_prints_the_docs_figures() -> None:
+    """analysis/ducode_java/summarize.py on the committed raw outputs of the authors' Java code:
+    the figures docs/reproduction.md quotes from them."""
+    out = output("ducode_java/summarize.py")
+    assert (
+        "| w = 40 | 10.3 | 9.95 [8.3-12.1] | 10.1 | 0.0476 | 0.059 | 388 | 436 | 708 | 9.63 " in out
+    )
+    assert (
+        "as listed: BD median / printed BD 0.81-1.10; BD mean / printed BD 0.80-1.40; BA mean / "
+        "printed BA 0.92-1.13; runs with BD > printed PLBU 85 of 90; BD mean > printed PLBU in "
+        "9 of 9 cells" in out
+    )
+    assert "sorted: BD median / printed BD 0.00-0.27;" in out
+    assert "runs with BD > printed PLBU 3 of 90;" in out
+    assert (
+        "BD median / printed 0.74-1.31; BD mean / printed 0.82-3.07; BA mean / printed 0.92-1.19"
+        in out
+    )
+    assert "spans 4,303 on average (segments' spans 4,165-4,455)" in out
+    assert "spans 550 on average (segments' spans 235-831)" in out
+    assert "a release stuck at zero: AMRE 34,770,445.80" in out  # = the full runs' own figure
+    assert "as listed, BD median / that: 0.29-1.10" in out
+    assert "rounded walk: 9999 of 9999 steps equal" in out
+    assert "394 slot files where p_t = 0, with ones in 0 of them" in out
+    assert "publications 947-4,030 of 10,000 slots; noise part 9.22-35.2 million" in out
+    assert "44 of 45 seed-cells (w = 40: 4 of 5)" in out

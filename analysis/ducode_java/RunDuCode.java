@@ -7,6 +7,7 @@
 //                          its Random replaced by new Random(SEED) (001 Section 6.1: seed 1),
 //                          then their SyntheticGenerationUtils writes DIR/runInput (one file a slot)
 //   genfn DIR T N sin|log  the same with their SinFunction / LogFunction at 001's parameters
+//   walk T P0 SEED OUT     gen's walk only (the lines of basic_info/probability.txt), no user files
 //   run DIR ORDER SEG BATCH CONFIGS [MAXSLOTS [SEGCSV]]
 //                          their FixedSegmentBasicParameterRun loop for NP, BD and BA: the files
 //                          of DIR/runInput as File.listFiles returns them (ORDER fs, as their
@@ -68,6 +69,18 @@ public class RunDuCode {
         SyntheticGenerationUtils.generateUserID(dir, N);
         SyntheticGenerationUtils.generatePositionType(dir, "status.txt", 2);
         SyntheticGenerationUtils.generateRunInputData(dir, "status.txt");
+    }
+
+    // walk T P0 SEED OUT : the probabilities gen writes, without the 1.2 GB of user files
+    static void walk(int T, double p0, long seed, String out) throws Exception {
+        TLNSFunction fn = new TLNSFunction(p0, 0D, 0.0025);
+        Object gauss = getField(fn, TLNSFunction.class, "gaussUtils");
+        setField(gauss, gauss.getClass(), "random", new Random(seed));
+        List<Double> probs = fn.nextProbability(T);
+        try (PrintWriter pw = new PrintWriter(out)) {
+            pw.println("0," + String.valueOf(fn.getInitializedValue()));
+            for (int i = 0; i < T - 1; i++) pw.println((i + 1) + "," + String.valueOf(probs.get(i)));
+        }
     }
 
     // genfn DIR T N sin|log : 001's Sin (A=0.05, omega=0.01, h=0.075) or Log (A=0.25, b=0.01)
@@ -294,6 +307,7 @@ public class RunDuCode {
         else if (args[0].equals("counts")) counts(args[1], args[2]);
         else if (args[0].equals("fast")) fast(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]), args[5], Integer.parseInt(args[6]));
         else if (args[0].equals("pubs")) pubs(args[1], args[2], Integer.parseInt(args[3]), args[4], Integer.parseInt(args[5]));
+        else if (args[0].equals("walk")) walk(Integer.parseInt(args[1]), Double.parseDouble(args[2]), Long.parseLong(args[3]), args[4]);
         else if (args[0].equals("genfn")) genFn(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]), args[4]);
         else run(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]), args[5],
                  args.length > 6 ? Integer.parseInt(args[6]) : Integer.MAX_VALUE, args.length > 7 ? args[7] : null);
