@@ -817,3 +817,5 @@ def test_ducode_java_summary_prints_the_docs_figures() -> None:
     assert "394 slot files where p_t = 0, with ones in 0 of them" in out
     assert "publications 947-4,030 of 10,000 slots; noise part 9.22-35.2 million" in out
     assert "44 of 45 seed-cells (w = 40: 4 of 5)" in out
+    assert "TLNS, Sin and Log as listed (27 cells): BD median / printed 0.43-1.34; BA mean" in out
+    assert "as listed / sorted, publications per cell (E, w): 0.2, 120: 1.12;" in out

@@ -230,6 +230,9 @@ def pubs(results: Path) -> None:
         r"percentile (\S+), max \S+; AMRE \S+ = stale (\S+) \+ noise (\S+) \+ cross"
     )
     rows = pattern.findall((results / "pubs.txt").read_text())
+    totals: dict[tuple[str, str, str], int] = {}
+    for r in rows:
+        totals[(r[0], r[1], r[2])] = totals.get((r[0], r[1], r[2]), 0) + int(r[3])
     for order, name in (("fs", "as listed"), ("sorted", "sorted")):
         mine = [r for r in rows if r[0] == order]
         n = [int(r[3]) for r in mine]
@@ -251,6 +254,14 @@ def pubs(results: Path) -> None:
                 f"{e}, {w}: {' and '.join(f'{x:,}' for x in v)}" for (e, w), v in by_cell.items()
             )
         )
+    print(
+        "as listed / sorted, publications per cell (E, w): "
+        + "; ".join(
+            f"{e}, {w}: {totals[('fs', e, w)] / totals[('sorted', e, w)]:.2f}"
+            for (o, e, w) in totals
+            if o == "fs"
+        )
+    )
 
 
 def sin_log(cells: list[Cell]) -> None:
@@ -265,6 +276,13 @@ def sin_log(cells: list[Cell]) -> None:
                 f"runs with BD > printed PLBU {sum(above(c) for c in group)} of "
                 f"{sum(len(c.bd) for c in group)}"
             )
+    listed = [c for c in cells if c.order == "fs"]
+    med = [statistics.median(c.bd) / c.printed("bd") for c in listed]
+    ba = [statistics.mean(c.ba) / c.printed("ba") for c in listed]
+    print(
+        f"TLNS, Sin and Log as listed ({len(listed)} cells): BD median / printed {span(med)}; "
+        f"BA mean / printed {span(ba)}"
+    )
     for order in ("fs", "sorted"):
         for c in pick(cells, "log", order):
             if (c.e, c.w) in ((0.2, 120), (0.6, 200)):
