@@ -39,8 +39,8 @@ Commands (from the repository root; wall times on the shared 2-core machine):
     .venv/bin/python analysis/pwsm_tlns_java.py --shuffle 1 --seeds 5   # (c) on shuffled slots
 
 `--shuffle SEED` runs (c) on the same walk with its slots in a random order: the authors' runner
-reads its per-slot input files in `File.listFiles` order, which is not the slots' order on Linux
-(`analysis/ducode_java/README.md`); with it the simulator's S5 BD comes to 001's TLNS BD level.
+reads its per-slot input files in `File.listFiles` order, which is not the slots' order on a
+hash-ordered file system such as ext4 (`analysis/ducode_java/README.md`); with it the simulator's S5 BD comes to 001's TLNS BD level.
 """
 
 from __future__ import annotations
@@ -210,8 +210,8 @@ S5_DU = dataclasses.replace(
 
 def shuffled(w: Walk, seed: int) -> Walk:
     """The walk's slots in a random order (numpy seed): the order in which the authors' runner
-    reads its per-slot input files (`File.listFiles`, which does not sort; on Linux file systems
-    the order is not the slots' order; `analysis/ducode_java/`)."""
+    reads its per-slot input files (`File.listFiles`, which does not sort; on hash-ordered file
+    systems such as ext4 the order is not the slots' order; `analysis/ducode_java/`)."""
     perm = np.random.default_rng([seed, 25]).permutation(len(w.p))
     return Walk(f"{w.name}, slots shuffled (seed {seed})", w.p[perm], w.below, w.above)
 
