@@ -2,6 +2,7 @@ import contextlib
 from collections.abc import Iterator
 from fractions import Fraction
 from fractions import Fraction as F
+from typing import Any
 
 import pytest
 
@@ -187,3 +188,29 @@ def test_a_forwarding_spender_passes_every_call_to_the_guard_unchanged() -> None
     with batched(ForwardingSpender(Watched(pop))):
         pass
     assert entered == [True]
+
+
+class _ShiftedTable(tuple):  # type: ignore[type-arg]
+    """Iterates as the population's table, but ``[i]`` answers the id at ``i + 1``."""
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, int):
+            return tuple.__getitem__(self, (i + 1) % len(self))
+        return tuple.__getitem__(self, i)
+
+
+@pytest.mark.parametrize("engine", ["vector", "accounts"])
+def test_a_table_equal_by_iteration_is_not_trusted_to_index(engine: str) -> None:
+    """A group drawn by index from a table equal to the population's (by iteration) takes its
+    members from the population's own table: a table whose ``[]`` disagrees put user u4 (eps
+    1) in the ledger where the vector engine counted index 2 (u3, eps 5), so the guard let u4
+    spend 3 in a window of 1."""
+    import numpy as np
+
+    pop = Population.from_classes({Fixed(2, Budget(5)): 3, Fixed(3, Budget(1)): 3})
+    guard = Guard(pop, engine=engine)
+    guard.define_group_by_index("x", _ShiftedTable(pop.users), np.array([0, 2], np.int64))
+    assert guard.members("x") == (pop.users[0], pop.users[2])
+    for _ in range(3):
+        guard.spend(1, Budget(1), group="x")
+    assert check(guard.ledger, pop).ok

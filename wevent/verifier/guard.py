@@ -213,7 +213,7 @@ class Guard:
         if self._identity and self._by_index == len(self.population):
             codes = idx  # every population user's code is its index (see below)
         else:
-            codes = self._intern_by_index(table, idx)
+            codes = self._intern_by_index(idx)
         # The engine keeps a read-only copy of the codes: ``codes`` may be the caller's own
         # array, which it is free to change afterwards (the ledger keeps a narrower copy).
         codes = codes.astype(np.int64)
@@ -254,8 +254,12 @@ class Guard:
         self._positions[idx] = positions
         return bool((self._positions[idx] == positions).all())
 
-    def _intern_by_index(self, table: Sequence[str], idx: npt.NDArray[np.int64]) -> I64:
-        """The ledger codes of the population users at ``idx``, interning new ones in bulk."""
+    def _intern_by_index(self, idx: npt.NDArray[np.int64]) -> I64:
+        """The ledger codes of the population users at ``idx``, interning new ones in bulk.
+        The ids are read from the population's own table, never from the caller's: a table
+        found equal to it by iteration is not trusted to index the same way (a sequence whose
+        ``[]`` disagrees with its iteration would put a user under another class's bound)."""
+        table = self.population.users
         if self._code_of_index is None:
             self._code_of_index = np.full(len(self.population), -1, np.int64)
         codes = self._code_of_index[idx]

@@ -25,9 +25,10 @@ would give a user a second charge, or a second amount, turns the stamps into cou
 with a live stamp holds one charge), and counts are kept from then on. The check of a drawn
 group while stamped takes one maximum over its members' stamps: if none is live (the usual
 draw) every own spend is 0 and only the class rooms decide; else one maximum per class run.
-Per-user arrays of 512 KB or more start on a 2 MB boundary (`_huge_zeros`), so the kernel may
-back them with huge pages: a drawn group's 10,000 random users then cost cache misses but
-few page walks.
+The per-user counts or stamps, when `_grow` allocates them at 512 KB or more, start on a 2 MB
+boundary (`_huge_zeros`), so the kernel may back them with huge pages: a drawn group's 10,000
+random users then cost cache misses but few page walks. (The other per-user arrays, and the
+counts that replace stamps, are plain allocations.)
 
 So a charge to ``k`` drawn users, whatever their classes, is a handful of numpy operations over
 ``k`` integers, and a charge to a whole class is O(1) while no member of a class with its window
