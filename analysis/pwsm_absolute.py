@@ -102,40 +102,65 @@ TABLE5_W: Final = 120
 WINDOWS: Final = (40, 80, 120, 160, 200)  # 001 Table 6 columns, E = 0.6
 TABLE6_E: Final = 0.6
 
-# 001 Table 5 (E = 0.2, 0.4, 0.6, 0.8, 1.0 at w = 120), synthetic rows BD, BA, PLBU.
+# 001 Table 5 (E = 0.2, 0.4, 0.6, 0.8, 1.0 at w = 120), synthetic rows BD, BA, PLBU, PBD, PBA
+# and DPBD, DPBA (printed "PDBD", "PDBA").
 TABLE5: Final[dict[str, dict[str, tuple[float, ...]]]] = {
     "lns": {
         "bd": (35214891.91, 26932213.28, 21900899.91, 19202732.21, 19317360.81),
         "ba": (72479.55, 13456.32, 5228.94, 2583.01, 1447.21),
         "plbu": (9750998.15, 9732708.88, 9719230.14, 9705975.87, 9688944.63),
+        "pbd": (5625685.13, 5708081.9, 5761339.31, 5761668.46, 6168585.37),
+        "pba": (15734.77, 7593.93, 4031.24, 2415.89, 1449.54),
+        "dpbd": (4108894.4, 4001623.91, 4254805.65, 4059568.08, 4156445.29),
+        "dpba": (3249.53, 2096.95, 1309.7, 1097.65, 860.35),
     },
     "sin": {
         "bd": (14809297.94, 3868423.13, 2822001.85, 2166052.12, 2875381.82),
         "ba": (61604.76, 21010.09, 9193.50, 4678.60, 2659.74),
         "plbu": (18127404.96, 18103836.01, 18082416.37, 18052150.71, 18028552.72),
+        "pbd": (1065153.09, 891132.17, 796008.09, 753028.43, 689846.46),
+        "pba": (26390.31, 12807.53, 7805.06, 4123.15, 2661.26),
+        "dpbd": (376035.19, 331161.83, 321423.27, 315928.35, 312774.69),
+        "dpba": (8258.5, 4668.58, 3350.1, 2269.24, 1974.88),
     },
     "log": {
         "bd": (12598827.10, 3106749.11, 1520101.37, 1159412.40, 912889.07),
         "ba": (25313.21, 7067.12, 3701.09, 2351.14, 1763.29),
         "plbu": (6334895.72, 6323757.64, 6316533.20, 6306368.84, 6298869.11),
+        "pbd": (580200.16, 438397.59, 438337.35, 362035.74, 320952.59),
+        "pba": (9856.66, 4316.13, 3365.33, 2339.7, 1837.17),
+        "dpbd": (75571.46, 59450.9, 50179.75, 51748.11, 46332.37),
+        "dpba": (1788.03, 1415.64, 1405.98, 1174.66, 1178.1),
     },
 }
-# 001 Table 6 (w = 40, 80, 120, 160, 200 at E = 0.6), synthetic rows BD, BA, PLBU.
+# 001 Table 6 (w = 40, 80, 120, 160, 200 at E = 0.6), the same rows.
 TABLE6: Final[dict[str, dict[str, tuple[float, ...]]]] = {
     "lns": {
         "bd": (10321505.61, 16427785.34, 21900899.91, 22192516.74, 22368956.59),
         "ba": (387.96, 1948.21, 5228.94, 9421.72, 16065.42),
         "plbu": (9629126.83, 9695808.71, 9719230.14, 9732079.75, 9741718.28),
+        "pbd": (4177406.45, 4841586.74, 5761339.31, 5943316.0, 6268467.82),
+        "pba": (381.45, 1835.74, 4031.24, 6285.94, 7870.36),
+        "dpbd": (3579033.68, 3799459.12, 4254805.65, 4320520.18, 4344081.28),
+        "dpba": (225.51, 846.94, 1309.7, 2073.61, 2985.93),
     },
     "sin": {
         "bd": (769929.84, 1285735.11, 2822001.85, 3444317.33, 6933306.34),
         "ba": (611.27, 3322.22, 9193.50, 16455.49, 25231.48),
         "plbu": (17907365.61, 18032304.84, 18082416.37, 18107904.18, 18118392.15),
+        "pbd": (378448.77, 572317.51, 796008.09, 1144032.83, 1339405.34),
+        "pba": (649.14, 3298.99, 7805.06, 13784.27, 17342.63),
+        "dpbd": (260132.7, 300682.17, 321423.27, 345762.45, 365804.39),
+        "dpba": (445.32, 1764.71, 3350.1, 5505.09, 7833.5),
     },
     "log": {
         "bd": (110158.58, 750581.32, 1520101.37, 3170285.91, 8658570.30),
         "ba": (770.17, 2006.90, 3701.09, 5943.62, 7973.24),
         "plbu": (6256580.11, 6298876.91, 6316533.20, 6325047.93, 6327726.59),
+        "pbd": (47909.95, 207973.6, 438337.35, 582733.67, 759567.65),
+        "pba": (820.44, 1946.36, 3365.33, 4270.21, 6007.43),
+        "dpbd": (31028.42, 47844.35, 50179.75, 60542.04, 66902.55),
+        "dpba": (633.3, 1162.11, 1405.98, 1617.49, 2122.58),
     },
 }
 
@@ -165,8 +190,11 @@ SETTINGS: Final = (
 # --- the streams of 001 Section 6.1 --------------------------------------------------------------
 
 
+TLNS_WALK: FloatArray | None = None  # set by ``--tlns java``: 001's walk replaces the numpy walks
+
+
 def probabilities(kind: str, slots: int, rng: np.random.Generator, rounded: bool) -> FloatArray:
-    """p_1..p_T: TLNS is the random walk from 0.05 with N(0, 0.0025^2) steps clipped to [0, 1]
+    """p_1..p_T (with `TLNS_WALK` set, TLNS is that walk, which is on the 0.01 grid): TLNS is the random walk from 0.05 with N(0, 0.0025^2) steps clipped to [0, 1]
     (with ``rounded`` every step is rounded to 0.01, as the authors' generator does), Sin is
     0.05 sin(0.01 t) + 0.075 and Log is 0.25 / (1 + e^(-0.01 t))."""
     t = np.arange(1, slots + 1, dtype=np.float64)
@@ -174,6 +202,10 @@ def probabilities(kind: str, slots: int, rng: np.random.Generator, rounded: bool
         p = 0.05 * np.sin(0.01 * t) + 0.075
     elif kind == "log":
         p = 0.25 / (1.0 + np.exp(-0.01 * t))
+    elif kind == "lns" and TLNS_WALK is not None:
+        if len(TLNS_WALK) < slots:
+            raise ValueError(f"the TLNS walk has {len(TLNS_WALK)} slots, {slots} asked")
+        return np.asarray(TLNS_WALK[:slots], dtype=np.float64)
     elif kind == "lns":
         steps = rng.normal(0.0, 0.0025, size=slots).tolist()
         walk: list[float] = []
@@ -190,12 +222,25 @@ def probabilities(kind: str, slots: int, rng: np.random.Generator, rounded: bool
     return np.asarray(np.round(p, 2) if rounded else p, dtype=np.float64)
 
 
+def slot_order(slots: int, seed: int) -> npt.NDArray[np.int64]:
+    """A random order of the slots 0..slots-1 (numpy, seeded): the stand-in for the order in
+    which the authors' runner reads its per-slot input files. DynamicWEventCode's
+    `DatasetSegmentRunUtils.basicDatasetRun` lists them with `File.listFiles`, which does not
+    sort; on Linux (ext4 hashes the names) that is not the slots' order
+    (`analysis/ducode_java/README.md`). The one shuffle of the analysis scripts
+    (`pwsm_tlns_java.py --shuffle` uses it too)."""
+    return np.asarray(np.random.default_rng([seed, 25]).permutation(slots), dtype=np.int64)
+
+
 def stream_ones(
-    kind: str, users: int, slots: int, seed: int, rounded: bool
+    kind: str, users: int, slots: int, seed: int, rounded: bool, shuffle: int | None = None
 ) -> npt.NDArray[np.int64]:
-    """The counts of ones c_t,1 of the simulator's stream for ``seed`` (its data generator)."""
+    """The counts of ones c_t,1 of the simulator's stream for ``seed`` (its data generator);
+    with ``shuffle`` the p_t are first put in `slot_order(slots, shuffle)`."""
     data_rng = np.random.default_rng([seed, 0])
     p = probabilities(kind, slots, data_rng, rounded)
+    if shuffle is not None:
+        p = p[slot_order(slots, shuffle)]
     return np.asarray(data_rng.binomial(users, p), dtype=np.int64)
 
 
@@ -212,6 +257,7 @@ def simulate(
     seed: int,
     setting: Setting,
     trace: list[tuple[float, bool]] | None = None,
+    shuffle: int | None = None,
 ) -> float:
     """AMRE of Kellaris et al.'s BD or BA (central, d = 2) under ``setting``.
 
@@ -221,11 +267,12 @@ def simulate(
     shares absorbed since its last publication (at most w) and then nullifies as many slots as it
     borrowed. A publication is c_t + Lap(1/eps_pub) per value. The data and the noise come from
     separate generators, so all mechanisms and settings see the same counts for a seed.
-    ``trace``, if given, receives BD's (publication budget, published) per slot.
+    ``trace``, if given, receives BD's (publication budget, published) per slot. ``shuffle``:
+    the slots in `slot_order(slots, shuffle)` (the authors' runner's file order).
     """
     d = 2
     noise_rng = np.random.default_rng([seed, 1])
-    ones = stream_ones(kind, users, slots, seed, setting.rounded).tolist()
+    ones = stream_ones(kind, users, slots, seed, setting.rounded, shuffle).tolist()
     dis_noise = noise_rng.laplace(0.0, 1.0, size=slots).tolist()
     pub_noise = noise_rng.laplace(0.0, 1.0, size=(slots, d)).tolist()
     unit = budget / (2 * w)  # one share: the per-slot dissimilarity budget
@@ -298,39 +345,92 @@ def fmt_ratio(x: float) -> str:
     return f"{x:7.3g}"
 
 
-def grid(kinds: Sequence[str], users: int, slots: int, seeds: int) -> None:
-    """Simulated / printed AMRE for every setting, mechanism and cell."""
+BAND: Final = (0.7, 1.4)  # "within about x0.7-1.4 of the printed value" (issue 25)
+
+
+def plbu_undebiased(ones: Sequence[int], users: int, e: float, w: int, seed: int) -> float:
+    """PLBU's report histogram through wevent's GRR at E / w (d = 2), released undebiased (what
+    001's PLBU rows fit, `plbu_fingerprint`). Each slot's error depends on that slot's count only,
+    so the order of the slots does not change its distribution."""
+    from wevent.mechanisms.oracles import GRR
+
+    oracle = GRR.for_budget(2, Budget(Fraction(e).limit_denominator(100) / w))
+    rng = np.random.default_rng([seed, 2])
+    total = 0.0
+    for c1 in ones:
+        truth = np.array([users - c1, c1], dtype=np.int64)
+        reports = oracle.perturb_counts(truth, rng)
+        total += float(np.mean((reports - truth) ** 2))
+    return total / len(ones)
+
+
+def grid(
+    kinds: Sequence[str],
+    users: int,
+    slots: int,
+    seeds: int,
+    shuffle: int | None = None,
+    settings: Sequence[Setting] = SETTINGS,
+    plbu: bool = False,
+) -> dict[tuple[str, str, str], list[float]]:
+    """Simulated / printed AMRE for every setting, mechanism and cell (the slots in order, or in
+    `slot_order(slots, shuffle)`); with ``plbu`` also the undebiased PLBU's. Returns the ratios
+    by (setting name, stream, mechanism), in the order of `cells`."""
     labels = [c[0] for c in cells()]
-    summary: dict[tuple[str, str, str], tuple[float, float]] = {}
+    order = "slots in order" if shuffle is None else f"slots shuffled (seed {shuffle})"
+    out: dict[tuple[str, str, str], list[float]] = {}
     start = time.time()
     for kind in kinds:
-        print(f"\n## {NAMES[kind]}: simulated / printed AMRE (mean over seeds 0-{seeds - 1})")
-        print(f"{'setting':44s} mech " + " ".join(f"{x:>9s}" for x in labels))
-        for setting in SETTINGS:
-            for mech in ("ba", "bd"):
-                ratios = []
-                for label, e, w, i in cells():
-                    runs = [
-                        simulate(mech, kind, users, slots, e, w, s, setting) for s in range(seeds)
-                    ]
-                    ratios.append(float(np.mean(runs)) / printed(kind, mech, label, i))
-                summary[(setting.name, kind, mech)] = (min(ratios), max(ratios))
-                print(
-                    f"{setting.name:44s} {mech:4s} "
-                    + " ".join(f"{fmt_ratio(x):>9s}" for x in ratios)
-                )
-        print(f"[{time.time() - start:.0f} s]", flush=True)
-    print("\n## Range of simulated / printed over the ten cells of 001 Tables 5-6")
-    head = " | ".join(f"{NAMES[k]} {m.upper()}" for k in kinds for m in ("ba", "bd"))
-    print(f"| setting | {head} |")
-    print("|---" * (1 + 2 * len(kinds)) + "|")
-    for setting in SETTINGS:
-        vals = " | ".join(
-            "{:.2g}-{:.2g}".format(*summary[(setting.name, k, m)])
-            for k in kinds
-            for m in ("ba", "bd")
+        print(
+            f"\n## {NAMES[kind]}, {order}: simulated / printed AMRE (mean over seeds 0-{seeds - 1})"
         )
-        print(f"| {setting.name} | {vals} |")
+        print(f"{'setting':44s} mech " + " ".join(f"{x:>9s}" for x in labels))
+        rows: list[tuple[str, str]] = [(s.name, m) for s in settings for m in ("ba", "bd")]
+        if plbu:
+            rows.append(("PLBU undebiased (wevent's GRR at E / w)", "plbu"))
+        by_name = {s.name: s for s in settings}
+        for name, mech in rows:
+            ratios = []
+            for label, e, w, i in cells():
+                if mech == "plbu":
+                    runs = [
+                        plbu_undebiased(
+                            stream_ones(kind, users, slots, s, True, shuffle).tolist(),
+                            users,
+                            e,
+                            w,
+                            s,
+                        )
+                        for s in range(seeds)
+                    ]
+                else:
+                    runs = [
+                        simulate(mech, kind, users, slots, e, w, s, by_name[name], None, shuffle)
+                        for s in range(seeds)
+                    ]
+                ratios.append(float(np.mean(runs)) / printed(kind, mech, label, i))
+            out[(name, kind, mech)] = ratios
+            print(f"{name:44s} {mech:4s} " + " ".join(f"{fmt_ratio(x):>9s}" for x in ratios))
+        print(f"[{time.time() - start:.0f} s]", flush=True)
+    lo, hi = BAND
+    print(
+        f"\n## {order}: range of simulated / printed over the ten cells of 001 Tables 5-6 "
+        f"[cells within x{lo}-{hi}]"
+    )
+    mechs = ("ba", "bd", "plbu") if plbu else ("ba", "bd")
+    head = " | ".join(f"{NAMES[k]} {m.upper()}" for k in kinds for m in mechs)
+    print(f"| setting | {head} |")
+    print("|---" * (1 + len(mechs) * len(kinds)) + "|")
+    for setting in settings:
+        vals = []
+        for k in kinds:
+            for m in mechs:
+                key = (setting.name, k, m) if m != "plbu" else (rows[-1][0], k, m)
+                r = out[key]
+                inside = sum(lo <= x <= hi for x in r)
+                vals.append(f"{min(r):.2g}-{max(r):.2g} [{inside}]")
+        print(f"| {setting.name} | {' | '.join(vals)} |")
+    return out
 
 
 def check_against_wevent(users: int, slots: int, seeds: int) -> None:
@@ -399,14 +499,17 @@ def plbu_fingerprint() -> None:
             )
 
 
-def ordering(kinds: Sequence[str], users: int, slots: int, seeds: int) -> None:
+def ordering(
+    kinds: Sequence[str], users: int, slots: int, seeds: int, shuffle: int | None = None
+) -> None:
     """001 Tables 5-6's ordering of PLBU against BD: PLBU worst on Sin and Log, BD worse on TLNS.
 
     PLBU (001 Section 6.2: every user reports with eps_i / w_i at every slot) through wevent's
     GRR (`GRR.perturb_counts`, d = 2), each cell's (E, w) for every user, on the simulator's
     counts: ``undebiased`` releases the report histogram as it is (what 001's PLBU rows fit),
     ``debiased`` the oracle's unbiased estimate (`GRR.estimate`, what wevent's plbu releases).
-    BD and BA are the simulator's, in S0 (our rules) and S5 (the authors' settings)."""
+    BD and BA are the simulator's, in S0 (our rules) and S5 (the authors' settings); with
+    ``shuffle`` every run has the slots in `slot_order(slots, shuffle)`."""
     from wevent.mechanisms.oracles import GRR
 
     # A release stuck at zero errs ((N - c)^2 + c^2) / 2 = N^2 / 4 + (N/2 - c)^2 per cell: the
@@ -433,7 +536,8 @@ def ordering(kinds: Sequence[str], users: int, slots: int, seeds: int) -> None:
 
     print(
         f"\n## PLBU against BD and BA: AMRE at {users:,} users, {slots:,} slots, "
-        f"seeds 0-{seeds - 1} (mean over seeds; millions)"
+        f"seeds 0-{seeds - 1} (mean over seeds; millions); slots "
+        + ("in order" if shuffle is None else f"shuffled (seed {shuffle})")
     )
     print(
         "| data | cell | PLBU undebiased | PLBU debiased | BD S0 | BA S0 | BD S5 | BA S5 | "
@@ -449,7 +553,7 @@ def ordering(kinds: Sequence[str], users: int, slots: int, seeds: int) -> None:
             plbu_raw, plbu_est, bd0, ba0, bd5, ba5 = [], [], [], [], [], []
             wins = 0
             for s in range(seeds):
-                ones = stream_ones(kind, users, slots, s, SETTINGS[5].rounded)
+                ones = stream_ones(kind, users, slots, s, SETTINGS[5].rounded, shuffle)
                 rng = np.random.default_rng([s, 2])
                 raw = est = 0.0
                 for c1 in ones.tolist():
@@ -460,10 +564,10 @@ def ordering(kinds: Sequence[str], users: int, slots: int, seeds: int) -> None:
                     est += float(np.mean((debiased - truth) ** 2))
                 plbu_raw.append(raw / slots)
                 plbu_est.append(est / slots)
-                bd0.append(simulate("bd", kind, users, slots, e, w, s, SETTINGS[0]))
-                ba0.append(simulate("ba", kind, users, slots, e, w, s, SETTINGS[0]))
-                bd5.append(simulate("bd", kind, users, slots, e, w, s, SETTINGS[5]))
-                ba5.append(simulate("ba", kind, users, slots, e, w, s, SETTINGS[5]))
+                bd0.append(simulate("bd", kind, users, slots, e, w, s, SETTINGS[0], None, shuffle))
+                ba0.append(simulate("ba", kind, users, slots, e, w, s, SETTINGS[0], None, shuffle))
+                bd5.append(simulate("bd", kind, users, slots, e, w, s, SETTINGS[5], None, shuffle))
+                ba5.append(simulate("ba", kind, users, slots, e, w, s, SETTINGS[5], None, shuffle))
                 wins += bd5[-1] > plbu_raw[-1]
                 if label == "T5 E=0.6" and kind == "lns":
                     mean_p = float(np.mean(ones)) / users
@@ -482,7 +586,116 @@ def ordering(kinds: Sequence[str], users: int, slots: int, seeds: int) -> None:
             print(f"| {s} | {mean_p:.3f} | {raw_s / 1e6:.3g} | {bd_s / 1e6:.3g} | {larger} |")
 
 
+PERSONAL_CELLS: Final = ("T5 E=0.2", "T5 E=0.6", "T5 E=1.0", "T6 w=40", "T6 w=200")
+
+
+def personal_run(
+    mechanism: str,
+    kind: str,
+    users: int,
+    slots: int,
+    e: float,
+    w: int,
+    seed: int,
+    shuffle: int | None,
+) -> tuple[float, int]:
+    """(AMRE, publications) of wevent's PBD or PBA kernel in the variant ``du-code`` (the rules
+    of the authors' DynamicWEventCode, docs/peers.md) run as the authors' runner runs it: p_t
+    rounded to 0.01 (TLNS: `probabilities`' walk), a fresh kernel every 250 slots (S5's
+    segment), the slots in order or in `slot_order(slots, shuffle)`. Users: wevent's
+    `pwsm_population` (001 Table 4's grids, each user's budget and window drawn uniformly). The
+    du-code kernels overspend, so their charges go to a spender that accepts everything
+    (`pwsm_ratio_ducode.Unchecked`). Data and noise generators as `pwsm_ratio_ducode.run`."""
+    from pwsm_ratio_ducode import Unchecked, Window
+
+    from wevent.experiments.populations import pwsm_population
+    from wevent.mechanisms.allocators import algebra_for, classes_of
+    from wevent.mechanisms.allocators.registry import kernel_for
+    from wevent.mechanisms.central import CentralRunner, SlotRecord
+    from wevent.mechanisms.streams import SyntheticStream
+    from wevent.verifier.tracing import class_groups
+
+    class Given(SyntheticStream):
+        """wevent's synthetic stream on the p sequence given (rounded, maybe shuffled)."""
+
+        def __init__(self, p: FloatArray, sizes: Sequence[int], seed: int) -> None:
+            super().__init__("sin", len(p), sizes, seed)
+            q = np.array(p, dtype=np.float64)
+            q.setflags(write=False)
+            self._p = q
+
+    population = pwsm_population(users, Fraction(e).limit_denominator(100), w, seed)
+    sizes = [c.count for c in population.classes]
+    p = probabilities(kind, slots, np.random.default_rng([seed, 0]), True)
+    if shuffle is not None:
+        p = p[slot_order(slots, shuffle)]
+    stream = Given(p, sizes, seed)
+    data_seed, noise_seed, _, _ = np.random.SeedSequence(seed).spawn(4)
+    data_rng = np.random.default_rng(data_seed)
+    noise_rng = np.random.default_rng(noise_seed)
+    classes = classes_of(population, mechanism)
+    unchecked = Unchecked()
+    groups = class_groups(population, unchecked)
+    segment = SETTINGS[5].segment
+    assert segment is not None
+    records: list[SlotRecord] = []
+    for start in range(0, slots, segment):
+        length = min(segment, slots - start)
+        runner = CentralRunner(
+            kernel=kernel_for(mechanism, algebra_for("exact"), classes, "du-code"),
+            spender=unchecked,
+            groups=groups,
+            sizes=sizes,
+            stream=Window(stream, start, length),
+            data_rng=data_rng,
+            noise_rng=noise_rng,
+            mechanism=mechanism,
+        )
+        for _ in range(length):
+            records.append(runner.step())
+    release = np.stack([r.release for r in records]).astype(np.float64)
+    truth = np.stack([r.truth for r in records]).astype(np.int64)
+    published = sum(1 for r in records if r.status == "published")
+    return metrics.amre(release, truth), published
+
+
+def personal(
+    kinds: Sequence[str], users: int, slots: int, seeds: int, shuffle: int, labels: Sequence[str]
+) -> None:
+    """PBD and PBA (`personal_run`) in order and shuffled against 001's printed cells."""
+    print(
+        f"\n## PBD and PBA, the authors' rules (wevent's du-code kernels, restarts every 250 "
+        f"slots, p_t rounded), {users:,} users, {slots:,} slots, seeds 0-{seeds - 1}: "
+        f"AMRE mean / printed [mean publications], in order and shuffled (seed {shuffle})"
+    )
+    print("| data | mech | cell | printed | in order | shuffled |")
+    print("|---|---|---|---:|---:|---:|")
+    start = time.time()
+    for kind in kinds:
+        for mech in ("pbd", "pba"):
+            for label, e, w, i in cells():
+                if label not in labels:
+                    continue
+                paper = printed(kind, mech, label, i)
+                vals = []
+                for order in (None, shuffle):
+                    runs = [
+                        personal_run(mech, kind, users, slots, e, w, s, order) for s in range(seeds)
+                    ]
+                    amre = float(np.mean([r[0] for r in runs]))
+                    pubs = float(np.mean([r[1] for r in runs]))
+                    vals.append(f"{amre / paper:.3g} [{pubs:,.0f}]")
+                print(
+                    f"| {NAMES[kind]} | {mech.upper()} | {label} | {paper:,.0f} | "
+                    + " | ".join(vals)
+                    + " |",
+                    flush=True,
+                )
+    print(f"({time.time() - start:.0f} s)")
+
+
 def main() -> None:
+    global TLNS_WALK
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--users", type=int, default=USERS)
     parser.add_argument("--slots", type=int, default=PAPER_SLOTS)
@@ -496,24 +709,69 @@ def main() -> None:
         action="store_true",
         help="only PLBU (undebiased and debiased) against BD and BA (001 Tables 5-6's ordering)",
     )
+    parser.add_argument(
+        "--shuffle",
+        type=int,
+        metavar="SEED",
+        help="also run the grid (and --personal, --ordering) with the slots in a random order "
+        "(the authors' runner's file order; `slot_order`)",
+    )
+    parser.add_argument(
+        "--tlns",
+        choices=("numpy", "java"),
+        default="numpy",
+        help="TLNS walks: numpy's per seed, or 001's walk from java.util.Random(1) "
+        "(`pwsm_tlns_java.walk('rounded')`) for every seed",
+    )
+    parser.add_argument(
+        "--settings",
+        default=",".join(str(i) for i in range(len(SETTINGS))),
+        help="the grid's settings by number (0-5)",
+    )
+    parser.add_argument("--plbu", action="store_true", help="the grid also runs PLBU undebiased")
+    parser.add_argument(
+        "--personal",
+        action="store_true",
+        help="only PBD and PBA with the authors' rules (wevent's du-code kernels) in order and "
+        "shuffled (needs --shuffle), in five cells per stream",
+    )
     args = parser.parse_args()
     kinds = [k for k in args.datasets.split(",") if k]
     for k in kinds:
         if k not in DATASETS:
             parser.error(f"unknown dataset {k!r} (expected {', '.join(DATASETS)})")
+    try:
+        picked = [SETTINGS[int(x)] for x in args.settings.split(",") if x]
+    except (ValueError, IndexError):
+        parser.error(f"--settings: numbers 0-{len(SETTINGS) - 1}, got {args.settings!r}")
+    if args.seeds < 1 or args.slots < 1 or args.users < 1:
+        parser.error("--seeds, --slots and --users must be at least 1")
+    if args.personal and args.shuffle is None:
+        parser.error("--personal needs --shuffle SEED")
+    if args.tlns == "java":
+        from pwsm_tlns_java import walk  # run from analysis/
+
+        TLNS_WALK = walk("rounded", max(args.slots, PAPER_SLOTS)).p
     start = time.time()
+    walks = "001's walk (Java Random(1))" if args.tlns == "java" else "numpy walks per seed"
     print(
         f"# 001 Tables 5-6, absolute AMRE: {args.users:,} users, {args.slots:,} slots "
-        f"(paper: {PAPER_SLOTS:,}), seeds 0-{args.seeds - 1}"
+        f"(paper: {PAPER_SLOTS:,}), seeds 0-{args.seeds - 1}; TLNS: {walks}"
     )
     if args.ordering:
-        ordering(kinds, args.users, args.slots, args.seeds)
+        ordering(kinds, args.users, args.slots, args.seeds, args.shuffle)
+        print(f"\ntotal {time.time() - start:.0f} s")
+        return
+    if args.personal:
+        personal(kinds, args.users, args.slots, args.seeds, args.shuffle, PERSONAL_CELLS)
         print(f"\ntotal {time.time() - start:.0f} s")
         return
     plbu_fingerprint()
     if not args.no_check:
         check_against_wevent(args.users, args.check_slots, args.check_seeds)
-    grid(kinds, args.users, args.slots, args.seeds)
+    grid(kinds, args.users, args.slots, args.seeds, None, picked, args.plbu)
+    if args.shuffle is not None:
+        grid(kinds, args.users, args.slots, args.seeds, args.shuffle, picked, args.plbu)
     print(f"\ntotal {time.time() - start:.0f} s")
 
 

@@ -212,7 +212,7 @@ def shuffled(w: Walk, seed: int) -> Walk:
     """The walk's slots in a random order (numpy seed): the order in which the authors' runner
     reads its per-slot input files (`File.listFiles`, which does not sort; on hash-ordered file
     systems such as ext4 the order is not the slots' order; `analysis/ducode_java/`)."""
-    perm = np.random.default_rng([seed, 25]).permutation(len(w.p))
+    perm = pa.slot_order(len(w.p), seed)
     return Walk(f"{w.name}, slots shuffled (seed {seed})", w.p[perm], w.below, w.above)
 
 

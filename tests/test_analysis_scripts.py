@@ -819,3 +819,59 @@ def test_ducode_java_summary_prints_the_docs_figures() -> None:
     assert "44 of 45 seed-cells (w = 40: 4 of 5)" in out
     assert "TLNS, Sin and Log as listed (27 cells): BD median / printed 0.43-1.34; BA mean" in out
     assert "as listed / sorted, publications per cell (E, w): 0.2, 120: 1.12;" in out
+
+
+def test_pwsm_absolute_shuffle_is_one_permutation_and_moves_bd_ba(
+    tlns_java: ModuleType,
+) -> None:
+    """`slot_order` (the authors' runner's file order, issue 25) is a seeded permutation, the one
+    `pwsm_tlns_java.shuffled` uses; on Sin it raises the simulator's S5 BA about threefold (the
+    consecutive slots then differ by hundreds of users), and PLBU, whose error is per slot,
+    does not move."""
+    with analysis_module("pwsm_absolute") as pa:
+        order = pa.slot_order(2000, 1)
+        assert sorted(order.tolist()) == list(range(2000))
+        assert not np.array_equal(order, np.arange(2000))
+        assert np.array_equal(pa.slot_order(2000, 1), order)
+        assert not np.array_equal(pa.slot_order(2000, 2), order)
+        w = tlns_java.walk("rounded")
+        assert np.array_equal(tlns_java.shuffled(w, 3).p, w.p[pa.slot_order(len(w.p), 3)])
+        ones = pa.stream_ones("sin", 10_000, 2000, 0, True)
+        mixed = pa.stream_ones("sin", 10_000, 2000, 0, True, 1)
+        assert (
+            sorted(ones.tolist()) != ones.tolist()
+            and abs(float(np.mean(mixed)) - float(np.mean(ones))) < 5
+        )
+        s5 = pa.SETTINGS[5]
+        ba = [pa.simulate("ba", "sin", 10_000, 2000, 0.6, 120, 0, s5, None, k) for k in (None, 1)]
+        assert ba[1] > 2.0 * ba[0]
+        plbu = [
+            pa.plbu_undebiased(
+                pa.stream_ones("sin", 10_000, 500, 0, True, k).tolist(), 10_000, 0.6, 120, 0
+            )
+            for k in (None, 1)
+        ]
+        assert plbu[1] == pytest.approx(plbu[0], rel=0.05)
+
+
+def test_pwsm_absolute_shuffled_grid_and_personal_runs() -> None:
+    out = output(
+        "pwsm_absolute.py",
+        "--slots", "300", "--seeds", "1", "--no-check", "--settings", "5",
+        "--datasets", "log", "--shuffle", "1", "--plbu", "--tlns", "java",
+    )  # fmt: skip
+    assert "## Log, slots in order:" in out and "## Log, slots shuffled (seed 1):" in out
+    assert "TLNS: 001's walk (Java Random(1))" in out
+    assert out.count("| S5 S3 + restart every 250 slots |") == 2
+    done = subprocess.run(
+        [sys.executable, str(ANALYSIS / "pwsm_absolute.py"), "--personal"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2 and "--personal needs --shuffle SEED" in done.stderr
+    with analysis_module("pwsm_absolute") as pa:
+        runs = [pa.personal_run("pba", "sin", 1000, 250, 0.6, 120, 0, k) for k in (None, 1)]
+        # the same users and generators; only the order of the slots differs
+        assert runs[0] != runs[1] and all(r[0] > 0 and 0 < r[1] <= 250 for r in runs)
