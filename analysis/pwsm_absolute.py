@@ -54,6 +54,19 @@ drawn Binomial(N, p_t)):
    the 12 cells where 001 has BD above PLBU (all of TLNS, Log E = 0.2, Log w = 200) only Log
    E = 0.2 takes 001's order, and only with both the undebiased PLBU and BD in S5.
 
+5. With ``--shuffle SEED`` the grid (1.) runs twice, with the slots in order and in
+   `slot_order(slots, SEED)`: the authors' runner hands its mechanisms the per-slot files in
+   `File.listFiles` order, unsorted, which on Linux is not the slots' order
+   (`analysis/ducode_java/README.md`); `--settings 0,5` keeps S0 and S5, `--plbu` adds the
+   undebiased PLBU row, `--tlns java` uses 001's TLNS walk (regenerated from Java's Random(1) by
+   `pwsm_tlns_java.py`) instead of numpy walks. Each grid ends with the range of simulated /
+   printed per setting and the number of the ten cells within x0.7-1.4 (`BAND`). ``--ordering``
+   takes ``--shuffle`` too. ``--personal`` (with ``--shuffle``) runs wevent's PBD and PBA kernels
+   in the variant ``du-code`` (the authors' rules) with the authors' runner (restarts every 250
+   slots, p_t rounded), in order and shuffled, against 001's printed PBD and PBA cells
+   (``--cells``; about 14 s per run at 10,000 users and slots on an idle core). DPBD and DPBA
+   are not run: wevent has no ``du-code`` variant of the dynamic kernels.
+
 Expected outcome (default run, seeds 0-2): in S0 our BA is 3-19x the printed values. In S5
 the Log BA column lands on the printed values in all ten cells (0.75-1.02x), Sin BA within
 0.24-0.93x, TLNS BA within 0.26-1.7x, BD on Sin/Log within 0.05-1.2x (heavy-tailed: a few seeds
@@ -68,6 +81,10 @@ Commands (from the repository root):
     .venv/bin/python analysis/pwsm_absolute.py --slots 2000 --seeds 1   # a quicker look
     .venv/bin/python analysis/pwsm_absolute.py --datasets log --no-check
     .venv/bin/python analysis/pwsm_absolute.py --ordering --seeds 10   # 4. only: 82 s
+    .venv/bin/python analysis/pwsm_absolute.py --seeds 3 --no-check --settings 0,5 --plbu \
+        --shuffle 1 --tlns java                                        # 5.: in order, shuffled
+    .venv/bin/python analysis/pwsm_absolute.py --personal --shuffle 1 --seeds 1 \
+        --datasets sin --cells "T5 E=0.2,T5 E=1.0,T6 w=200"            # PBD, PBA
 
 The default is 001's full size (the simulator needs only a few hundredths of a second per run,
 so all 1,080 runs take about a minute; the wevent check runs at 1,000 slots, seeds 0-2).
@@ -345,7 +362,7 @@ def fmt_ratio(x: float) -> str:
     return f"{x:7.3g}"
 
 
-BAND: Final = (0.7, 1.4)  # "within about x0.7-1.4 of the printed value" (issue 25)
+BAND: Final = (0.7, 1.4)  # "within about x0.7-1.4 of the printed value"
 
 
 def plbu_undebiased(ones: Sequence[int], users: int, e: float, w: int, seed: int) -> float:
@@ -477,7 +494,9 @@ def plbu_fingerprint() -> None:
                     f"T5 {min(t5) / pred:.4f}-{max(t5) / pred:.4f}x, "
                     f"T6 {min(t6) / pred:.4f}-{max(t6) / pred:.4f}x"
                 )
-    # TLNS: the walk is not reproducible; invert for the constant p that gives the printed value.
+    if TLNS_WALK is not None:
+        print("TLNS: `--tlns java` replaces the walks below by 001's (pwsm_tlns_java.py (b)).")
+    # TLNS: numpy walks; invert for the constant p that gives the printed value.
     v = TABLE5["lns"]["plbu"][0]
     n = USERS
     # (n/2 - n p)^2 + n p (1 - p) = v  <=>  (n^2 - n) p^2 - (n^2 - n) p + n^2/4 - v = 0
@@ -730,6 +749,11 @@ def main() -> None:
     )
     parser.add_argument("--plbu", action="store_true", help="the grid also runs PLBU undebiased")
     parser.add_argument(
+        "--cells",
+        default=",".join(PERSONAL_CELLS),
+        help="--personal's cells (labels of the grid: 'T5 E=0.2', ..., 'T6 w=200')",
+    )
+    parser.add_argument(
         "--personal",
         action="store_true",
         help="only PBD and PBA with the authors' rules (wevent's du-code kernels) in order and "
@@ -763,7 +787,12 @@ def main() -> None:
         print(f"\ntotal {time.time() - start:.0f} s")
         return
     if args.personal:
-        personal(kinds, args.users, args.slots, args.seeds, args.shuffle, PERSONAL_CELLS)
+        labels = [x.strip() for x in args.cells.split(",") if x.strip()]
+        known = [c[0] for c in cells()]
+        for x in labels:
+            if x not in known:
+                parser.error(f"--cells: unknown cell {x!r} (expected {', '.join(known)})")
+        personal(kinds, args.users, args.slots, args.seeds, args.shuffle, labels)
         print(f"\ntotal {time.time() - start:.0f} s")
         return
     plbu_fingerprint()

@@ -824,7 +824,7 @@ def test_ducode_java_summary_prints_the_docs_figures() -> None:
 def test_pwsm_absolute_shuffle_is_one_permutation_and_moves_bd_ba(
     tlns_java: ModuleType,
 ) -> None:
-    """`slot_order` (the authors' runner's file order, issue 25) is a seeded permutation, the one
+    """`slot_order` (the authors' runner's file order) is a seeded permutation, the one
     `pwsm_tlns_java.shuffled` uses; on Sin it raises the simulator's S5 BA about threefold (the
     consecutive slots then differ by hundreds of users), and PLBU, whose error is per slot,
     does not move."""
