@@ -65,7 +65,9 @@ drawn Binomial(N, p_t)):
    in the variant ``du-code`` (the authors' rules) with the authors' runner (restarts every 250
    slots, p_t rounded), in order and shuffled, against 001's printed PBD and PBA cells
    (``--cells``; about 14 s per run at 10,000 users and slots on an idle core). DPBD and DPBA
-   are not run: wevent has no ``du-code`` variant of the dynamic kernels.
+   are not run: wevent's ``du-code`` variant of dpbd and dpba restates the five-argument step
+   of the authors' code, which only their JUnit test calls; their runners call another step,
+   which never nullifies (``wevent/mechanisms/allocators/dynamic_du_code.py``).
 
 Expected outcome (default run, seeds 0-2): in S0 our BA is 3-19x the printed values. In S5
 the Log BA column lands on the printed values in all ten cells (0.75-1.02x), Sin BA within
