@@ -51,14 +51,10 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
 import pwsm_absolute as pa  # run from analysis/
-
-from wevent.accounting.budget import Budget
-from wevent.mechanisms.oracles import GRR
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -191,18 +187,6 @@ def fingerprint(w: Walk) -> None:
     )
 
 
-def plbu_undebiased(ones: Sequence[int], users: int, e: float, w: int, seed: int) -> float:
-    """PLBU's report histogram through wevent's GRR at E / w (d = 2), released undebiased."""
-    oracle = GRR.for_budget(2, Budget(Fraction(e).limit_denominator(100) / w))
-    rng = np.random.default_rng([seed, 2])
-    total = 0.0
-    for c1 in ones:
-        truth = np.array([users - c1, c1], dtype=np.int64)
-        reports = oracle.perturb_counts(truth, rng)
-        total += float(np.mean((reports - truth) ** 2))
-    return total / len(ones)
-
-
 S5_DU = dataclasses.replace(
     pa.SETTINGS[5], name="S5 + BD subtracts the last w publications (du-code)", bd_last_w=True
 )
@@ -244,7 +228,7 @@ def ordering(w: Walk, seeds: int, labels: Sequence[str] | None) -> None:
             plbu, bd0, ba0, bd5, ba5, bdu = [], [], [], [], [], []
             for s in range(seeds):
                 ones = pa.stream_ones("lns", users, slots, s, True).tolist()
-                plbu.append(plbu_undebiased(ones, users, e, win, s))
+                plbu.append(pa.plbu_undebiased(ones, users, e, win, s))
                 bd0.append(pa.simulate("bd", "lns", users, slots, e, win, s, pa.SETTINGS[0]))
                 ba0.append(pa.simulate("ba", "lns", users, slots, e, win, s, pa.SETTINGS[0]))
                 bd5.append(pa.simulate("bd", "lns", users, slots, e, win, s, pa.SETTINGS[5]))
