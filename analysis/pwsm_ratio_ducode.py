@@ -47,6 +47,13 @@ What it prints:
     the dissimilarity upwards), publications, the mean publication budget of the (120, 0.6)
     class in shares of 0.6 / 240 at the published slots, and the share of publications whose
     threshold is above the lowest live budget (some class kept with p < 1).
+(e) Options for (b)-(c): ``--mechanisms pba,pbd`` adds wevent's PBD (its kernels in the same
+    variants; rows named "PBA ..." and "PBD ..."), ``--settings`` keeps some of the four settings
+    and ``--shuffle 1,2`` runs each setting once more per seed with the slots in
+    `pwsm_absolute.slot_order(slots, seed)` (the authors' runner reads its per-slot files in
+    unsorted `File.listFiles` order, DatasetSegmentRunUtils.java lines 26 and 91; one order for
+    every data seed, as one directory listing would give; rows "SETTING, shuffled SEED"). The
+    change column then compares the last two ratios given, 1 - X(o_last) / X(o_before).
 (d) With ``--ablation`` (instead of (a)-(c)): the du-code kernel in the budget sweep at o = 0.7
     and at o = 0.9 with DC's sample as is, rescaled by the keep probability (Horvitz-Thompson)
     and not sampled at all (both with the switched threshold's noise): AMRE and publications.
@@ -92,7 +99,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 from pwsm_absolute import SETTINGS as ABSOLUTE_SETTINGS  # run from analysis/ (see its docstring)
-from pwsm_absolute import probabilities
+from pwsm_absolute import probabilities, slot_order
 
 from wevent.accounting.budget import Budget
 from wevent.accounting.evidence import Evidence
@@ -196,7 +203,7 @@ class Window:
     """Slots ``offset + 1 .. offset + length`` of ``base`` as slots 1..length (a restarted
     mechanism sees its segment from its own slot 1)."""
 
-    def __init__(self, base: SyntheticStream, offset: int, length: int) -> None:
+    def __init__(self, base: SyntheticStream | Reordered, offset: int, length: int) -> None:
         self.base, self.offset, self.length = base, offset, length
 
     @property
@@ -209,6 +216,34 @@ class Window:
 
     def histograms(self, slot: int, rng: np.random.Generator) -> IntArray:
         return self.base.histograms(self.offset + slot, rng)
+
+
+class Reordered:
+    """``base`` with its slots in ``order`` (0-based stream slots): slot t shows base slot
+    ``order[t - 1] + 1``. The histograms are drawn from the caller's generator slot by slot, so
+    this is the stream whose p sequence is ``base``'s permuted by ``order``, as
+    `pwsm_absolute.personal_run` builds it (the authors' runner reads its per-slot files in
+    `File.listFiles` order, `pwsm_absolute.slot_order`)."""
+
+    def __init__(self, base: SyntheticStream, order: IntArray) -> None:
+        if sorted(order.tolist()) != list(range(base.slots)):
+            raise ValueError("the order is not a permutation of the stream's slots")
+        self.base, self.order = base, order
+
+    @property
+    def domain(self) -> int:
+        return self.base.domain
+
+    @property
+    def slots(self) -> int:
+        return self.base.slots
+
+    @property
+    def probabilities(self) -> npt.NDArray[np.float64]:
+        return np.asarray(self.base.probabilities[self.order], dtype=np.float64)
+
+    def histograms(self, slot: int, rng: np.random.Generator) -> IntArray:
+        return self.base.histograms(int(self.order[slot - 1]) + 1, rng)
 
 
 class Shifted(ForwardingSpender):
@@ -303,20 +338,25 @@ def run(
     seed: int,
     setting: Setting,
     dc_mode: str = "as is",
+    mechanism: str = MECHANISM,
+    shuffle: int | None = None,
 ) -> Run:
-    """PBA under ``setting``: the data and noise generators of `wevent.experiments.running`.
-    The sound kernel's charges go through wevent's `Guard` (one guard for the whole stream,
-    restarted segments shifted to their stream slots), the du-code kernel's to `Unchecked`."""
+    """``mechanism`` (PBA or PBD) under ``setting``: the data and noise generators of
+    `wevent.experiments.running`. The sound kernel's charges go through wevent's `Guard` (one
+    guard for the whole stream, restarted segments shifted to their stream slots), the du-code
+    kernel's to `Unchecked`. ``shuffle``: the slots in `slot_order(slots, shuffle)` (the
+    authors' runner's file order), the same order for every seed."""
     sizes = [c.count for c in population.classes]
     data_seed, noise_seed, _, _ = np.random.SeedSequence(seed).spawn(4)
     data_rng = np.random.default_rng(data_seed)
     noise_rng = np.random.default_rng(noise_seed)
-    stream = (
+    base = (
         RoundedStream(kind, slots, sizes, seed)
         if setting.runner
         else SyntheticStream(kind, slots, sizes, seed)
     )
-    classes = classes_of(population, MECHANISM)
+    stream = base if shuffle is None else Reordered(base, slot_order(slots, shuffle))
+    classes = classes_of(population, mechanism)
     default = next((c.index for c in population.classes if c.requirement == DEFAULT_CLASS), -1)
     guard = Guard(population) if setting.variant == "sound" else None
     unchecked = Unchecked()
@@ -327,14 +367,14 @@ def run(
     for start in range(0, slots, segment):
         length = min(segment, slots - start)
         runner = Probe(
-            kernel=kernel_for(MECHANISM, algebra_for("exact"), classes, setting.variant),
+            kernel=kernel_for(mechanism, algebra_for("exact"), classes, setting.variant),
             spender=Shifted(guard, start) if guard is not None else unchecked,
             groups=groups,
             sizes=sizes,
             stream=Window(stream, start, length),
             data_rng=data_rng,
             noise_rng=noise_rng,
-            mechanism=MECHANISM,
+            mechanism=mechanism,
             default=default,
             dc_mode=dc_mode,
         )
@@ -398,53 +438,77 @@ def sweep_table(
     slots: int,
     seeds: int,
     ratios: Sequence[Fraction],
+    mechanisms: Sequence[str] = (MECHANISM,),
+    settings: Sequence[Setting] = SETTINGS,
+    shuffles: Sequence[int] = (),
 ) -> None:
-    """(b) and (c) for one sweep."""
+    """(b) and (c) for one sweep; each setting runs in order and then with the slots in
+    `slot_order(slots, seed)` for each seed of ``shuffles`` (rows "SETTING, shuffled SEED"). The change column
+    compares the last two ratios given, paired per seed."""
     make = SWEEPS[sweep]
     label = "E = 1.0" if sweep == "eps" else "w = 40"
     start = time.time()
+    names = ", ".join(m.upper() for m in mechanisms)
     print(
-        f"\n## (b) PBA, {sweep}:o sweep (share o of {label} users), {users:,} users, "
+        f"\n## (b) {names}, {sweep}:o sweep (share o of {label} users), {users:,} users, "
         f"{slots:,} slots, seeds 0-{seeds - 1}: AMRE mean [publications]"
     )
     head = " | ".join(f"o = {float(o):g}" for o in ratios)
-    print(
-        f"| data | setting | {head} | 1 - PBA(0.9)/PBA(0.7): mean [95% interval], seeds min .. max |"
-    )
+    compared = list(ratios[-2:]) if len(ratios) > 1 else []  # the change column's two ratios
+    versus = f"1 - X({float(compared[1]):g})/X({float(compared[0]):g})" if compared else "change"
+    print(f"| data | setting | {head} | {versus}: mean [95% interval], seeds min .. max |")
     print("|---|---|" + "---:|" * len(ratios) + "---|")
     mech: list[str] = []
+    orders: tuple[int | None, ...] = (None, *shuffles)
     for kind in kinds:
-        for setting in SETTINGS:
-            by_o: dict[Fraction, list[Run]] = {}
-            for o in ratios:
-                by_o[o] = [run(make(users, o, s), kind, slots, s, setting) for s in range(seeds)]
-            cells = [
-                f"{statistics.mean(r.amre for r in by_o[o]):,.0f} "
-                f"[{statistics.mean(r.publications for r in by_o[o]):.0f}]"
-                for o in ratios
-            ]
-            hi, mid = Fraction(9, 10), Fraction(7, 10)
-            change = ""
-            if hi in by_o and mid in by_o:
-                drop = [1 - a.amre / b.amre for a, b in zip(by_o[hi], by_o[mid], strict=True)]
-                iv = interval(drop)
-                bounds = "" if iv.n < 2 else f" [{iv.low:.1%}, {iv.high:.1%}]"
-                change = f"{iv.mean:.1%}{bounds}, {min(drop):.0%} .. {max(drop):.0%}"
-            print(
-                f"| {NAMES[kind]} | {setting.name} | " + " | ".join(cells) + f" | {change} |",
-                flush=True,
-            )
-            for o in (mid, hi):
-                if o not in by_o:
-                    continue
-                rs = by_o[o]
-                mech.append(
-                    f"| {NAMES[kind]} | {setting.name} | {float(o):g} | "
-                    f"{statistics.mean(r.dc_sampled for r in rs):.0%} | "
-                    f"{statistics.mean(r.publications for r in rs):.0f} | "
-                    f"{statistics.mean(r.pub_shares for r in rs):.1f} | "
-                    f"{statistics.mean(r.pub_sampled for r in rs):.0%} |"
-                )
+        for mechanism in mechanisms:
+            for setting in settings:
+                for order in orders:
+                    name = setting.name if order is None else f"{setting.name}, shuffled {order}"
+                    if list(mechanisms) != [MECHANISM]:
+                        name = f"{mechanism.upper()} {name}"
+                    by_o: dict[Fraction, list[Run]] = {}
+                    for o in ratios:
+                        by_o[o] = [
+                            run(
+                                make(users, o, s),
+                                kind,
+                                slots,
+                                s,
+                                setting,
+                                "as is",
+                                mechanism,
+                                order,
+                            )
+                            for s in range(seeds)
+                        ]
+                    cells = [
+                        f"{statistics.mean(r.amre for r in by_o[o]):,.0f} "
+                        f"[{statistics.mean(r.publications for r in by_o[o]):.0f}]"
+                        for o in ratios
+                    ]
+                    change = ""
+                    if compared:
+                        mid, hi = compared
+                        drop = [
+                            1 - a.amre / b.amre for a, b in zip(by_o[hi], by_o[mid], strict=True)
+                        ]
+                        iv = interval(drop)
+                        bounds = "" if iv.n < 2 else f" [{iv.low:.1%}, {iv.high:.1%}]"
+                        change = f"{iv.mean:.1%}{bounds}, {min(drop):.0%} .. {max(drop):.0%}"
+                    print(
+                        f"| {NAMES[kind]} | {name} | " + " | ".join(cells) + f" | {change} |",
+                        flush=True,
+                    )
+                    for o in compared:
+                        rs = by_o[o]
+                        mech.append(
+                            f"| {NAMES[kind]} | {name} | {float(o):g} | "
+                            f"{statistics.mean(r.dc_sampled for r in rs):.0%} | "
+                            f"{statistics.mean(r.publications for r in rs):.0f} | "
+                            f"{statistics.mean(r.pub_shares for r in rs):.1f} | "
+                            f"{statistics.mean(r.pub_sampled for r in rs):.0%} |"
+                        )
     print(f"\n(b) {sweep}:o took {time.time() - start:.0f} s")
     print(
         f"\n## (c) Mechanics, {sweep}:o sweep (means over seeds): DC samples = share of slots "
@@ -497,6 +561,21 @@ def main() -> None:
     parser.add_argument("--ratios", default="0.1,0.7,0.9")
     parser.add_argument("--no-check", action="store_true", help="skip the check (a)")
     parser.add_argument(
+        "--mechanisms", default=MECHANISM, help="pba, pbd or both (comma-separated)"
+    )
+    parser.add_argument(
+        "--settings",
+        default=",".join(x.name for x in SETTINGS),
+        help="a subset of " + ", ".join(x.name for x in SETTINGS),
+    )
+    parser.add_argument(
+        "--shuffle",
+        default="",
+        metavar="SEEDS",
+        help="also run each setting with the slots in `pwsm_absolute.slot_order(slots, SEED)` "
+        "for each SEED (comma-separated; the authors' runner's file order)",
+    )
+    parser.add_argument(
         "--ablation",
         action="store_true",
         help="only (d): the du-code kernel at o = 0.9 with DC's sample as is, rescaled, unsampled",
@@ -516,6 +595,18 @@ def main() -> None:
         parser.error(f"--ratios: numbers between 0 and 1, got {args.ratios!r}")
     if not ratios or any(not 0 < o < 1 for o in ratios):
         parser.error(f"--ratios: numbers between 0 and 1, got {args.ratios!r}")
+    mechanisms = [m for m in args.mechanisms.split(",") if m]
+    if not mechanisms or any(m not in ("pba", "pbd") for m in mechanisms):
+        parser.error(f"--mechanisms: pba, pbd or both, got {args.mechanisms!r}")
+    by_name = {x.name: x for x in SETTINGS}
+    chosen = [x for x in args.settings.split(",") if x]
+    if not chosen or any(x not in by_name for x in chosen):
+        parser.error(f"--settings: a subset of {', '.join(by_name)}, got {args.settings!r}")
+    settings = [by_name[x] for x in chosen]
+    try:
+        shuffles = [int(x) for x in args.shuffle.split(",") if x]
+    except ValueError:
+        parser.error(f"--shuffle: comma-separated integer seeds, got {args.shuffle!r}")
     if args.users < 10 or args.slots < 1 or args.seeds < 1:
         parser.error("--users >= 10, --slots >= 1 and --seeds >= 1")
     start = time.time()
@@ -528,7 +619,9 @@ def main() -> None:
     if not args.no_check:
         check(args.users)
     for s in sweeps:
-        sweep_table(s, kinds, args.users, args.slots, args.seeds, ratios)
+        sweep_table(
+            s, kinds, args.users, args.slots, args.seeds, ratios, mechanisms, settings, shuffles
+        )
     print(f"\ntotal {time.time() - start:.0f} s")
 
 

@@ -159,6 +159,70 @@ def test_pwsm_ratio_ducode_runs_the_sound_kernel_under_the_guard(
     assert not seen
 
 
+def test_pwsm_ratio_ducode_shuffle_is_the_stream_with_its_p_permuted(
+    ducode: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run(..., shuffle=k)` feeds the slots in `pwsm_absolute.slot_order(slots, k)`: the
+    histograms of slot t are the base stream's at slot order[t - 1] + 1 from the same draws, and
+    a whole run equals a run on the rounded stream whose p sequence is permuted beforehand (as
+    `pwsm_absolute.personal_run` builds it)."""
+    from pwsm_absolute import slot_order
+
+    base = ducode.RoundedStream("sin", 500, [10, 20], 0)
+    order = slot_order(500, 1)
+    shuffled = ducode.Reordered(base, order)
+    assert np.array_equal(shuffled.probabilities, base.probabilities[order])
+    assert not np.array_equal(shuffled.probabilities, base.probabilities)
+    one, two = np.random.default_rng(5), np.random.default_rng(5)
+    for t in (1, 2, 250, 500):
+        assert np.array_equal(
+            shuffled.histograms(t, one), base.histograms(int(order[t - 1]) + 1, two)
+        )
+    with pytest.raises(ValueError, match="not a permutation"):
+        ducode.Reordered(base, order[:-1])
+
+    pop = ducode.window_ratio_population(1000, Fraction(9, 10), 0)
+    authors = ducode.SETTINGS[3]
+    assert authors.name == "authors" and authors.runner and authors.variant == "du-code"
+    got = ducode.run(pop, "sin", 300, 0, authors, "as is", "pbd", 1)
+    assert got != ducode.run(pop, "sin", 300, 0, authors, "as is", "pbd", None)
+    assert got != ducode.run(pop, "sin", 300, 0, authors, "as is", "pbd", 2)
+    assert got != ducode.run(pop, "sin", 300, 0, authors, "as is", "pba", 1)  # the kernel asked
+
+    class Permuted(ducode.RoundedStream):  # type: ignore[misc,name-defined]
+        def __init__(self, kind: str, slots: int, sizes: list[int], seed: int) -> None:
+            super().__init__(kind, slots, sizes, seed)
+            p = np.array(self.probabilities[slot_order(slots, 1)])
+            p.setflags(write=False)
+            self._p = p
+
+    monkeypatch.setattr(ducode, "RoundedStream", Permuted)
+    assert ducode.run(pop, "sin", 300, 0, authors, "as is", "pbd", None) == got
+
+
+def test_pwsm_ratio_ducode_shuffle_mechanisms_and_settings_on_the_command_line() -> None:
+    out = output(
+        "pwsm_ratio_ducode.py",
+        *("--slots", "300", "--seeds", "1", "--datasets", "sin", "--sweeps", "eps"),
+        *("--ratios", "0.7,0.9", "--no-check", "--mechanisms", "pba,pbd"),
+        *("--settings", "authors", "--shuffle", "1,2"),
+    )
+    # in order: the authors' PBA row of the plain run (above), now named with its mechanism
+    assert "| Sin | PBA authors | 4,443 [166] | 2,624 [266] | 40.9%, 41% .. 41% |" in out
+    for name in ("PBA authors, shuffled 1", "PBA authors, shuffled 2", "PBD authors"):
+        assert f"| Sin | {name} |" in out
+    assert "| Sin | PBD authors, shuffled 2 |" in out and "| Sin | sound |" not in out
+    for flag, value in (("--settings", "nope"), ("--mechanisms", "ba"), ("--shuffle", "x")):
+        done = subprocess.run(
+            [sys.executable, str(ANALYSIS / "pwsm_ratio_ducode.py"), flag, value],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 2 and f"{flag}:" in done.stderr
+
+
 def test_pwsm_ratio_ducode_refuses_bad_ratios() -> None:
     done = subprocess.run(
         [sys.executable, str(ANALYSIS / "pwsm_ratio_ducode.py"), "--ratios", "1.5"],
