@@ -71,6 +71,16 @@ slot and publications rise (TLNS: sound 1,709 -> 2,104, du-code 5,840 -> 9,045 o
 the window sweep no setting changes anything at N = 10,000 (DC never switches: n_lo = 1,000 >
 798); at N = 5,000 PBA's mean drops there in every setting.
 
+With the slots scrambled (the third command below: the authors' setting, PBA and PBD, in order
+and in `slot_order` seeds 1 and 2, 3,000 slots, seeds 0-2, o in {0.1, 0.5, 0.9}; 613 s, load
+1.3 rising to 5.4 beside a test run): in the window sweep PBA's AMRE is the same number at every
+o, in order and in both orders (neither step's OBS ever leaves the lowest budget: DC samples and
+sampled publications 0%), so the order cannot make it drop; PBD's mean drops from o = 0.5 to
+0.9 on every stream in every order (19-55% in order, 33-59% shuffled, its publication threshold
+above the lowest budget at 20-49% of publications at o = 0.9; intervals wide, 3 seeds). In the
+budget sweep PBA drops from 0.5 to 0.9 in order (5-45%) and more when shuffled (45-63%), PBD's
+direction depends on the stream and the order (-45% to 61%).
+
 Commands (from the repository root):
 
     .venv/bin/python analysis/pwsm_ratio_ducode.py                  # 2 min
@@ -80,6 +90,9 @@ Commands (from the repository root):
         --datasets lns,sin,log                                          # 14 min
     .venv/bin/python analysis/pwsm_ratio_ducode.py --users 5000 --sweeps w,eps --no-check  # 108 s
     .venv/bin/python analysis/pwsm_ratio_ducode.py --ablation       # (d) only: 14 s
+    .venv/bin/python analysis/pwsm_ratio_ducode.py --slots 3000 --seeds 3 \
+        --datasets lns,sin,log --sweeps w,eps --ratios 0.1,0.5,0.9 --no-check \
+        --mechanisms pba,pbd --settings authors --shuffle 1,2          # scrambled: 613 s
 
 It imports `pwsm_absolute` (the authors' S5 settings and the rounded TLNS walk) from its own
 directory.
