@@ -119,7 +119,7 @@ from wevent.accounting.evidence import Evidence
 from wevent.accounting.ledger import Charge
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Fixed
-from wevent.accounting.spending import ForwardingSpender
+from wevent.accounting.spending import BudgetExceeded, ForwardingSpender
 from wevent.experiments import metrics
 from wevent.experiments.harness import execute
 from wevent.experiments.populations import budget_ratio_population, window_ratio_population
@@ -456,8 +456,8 @@ def sweep_table(
     shuffles: Sequence[int] = (),
 ) -> None:
     """(b) and (c) for one sweep; each setting runs in order and then with the slots in
-    `slot_order(slots, seed)` for each seed of ``shuffles`` (rows "SETTING, shuffled SEED"). The change column
-    compares the last two ratios given, paired per seed."""
+    `slot_order(slots, seed)` for each seed of ``shuffles`` (rows "SETTING, shuffled SEED").
+    The change column compares the last two ratios given, paired per seed."""
     make = SWEEPS[sweep]
     label = "E = 1.0" if sweep == "eps" else "w = 40"
     start = time.time()
@@ -481,20 +481,21 @@ def sweep_table(
                     if list(mechanisms) != [MECHANISM]:
                         name = f"{mechanism.upper()} {name}"
                     by_o: dict[Fraction, list[Run]] = {}
-                    for o in ratios:
-                        by_o[o] = [
-                            run(
-                                make(users, o, s),
-                                kind,
-                                slots,
-                                s,
-                                setting,
-                                "as is",
-                                mechanism,
-                                order,
-                            )
-                            for s in range(seeds)
-                        ]
+                    try:
+                        for o in ratios:
+                            by_o[o] = []
+                            for s in range(seeds):
+                                pop = make(users, o, s)
+                                by_o[o].append(
+                                    run(pop, kind, slots, s, setting, "as is", mechanism, order)
+                                )
+                    except BudgetExceeded as refused:  # a restarted sound kernel overspent
+                        print(
+                            f"| {NAMES[kind]} | {name} | not w-event private: wevent's guard "
+                            f"refused a charge at o = {float(o):g}, seed {s} ({refused}) |",
+                            flush=True,
+                        )
+                        continue
                     cells = [
                         f"{statistics.mean(r.amre for r in by_o[o]):,.0f} "
                         f"[{statistics.mean(r.publications for r in by_o[o]):.0f}]"

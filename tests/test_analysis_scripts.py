@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from tests.analysis_import import analysis_module
+from wevent.accounting.spending import BudgetExceeded
 
 ANALYSIS = Path(__file__).resolve().parent.parent / "analysis"
 
@@ -198,6 +199,77 @@ def test_pwsm_ratio_ducode_shuffle_is_the_stream_with_its_p_permuted(
 
     monkeypatch.setattr(ducode, "RoundedStream", Permuted)
     assert ducode.run(pop, "sin", 300, 0, authors, "as is", "pbd", None) == got
+
+
+def test_pwsm_ratio_ducode_asks_each_mechanism_for_its_settings_kernel(
+    ducode: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PBD and PBA get the kernel variant of the setting (du-code in the authors' setting), one
+    fresh kernel per 250-slot segment with the authors' runner, shuffled or not. The restarted
+    sound PBD kernel (the runner setting) forgets the publications of the window before the
+    restart: the guard refuses its first publication after it."""
+    asked: list[tuple[str, str]] = []
+    real = ducode.kernel_for
+
+    def recording(name: str, alg: Any, classes: Any, variant: str) -> Any:
+        asked.append((name, variant))
+        return real(name, alg, classes, variant)
+
+    monkeypatch.setattr(ducode, "kernel_for", recording)
+    assert [(s.variant, s.runner) for s in ducode.SETTINGS] == [
+        ("sound", False),
+        ("sound", True),
+        ("du-code", False),
+        ("du-code", True),
+    ]
+    pop = ducode.budget_ratio_population(1000, Fraction(9, 10), 0)
+    for setting in ducode.SETTINGS:
+        for mechanism in ("pba", "pbd"):
+            for shuffle in (None, 1):
+                asked.clear()
+                if setting.name == "runner" and mechanism == "pbd":
+                    with pytest.raises(BudgetExceeded, match=r"refused spend at slot 25[12] "):
+                        ducode.run(pop, "sin", 300, 0, setting, "as is", mechanism, shuffle)
+                else:
+                    ducode.run(pop, "sin", 300, 0, setting, "as is", mechanism, shuffle)
+                assert asked == [(mechanism, setting.variant)] * (2 if setting.runner else 1)
+
+
+def test_pwsm_ratio_ducode_reports_a_refused_run_as_a_row(
+    ducode: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A setting whose run the guard refuses prints one row saying so, and the table goes on."""
+    runner, authors = ducode.SETTINGS[1], ducode.SETTINGS[3]
+    ratios = [Fraction(7, 10), Fraction(9, 10)]
+    ducode.sweep_table("eps", ["sin"], 1000, 300, 1, ratios, ["pbd"], [runner, authors])
+    rows = [x for x in capsys.readouterr().out.splitlines() if x.startswith("| Sin | PBD ")]
+    assert rows[0].startswith(
+        "| Sin | PBD runner | not w-event private: wevent's guard refused a charge at o = 0.7, "
+        "seed 0 (refused spend at slot 251 "
+    )
+    assert rows[1].startswith("| Sin | PBD authors | ") and "%" in rows[1]
+
+
+def test_pwsm_ratio_ducode_change_column_pairs_the_last_two_ratios(
+    ducode: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With three ratios the change column is 1 - X(o3) / X(o2), paired per seed, from the same
+    runs as the cells."""
+    ratios = [Fraction(1, 10), Fraction(1, 2), Fraction(9, 10)]
+    authors = ducode.SETTINGS[3]
+    ducode.sweep_table("eps", ["sin"], 1000, 60, 2, ratios, ["pbd"], [authors], [1])
+    out = capsys.readouterr().out
+    assert "| 1 - X(0.9)/X(0.5): mean [95% interval]" in out
+
+    def amre(o: Fraction, seed: int) -> float:
+        pop = ducode.budget_ratio_population(1000, o, seed)
+        return float(ducode.run(pop, "sin", 60, seed, authors, "as is", "pbd", 1).amre)
+
+    drop = [1 - amre(ratios[2], s) / amre(ratios[1], s) for s in (0, 1)]
+    iv = ducode.interval(drop)
+    want = f"{iv.mean:.1%} [{iv.low:.1%}, {iv.high:.1%}], {min(drop):.0%} .. {max(drop):.0%} |"
+    row = next(x for x in out.splitlines() if x.startswith("| Sin | PBD authors, shuffled 1 |"))
+    assert row.endswith(want)
 
 
 def test_pwsm_ratio_ducode_shuffle_mechanisms_and_settings_on_the_command_line() -> None:
