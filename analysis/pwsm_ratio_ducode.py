@@ -47,16 +47,17 @@ What it prints:
     the dissimilarity upwards), publications, the mean publication budget of the (120, 0.6)
     class in shares of 0.6 / 240 at the published slots, and the share of publications whose
     threshold is above the lowest live budget (some class kept with p < 1).
-(e) Options for (b)-(c): ``--mechanisms pba,pbd`` adds wevent's PBD (its kernels in the same
-    variants; rows named "PBA ..." and "PBD ..."), ``--settings`` keeps some of the four settings
-    and ``--shuffle 1,2`` runs each setting once more per seed with the slots in
-    `pwsm_absolute.slot_order(slots, seed)` (the authors' runner reads its per-slot files in
-    unsorted `File.listFiles` order, DatasetSegmentRunUtils.java lines 26 and 91; one order for
-    every data seed, as one directory listing would give; rows "SETTING, shuffled SEED"). The
-    change column then compares the last two ratios given, 1 - X(o_last) / X(o_before).
 (d) With ``--ablation`` (instead of (a)-(c)): the du-code kernel in the budget sweep at o = 0.7
     and at o = 0.9 with DC's sample as is, rescaled by the keep probability (Horvitz-Thompson)
     and not sampled at all (both with the switched threshold's noise): AMRE and publications.
+(e) Options for (b)-(c): ``--mechanisms pba,pbd`` adds wevent's PBD (its kernels in the same
+    variants; rows named "PBA ..." and "PBD ..."), ``--settings`` keeps some of the four settings
+    and ``--shuffle 1,2`` runs each setting once more per seed with the slots in
+    `pwsm_absolute.slot_order(slots, SEED)` (the authors' runner reads its per-slot files in
+    unsorted `File.listFiles` order, DatasetSegmentRunUtils.java lines 26 and 91; one order for
+    every data seed, as one directory listing would give; rows "SETTING, shuffled SEED"). The
+    change column then compares the last two ratios given, 1 - X(o_last) / X(o_before). A run
+    the guard refuses (the sound PBD kernel restarted, setting ``runner``) is one row saying so.
 
 Sizes. N = 10,000 users (001's synthetic N per analysis/pwsm_absolute.py), default 2,000 slots
 (001 has 10,000), seeds 0-1, Sin and Log, o in {0.1, 0.7, 0.9}: 96 runs.
