@@ -18,19 +18,26 @@ docs/peers.md and analysis/pwsm_absolute.py), run on wevent's own kernels and da
 * the code's runner: every mechanism restarts every 250 slots (a fresh kernel, release reset
   to 0) and p_t is rounded to two decimals (for TLNS at every step of the walk).
 
-Settings (each runs wevent's `CentralRunner` with the kernel `kernel_for("pba", ..., variant)`):
+Settings (each runs wevent's `CentralRunner` with the kernel `kernel_for(MECHANISM, ...,
+variant)`, MECHANISM pba or pbd):
 
-  sound    wevent's PBA as `reproduce` runs it (001 Algorithm 5, one run, exact p_t);
+  sound    wevent's PBA (PBD) as `reproduce` runs it (001 Algorithm 5 (4), one run, exact p_t);
   runner   the sound kernel with the code's runner (restarts every 250 slots, p_t rounded);
   du-code  the du-code kernel, one run, exact p_t;
   authors  the du-code kernel with the code's runner (restarts, rounding): the code's setting.
 
 The sound and runner settings charge wevent's `Guard` (one guard for the whole stream; a
 restarted segment's slots are shifted to their stream slots, so the guard checks every window,
-across restarts too). A restarted sound kernel forgets the nullifications it owed across a
-restart, so the runner setting is not w-event private in general; the guard accepted every
-charge of the runs below. The du-code runs overspend (the guard refuses them within the first
-window), so their charges go to a spender that accepts everything (`Unchecked`). The sound runs
+across restarts too). A restarted kernel forgets what it spent in the window before the
+restart, so the runner setting is not w-event private in general: the guard accepted every
+charge of PBA's runs below and refuses PBD's first publication after a restart (a row saying
+so). The du-code settings' charges go to a spender that accepts everything (`Unchecked`), so
+their numbers are reported unchecked: the du-code PBA kernel overspends (the guard refuses it
+within the first window); the du-code PBD kernel is conservative (wevent.mechanisms.allocators
+.fixed) and the guard accepts it unrestarted, but restarted (the `authors` setting) it overspends
+at each restart as the `runner` setting does, so the authors' PBD is not w-event private either
+(``--guard-all`` charges the du-code settings to the guard too: the last commands below). A
+refusal in the `sound` setting would be a fault of wevent and stops the script. The sound runs
 are the same computation as `reproduce` (check (a)).
 
 What it prints:
@@ -52,12 +59,14 @@ What it prints:
     and not sampled at all (both with the switched threshold's noise): AMRE and publications.
 (e) Options for (b)-(c): ``--mechanisms pba,pbd`` adds wevent's PBD (its kernels in the same
     variants; rows named "PBA ..." and "PBD ..."), ``--settings`` keeps some of the four settings
-    and ``--shuffle 1,2`` runs each setting once more per seed with the slots in
-    `pwsm_absolute.slot_order(slots, SEED)` (the authors' runner reads its per-slot files in
-    unsorted `File.listFiles` order, DatasetSegmentRunUtils.java lines 26 and 91; one order for
-    every data seed, as one directory listing would give; rows "SETTING, shuffled SEED"). The
-    change column then compares the last two ratios given, 1 - X(o_last) / X(o_before). A run
-    the guard refuses (the sound PBD kernel restarted, setting ``runner``) is one row saying so.
+    and ``--shuffle 1,2`` runs each setting once more for each shuffle SEED given, with the
+    slots in `pwsm_absolute.slot_order(slots, SEED)` (a random stand-in for the authors'
+    runner's order: it reads its per-slot files in unsorted `File.listFiles` order,
+    DatasetSegmentRunUtils.java lines 26 and 91; one order for every data seed, as one directory
+    listing would give; rows "SETTING, shuffled SEED"). The change column then compares the last
+    two ratios given, 1 - X(o_last) / X(o_before). A run the guard refuses (the sound PBD kernel
+    restarted, setting ``runner``; with ``--guard-all`` also du-code PBA and the authors' PBD) is
+    one row naming the refused slot.
 
 Sizes. N = 10,000 users (001's synthetic N per analysis/pwsm_absolute.py), default 2,000 slots
 (001 has 10,000), seeds 0-1, Sin and Log, o in {0.1, 0.7, 0.9}: 96 runs.
@@ -85,7 +94,11 @@ and its mean drops at 0.9, by 5-45% in order (decided on Log only) and 45-63% sh
 in all 6 rows); PBD's mean goes either way (-45% to 61%; decided only on Log in order and TLNS
 shuffled 1, both drops). Three seeds decide little. PBD in the `runner` setting (the sound
 kernel restarted) is refused by the guard at its first publication after a restart (slot 251
-or 252): the table prints that row as "not w-event private".
+or 252): the table prints that row as "not w-event private". The authors' PBD, charged to the
+guard (``--guard-all``, the last two commands), is refused the same way: at slot 251 in all 8
+runs of those commands; the unrestarted du-code PBD is accepted in all 8 (Sin, 1,000 users, 300
+slots, both sweeps, o = 0.1 or 0.9, in order and in `slot_order` seed 1). The authors' PBD
+numbers above are therefore unchecked, like the du-code PBA's.
 
 Commands (from the repository root):
 
@@ -99,6 +112,10 @@ Commands (from the repository root):
     .venv/bin/python analysis/pwsm_ratio_ducode.py --slots 3000 --seeds 3 \
         --datasets lns,sin,log --sweeps w,eps --ratios 0.1,0.5,0.9 --no-check \
         --mechanisms pba,pbd --settings authors --shuffle 1,2   # scrambled: 18 min 30 s
+    .venv/bin/python analysis/pwsm_ratio_ducode.py --users 1000 --slots 300 --seeds 1 \
+        --datasets sin --sweeps w,eps --ratios 0.1 --no-check --mechanisms pbd \
+        --settings runner,du-code,authors --guard-all --shuffle 1   # refusals: 25 s
+    (the same with --ratios 0.9)
 
 It imports `pwsm_absolute` (the authors' S5 settings and the rounded TLNS walk) from its own
 directory.
@@ -359,12 +376,14 @@ def run(
     dc_mode: str = "as is",
     mechanism: str = MECHANISM,
     shuffle: int | None = None,
+    guard_all: bool = False,
 ) -> Run:
     """``mechanism`` (PBA or PBD) under ``setting``: the data and noise generators of
     `wevent.experiments.running`. The sound kernel's charges go through wevent's `Guard` (one
     guard for the whole stream, restarted segments shifted to their stream slots), the du-code
-    kernel's to `Unchecked`. ``shuffle``: the slots in `slot_order(slots, shuffle)` (the
-    authors' runner's file order), the same order for every seed."""
+    kernel's to `Unchecked` (with ``guard_all``, to the guard too: a check of which settings
+    overspend). ``shuffle``: the slots in `slot_order(slots, shuffle)` (a random stand-in for
+    the authors' unsorted file order), the same order for every seed."""
     sizes = [c.count for c in population.classes]
     data_seed, noise_seed, _, _ = np.random.SeedSequence(seed).spawn(4)
     data_rng = np.random.default_rng(data_seed)
@@ -377,7 +396,7 @@ def run(
     stream = base if shuffle is None else Reordered(base, slot_order(slots, shuffle))
     classes = classes_of(population, mechanism)
     default = next((c.index for c in population.classes if c.requirement == DEFAULT_CLASS), -1)
-    guard = Guard(population) if setting.variant == "sound" else None
+    guard = Guard(population) if setting.variant == "sound" or guard_all else None
     unchecked = Unchecked()
     groups = class_groups(population, guard if guard is not None else unchecked)
     segment = SEGMENT if setting.runner else slots
@@ -460,10 +479,13 @@ def sweep_table(
     mechanisms: Sequence[str] = (MECHANISM,),
     settings: Sequence[Setting] = SETTINGS,
     shuffles: Sequence[int] = (),
+    guard_all: bool = False,
 ) -> None:
     """(b) and (c) for one sweep; each setting runs in order and then with the slots in
     `slot_order(slots, seed)` for each seed of ``shuffles`` (rows "SETTING, shuffled SEED").
-    The change column compares the last two ratios given, paired per seed."""
+    The change column compares the last two ratios given, paired per seed. A run the guard
+    refuses is one row saying so, except in the `sound` setting (wevent's kernel, never
+    restarted), where a refusal is a fault of wevent and propagates."""
     make = SWEEPS[sweep]
     label = "E = 1.0" if sweep == "eps" else "w = 40"
     start = time.time()
@@ -493,12 +515,19 @@ def sweep_table(
                             for s in range(seeds):
                                 pop = make(users, o, s)
                                 by_o[o].append(
-                                    run(pop, kind, slots, s, setting, "as is", mechanism, order)
+                                    run(
+                                        pop,
+                                        *(kind, slots, s, setting, "as is", mechanism, order),
+                                        guard_all=guard_all,
+                                    )
                                 )
-                    except BudgetExceeded as refused:  # a restarted sound kernel overspent
+                    except BudgetExceeded as refused:  # a restarted or du-code kernel overspent
+                        if setting.variant == "sound" and not setting.runner:
+                            raise  # wevent's own kernel, never restarted: a fault of wevent
                         print(
                             f"| {NAMES[kind]} | {name} | not w-event private: wevent's guard "
-                            f"refused a charge at o = {float(o):g}, seed {s} ({refused}) |",
+                            f"refused a charge at slot {refused.slot} (o = {float(o):g}, "
+                            f"seed {s}) |",
                             flush=True,
                         )
                         continue
@@ -593,7 +622,13 @@ def main() -> None:
         default="",
         metavar="SEEDS",
         help="also run each setting with the slots in `pwsm_absolute.slot_order(slots, SEED)` "
-        "for each SEED (comma-separated; the authors' runner's file order)",
+        "for each SEED (comma-separated; a random stand-in for the authors' unsorted file "
+        "order)",
+    )
+    parser.add_argument(
+        "--guard-all",
+        action="store_true",
+        help="charge the du-code settings to wevent's guard too (a check: which overspend)",
     )
     parser.add_argument(
         "--ablation",
@@ -630,7 +665,8 @@ def main() -> None:
     if args.users < 10 or args.slots < 1 or args.seeds < 1:
         parser.error("--users >= 10, --slots >= 1 and --seeds >= 1")
     start = time.time()
-    print("# 001 Section 6.5 (Figures 11-12): PBA over the share o, under the authors' settings")
+    names = "PBA" if args.ablation else ", ".join(m.upper() for m in mechanisms)
+    print(f"# 001 Section 6.5 (Figures 11-12): {names} over the share o, the authors' settings")
     if args.ablation:
         ablation(kinds, args.users, args.slots, args.seeds)
         print(f"\ntotal {time.time() - start:.0f} s")
@@ -640,7 +676,9 @@ def main() -> None:
         check(args.users)
     for s in sweeps:
         sweep_table(
-            s, kinds, args.users, args.slots, args.seeds, ratios, mechanisms, settings, shuffles
+            *(s, kinds, args.users, args.slots, args.seeds, ratios, mechanisms, settings),
+            shuffles,
+            args.guard_all,
         )
     print(f"\ntotal {time.time() - start:.0f} s")
 

@@ -197,8 +197,12 @@ def test_pwsm_ratio_ducode_shuffle_is_the_stream_with_its_p_permuted(
             p.setflags(write=False)
             self._p = p
 
+    # one order for every data seed: seed 1's run is seed 1's stream permuted by slot_order 1 too
+    pop1 = ducode.window_ratio_population(1000, Fraction(9, 10), 1)
+    got1 = ducode.run(pop1, "sin", 300, 1, authors, "as is", "pbd", 1)
     monkeypatch.setattr(ducode, "RoundedStream", Permuted)
     assert ducode.run(pop, "sin", 300, 0, authors, "as is", "pbd", None) == got
+    assert ducode.run(pop1, "sin", 300, 1, authors, "as is", "pbd", None) == got1
 
 
 def test_pwsm_ratio_ducode_asks_each_mechanism_for_its_settings_kernel(
@@ -243,11 +247,42 @@ def test_pwsm_ratio_ducode_reports_a_refused_run_as_a_row(
     ratios = [Fraction(7, 10), Fraction(9, 10)]
     ducode.sweep_table("eps", ["sin"], 1000, 300, 1, ratios, ["pbd"], [runner, authors])
     rows = [x for x in capsys.readouterr().out.splitlines() if x.startswith("| Sin | PBD ")]
-    assert rows[0].startswith(
-        "| Sin | PBD runner | not w-event private: wevent's guard refused a charge at o = 0.7, "
-        "seed 0 (refused spend at slot 251 "
+    assert rows[0] == (
+        "| Sin | PBD runner | not w-event private: wevent's guard refused a charge at slot 251 "
+        "(o = 0.7, seed 0) |"
     )
     assert rows[1].startswith("| Sin | PBD authors | ") and "%" in rows[1]
+    # --guard-all: the du-code PBD kernel unrestarted passes the guard, restarted it does not
+    dc, nine = ducode.SETTINGS[2], [Fraction(9, 10)]
+    ducode.sweep_table("eps", ["sin"], 1000, 300, 1, nine, ["pbd"], [dc, authors], (), True)
+    rows = [x for x in capsys.readouterr().out.splitlines() if x.startswith("| Sin | PBD ")]
+    assert rows[0].startswith("| Sin | PBD du-code | ") and "[" in rows[0]
+    assert rows[1] == (
+        "| Sin | PBD authors | not w-event private: wevent's guard refused a charge at slot 251 "
+        "(o = 0.9, seed 0) |"
+    )
+
+
+def test_pwsm_ratio_ducode_a_refusal_in_the_sound_setting_propagates(
+    ducode: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only a restarted or du-code kernel may be refused; a refusal of wevent's own kernel run
+    once (`sound`) is a fault of wevent, not a row."""
+    pop = ducode.budget_ratio_population(1000, Fraction(7, 10), 0)
+    with pytest.raises(BudgetExceeded) as caught:
+        ducode.run(pop, "sin", 300, 0, ducode.SETTINGS[1], "as is", "pbd")
+    refusal = caught.value
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise refusal
+
+    monkeypatch.setattr(ducode, "run", refused)
+    ratios = [Fraction(7, 10)]
+    for setting in ducode.SETTINGS[1:]:
+        ducode.sweep_table("eps", ["sin"], 1000, 300, 1, ratios, ["pbd"], [setting])
+        assert "refused a charge at slot 251 (o = 0.7, seed 0) |" in capsys.readouterr().out
+    with pytest.raises(BudgetExceeded):
+        ducode.sweep_table("eps", ["sin"], 1000, 300, 1, ratios, ["pbd"], [ducode.SETTINGS[0]])
 
 
 def test_pwsm_ratio_ducode_change_column_pairs_the_last_two_ratios(
@@ -281,9 +316,12 @@ def test_pwsm_ratio_ducode_shuffle_mechanisms_and_settings_on_the_command_line()
     )
     # in order: the authors' PBA row of the plain run (above), now named with its mechanism
     assert "| Sin | PBA authors | 4,443 [166] | 2,624 [266] | 40.9%, 41% .. 41% |" in out
-    for name in ("PBA authors, shuffled 1", "PBA authors, shuffled 2", "PBD authors"):
-        assert f"| Sin | {name} |" in out
-    assert "| Sin | PBD authors, shuffled 2 |" in out and "| Sin | sound |" not in out
+    names = [
+        f"{m} authors{o}" for m in ("PBA", "PBD") for o in ("", ", shuffled 1", ", shuffled 2")
+    ]
+    table_b = out.split("## (b)")[1].split("(b) eps:o took")[0]
+    rows = [x.split(" | ")[1] for x in table_b.splitlines() if x.startswith("| Sin | ")]
+    assert rows == names  # --settings authors: 2 mechanisms x 3 orders, no other setting
     for flag, value in (("--settings", "nope"), ("--mechanisms", "ba"), ("--shuffle", "x")):
         done = subprocess.run(
             [sys.executable, str(ANALYSIS / "pwsm_ratio_ducode.py"), flag, value],
