@@ -18,19 +18,26 @@ docs/peers.md and analysis/pwsm_absolute.py), run on wevent's own kernels and da
 * the code's runner: every mechanism restarts every 250 slots (a fresh kernel, release reset
   to 0) and p_t is rounded to two decimals (for TLNS at every step of the walk).
 
-Settings (each runs wevent's `CentralRunner` with the kernel `kernel_for("pba", ..., variant)`):
+Settings (each runs wevent's `CentralRunner` with the kernel `kernel_for(MECHANISM, ...,
+variant)`, MECHANISM pba or pbd):
 
-  sound    wevent's PBA as `reproduce` runs it (001 Algorithm 5, one run, exact p_t);
+  sound    wevent's PBA (PBD) as `reproduce` runs it (001 Algorithm 5 (4), one run, exact p_t);
   runner   the sound kernel with the code's runner (restarts every 250 slots, p_t rounded);
   du-code  the du-code kernel, one run, exact p_t;
   authors  the du-code kernel with the code's runner (restarts, rounding): the code's setting.
 
 The sound and runner settings charge wevent's `Guard` (one guard for the whole stream; a
 restarted segment's slots are shifted to their stream slots, so the guard checks every window,
-across restarts too). A restarted sound kernel forgets the nullifications it owed across a
-restart, so the runner setting is not w-event private in general; the guard accepted every
-charge of the runs below. The du-code runs overspend (the guard refuses them within the first
-window), so their charges go to a spender that accepts everything (`Unchecked`). The sound runs
+across restarts too). A restarted kernel forgets what it spent in the window before the
+restart, so the runner setting is not w-event private in general: the guard accepted every
+charge of PBA's runs below and refuses PBD's first publication after a restart (a row saying
+so). The du-code settings' charges go to a spender that accepts everything (`Unchecked`), so
+their numbers are reported unchecked: the du-code PBA kernel overspends (the guard refuses it
+within the first window); the du-code PBD kernel is conservative (wevent.mechanisms.allocators
+.fixed) and the guard accepts it unrestarted, but restarted (the `authors` setting) it overspends
+at each restart as the `runner` setting does, so the authors' PBD is not w-event private either
+(``--guard-all`` charges the du-code settings to the guard too: the last commands below). A
+refusal in the `sound` setting would be a fault of wevent and stops the script. The sound runs
 are the same computation as `reproduce` (check (a)).
 
 What it prints:
@@ -50,6 +57,16 @@ What it prints:
 (d) With ``--ablation`` (instead of (a)-(c)): the du-code kernel in the budget sweep at o = 0.7
     and at o = 0.9 with DC's sample as is, rescaled by the keep probability (Horvitz-Thompson)
     and not sampled at all (both with the switched threshold's noise): AMRE and publications.
+(e) Options for (b)-(c): ``--mechanisms pba,pbd`` adds wevent's PBD (its kernels in the same
+    variants; rows named "PBA ..." and "PBD ..."), ``--settings`` keeps some of the four settings
+    and ``--shuffle 1,2`` runs each setting once more for each shuffle SEED given, with the
+    slots in `pwsm_absolute.slot_order(slots, SEED)` (a random stand-in for the authors'
+    runner's order: it reads its per-slot files in unsorted `File.listFiles` order,
+    DatasetSegmentRunUtils.java lines 26 and 91; one order for every data seed, as one directory
+    listing would give; rows "SETTING, shuffled SEED"). The change column then compares the last
+    two ratios given, 1 - X(o_last) / X(o_before). A run the guard refuses (the sound PBD kernel
+    restarted, setting ``runner``; with ``--guard-all`` also du-code PBA and the authors' PBD) is
+    one row naming the refused slot.
 
 Sizes. N = 10,000 users (001's synthetic N per analysis/pwsm_absolute.py), default 2,000 slots
 (001 has 10,000), seeds 0-1, Sin and Log, o in {0.1, 0.7, 0.9}: 96 runs.
@@ -64,6 +81,25 @@ slot and publications rise (TLNS: sound 1,709 -> 2,104, du-code 5,840 -> 9,045 o
 the window sweep no setting changes anything at N = 10,000 (DC never switches: n_lo = 1,000 >
 798); at N = 5,000 PBA's mean drops there in every setting.
 
+With the slots scrambled (the last command below: the authors' setting, PBA and PBD, in order
+and in `slot_order` seeds 1 and 2, 3,000 slots, seeds 0-2, o in {0.1, 0.5, 0.9}; 18 min 30 s
+wall, 613 s CPU, at a load average of 1.8 rising to 8.3 beside other jobs), 1 - X(0.9)/X(0.5)
+paired per seed: in the window sweep PBA's AMRE is the same number at every o on every stream in
+every order (DC samples and sampled publications 0%: OBS never leaves the lowest budget), so no
+order can make it drop; PBD's mean drops on every stream in every order (19-55% in order,
+33-59% shuffled; the interval excludes 0 on Log in order and in 5 of the 6 shuffled rows), its
+publication threshold above the lowest budget at 20-24% (in order) and 33-49% (shuffled) of
+publications at o = 0.9, none at 0.5. In the budget sweep PBA is the same at o = 0.1 and 0.5
+and its mean drops at 0.9, by 5-45% in order (decided on Log only) and 45-63% shuffled (decided
+in all 6 rows); PBD's mean goes either way (-45% to 61%; decided only on Log in order and TLNS
+shuffled 1, both drops). Three seeds decide little. PBD in the `runner` setting (the sound
+kernel restarted) is refused by the guard at its first publication after a restart (slot 251
+or 252): the table prints that row as "not w-event private". The authors' PBD, charged to the
+guard (``--guard-all``, the last two commands), is refused the same way: at slot 251 in all 8
+runs of those commands; the unrestarted du-code PBD is accepted in all 8 (Sin, 1,000 users, 300
+slots, both sweeps, o = 0.1 or 0.9, in order and in `slot_order` seed 1). The authors' PBD
+numbers above are therefore unchecked, like the du-code PBA's.
+
 Commands (from the repository root):
 
     .venv/bin/python analysis/pwsm_ratio_ducode.py                  # 2 min
@@ -73,6 +109,13 @@ Commands (from the repository root):
         --datasets lns,sin,log                                          # 14 min
     .venv/bin/python analysis/pwsm_ratio_ducode.py --users 5000 --sweeps w,eps --no-check  # 108 s
     .venv/bin/python analysis/pwsm_ratio_ducode.py --ablation       # (d) only: 14 s
+    .venv/bin/python analysis/pwsm_ratio_ducode.py --slots 3000 --seeds 3 \
+        --datasets lns,sin,log --sweeps w,eps --ratios 0.1,0.5,0.9 --no-check \
+        --mechanisms pba,pbd --settings authors --shuffle 1,2   # scrambled: 18 min 30 s
+    .venv/bin/python analysis/pwsm_ratio_ducode.py --users 1000 --slots 300 --seeds 1 \
+        --datasets sin --sweeps w,eps --ratios 0.1 --no-check --mechanisms pbd \
+        --settings runner,du-code,authors --guard-all --shuffle 1   # refusals: 25 s
+    (the same with --ratios 0.9)
 
 It imports `pwsm_absolute` (the authors' S5 settings and the rounded TLNS walk) from its own
 directory.
@@ -92,14 +135,14 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 from pwsm_absolute import SETTINGS as ABSOLUTE_SETTINGS  # run from analysis/ (see its docstring)
-from pwsm_absolute import probabilities
+from pwsm_absolute import probabilities, slot_order
 
 from wevent.accounting.budget import Budget
 from wevent.accounting.evidence import Evidence
 from wevent.accounting.ledger import Charge
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Fixed
-from wevent.accounting.spending import ForwardingSpender
+from wevent.accounting.spending import BudgetExceeded, ForwardingSpender
 from wevent.experiments import metrics
 from wevent.experiments.harness import execute
 from wevent.experiments.populations import budget_ratio_population, window_ratio_population
@@ -196,7 +239,7 @@ class Window:
     """Slots ``offset + 1 .. offset + length`` of ``base`` as slots 1..length (a restarted
     mechanism sees its segment from its own slot 1)."""
 
-    def __init__(self, base: SyntheticStream, offset: int, length: int) -> None:
+    def __init__(self, base: SyntheticStream | Reordered, offset: int, length: int) -> None:
         self.base, self.offset, self.length = base, offset, length
 
     @property
@@ -209,6 +252,34 @@ class Window:
 
     def histograms(self, slot: int, rng: np.random.Generator) -> IntArray:
         return self.base.histograms(self.offset + slot, rng)
+
+
+class Reordered:
+    """``base`` with its slots in ``order`` (0-based stream slots): slot t shows base slot
+    ``order[t - 1] + 1``. The histograms are drawn from the caller's generator slot by slot, so
+    this is the stream whose p sequence is ``base``'s permuted by ``order``, as
+    `pwsm_absolute.personal_run` builds it (the authors' runner reads its per-slot files in
+    `File.listFiles` order, `pwsm_absolute.slot_order`)."""
+
+    def __init__(self, base: SyntheticStream, order: IntArray) -> None:
+        if sorted(order.tolist()) != list(range(base.slots)):
+            raise ValueError("the order is not a permutation of the stream's slots")
+        self.base, self.order = base, order
+
+    @property
+    def domain(self) -> int:
+        return self.base.domain
+
+    @property
+    def slots(self) -> int:
+        return self.base.slots
+
+    @property
+    def probabilities(self) -> npt.NDArray[np.float64]:
+        return np.asarray(self.base.probabilities[self.order], dtype=np.float64)
+
+    def histograms(self, slot: int, rng: np.random.Generator) -> IntArray:
+        return self.base.histograms(int(self.order[slot - 1]) + 1, rng)
 
 
 class Shifted(ForwardingSpender):
@@ -303,22 +374,29 @@ def run(
     seed: int,
     setting: Setting,
     dc_mode: str = "as is",
+    mechanism: str = MECHANISM,
+    shuffle: int | None = None,
+    guard_all: bool = False,
 ) -> Run:
-    """PBA under ``setting``: the data and noise generators of `wevent.experiments.running`.
-    The sound kernel's charges go through wevent's `Guard` (one guard for the whole stream,
-    restarted segments shifted to their stream slots), the du-code kernel's to `Unchecked`."""
+    """``mechanism`` (PBA or PBD) under ``setting``: the data and noise generators of
+    `wevent.experiments.running`. The sound kernel's charges go through wevent's `Guard` (one
+    guard for the whole stream, restarted segments shifted to their stream slots), the du-code
+    kernel's to `Unchecked` (with ``guard_all``, to the guard too: a check of which settings
+    overspend). ``shuffle``: the slots in `slot_order(slots, shuffle)` (a random stand-in for
+    the authors' unsorted file order), the same order for every seed."""
     sizes = [c.count for c in population.classes]
     data_seed, noise_seed, _, _ = np.random.SeedSequence(seed).spawn(4)
     data_rng = np.random.default_rng(data_seed)
     noise_rng = np.random.default_rng(noise_seed)
-    stream = (
+    base = (
         RoundedStream(kind, slots, sizes, seed)
         if setting.runner
         else SyntheticStream(kind, slots, sizes, seed)
     )
-    classes = classes_of(population, MECHANISM)
+    stream = base if shuffle is None else Reordered(base, slot_order(slots, shuffle))
+    classes = classes_of(population, mechanism)
     default = next((c.index for c in population.classes if c.requirement == DEFAULT_CLASS), -1)
-    guard = Guard(population) if setting.variant == "sound" else None
+    guard = Guard(population) if setting.variant == "sound" or guard_all else None
     unchecked = Unchecked()
     groups = class_groups(population, guard if guard is not None else unchecked)
     segment = SEGMENT if setting.runner else slots
@@ -327,14 +405,14 @@ def run(
     for start in range(0, slots, segment):
         length = min(segment, slots - start)
         runner = Probe(
-            kernel=kernel_for(MECHANISM, algebra_for("exact"), classes, setting.variant),
+            kernel=kernel_for(mechanism, algebra_for("exact"), classes, setting.variant),
             spender=Shifted(guard, start) if guard is not None else unchecked,
             groups=groups,
             sizes=sizes,
             stream=Window(stream, start, length),
             data_rng=data_rng,
             noise_rng=noise_rng,
-            mechanism=MECHANISM,
+            mechanism=mechanism,
             default=default,
             dc_mode=dc_mode,
         )
@@ -398,53 +476,88 @@ def sweep_table(
     slots: int,
     seeds: int,
     ratios: Sequence[Fraction],
+    mechanisms: Sequence[str] = (MECHANISM,),
+    settings: Sequence[Setting] = SETTINGS,
+    shuffles: Sequence[int] = (),
+    guard_all: bool = False,
 ) -> None:
-    """(b) and (c) for one sweep."""
+    """(b) and (c) for one sweep; each setting runs in order and then with the slots in
+    `slot_order(slots, seed)` for each seed of ``shuffles`` (rows "SETTING, shuffled SEED").
+    The change column compares the last two ratios given, paired per seed. A run the guard
+    refuses is one row saying so, except in the `sound` setting (wevent's kernel, never
+    restarted), where a refusal is a fault of wevent and propagates."""
     make = SWEEPS[sweep]
     label = "E = 1.0" if sweep == "eps" else "w = 40"
     start = time.time()
+    names = ", ".join(m.upper() for m in mechanisms)
     print(
-        f"\n## (b) PBA, {sweep}:o sweep (share o of {label} users), {users:,} users, "
+        f"\n## (b) {names}, {sweep}:o sweep (share o of {label} users), {users:,} users, "
         f"{slots:,} slots, seeds 0-{seeds - 1}: AMRE mean [publications]"
     )
     head = " | ".join(f"o = {float(o):g}" for o in ratios)
-    print(
-        f"| data | setting | {head} | 1 - PBA(0.9)/PBA(0.7): mean [95% interval], seeds min .. max |"
-    )
+    compared = list(ratios[-2:]) if len(ratios) > 1 else []  # the change column's two ratios
+    versus = f"1 - X({float(compared[1]):g})/X({float(compared[0]):g})" if compared else "change"
+    print(f"| data | setting | {head} | {versus}: mean [95% interval], seeds min .. max |")
     print("|---|---|" + "---:|" * len(ratios) + "---|")
     mech: list[str] = []
+    orders: tuple[int | None, ...] = (None, *shuffles)
     for kind in kinds:
-        for setting in SETTINGS:
-            by_o: dict[Fraction, list[Run]] = {}
-            for o in ratios:
-                by_o[o] = [run(make(users, o, s), kind, slots, s, setting) for s in range(seeds)]
-            cells = [
-                f"{statistics.mean(r.amre for r in by_o[o]):,.0f} "
-                f"[{statistics.mean(r.publications for r in by_o[o]):.0f}]"
-                for o in ratios
-            ]
-            hi, mid = Fraction(9, 10), Fraction(7, 10)
-            change = ""
-            if hi in by_o and mid in by_o:
-                drop = [1 - a.amre / b.amre for a, b in zip(by_o[hi], by_o[mid], strict=True)]
-                iv = interval(drop)
-                bounds = "" if iv.n < 2 else f" [{iv.low:.1%}, {iv.high:.1%}]"
-                change = f"{iv.mean:.1%}{bounds}, {min(drop):.0%} .. {max(drop):.0%}"
-            print(
-                f"| {NAMES[kind]} | {setting.name} | " + " | ".join(cells) + f" | {change} |",
-                flush=True,
-            )
-            for o in (mid, hi):
-                if o not in by_o:
-                    continue
-                rs = by_o[o]
-                mech.append(
-                    f"| {NAMES[kind]} | {setting.name} | {float(o):g} | "
-                    f"{statistics.mean(r.dc_sampled for r in rs):.0%} | "
-                    f"{statistics.mean(r.publications for r in rs):.0f} | "
-                    f"{statistics.mean(r.pub_shares for r in rs):.1f} | "
-                    f"{statistics.mean(r.pub_sampled for r in rs):.0%} |"
-                )
+        for mechanism in mechanisms:
+            for setting in settings:
+                for order in orders:
+                    name = setting.name if order is None else f"{setting.name}, shuffled {order}"
+                    if list(mechanisms) != [MECHANISM]:
+                        name = f"{mechanism.upper()} {name}"
+                    by_o: dict[Fraction, list[Run]] = {}
+                    try:
+                        for o in ratios:
+                            by_o[o] = []
+                            for s in range(seeds):
+                                pop = make(users, o, s)
+                                by_o[o].append(
+                                    run(
+                                        pop,
+                                        *(kind, slots, s, setting, "as is", mechanism, order),
+                                        guard_all=guard_all,
+                                    )
+                                )
+                    except BudgetExceeded as refused:  # a restarted or du-code kernel overspent
+                        if setting.variant == "sound" and not setting.runner:
+                            raise  # wevent's own kernel, never restarted: a fault of wevent
+                        print(
+                            f"| {NAMES[kind]} | {name} | not w-event private: wevent's guard "
+                            f"refused a charge at slot {refused.slot} (o = {float(o):g}, "
+                            f"seed {s}) |",
+                            flush=True,
+                        )
+                        continue
+                    cells = [
+                        f"{statistics.mean(r.amre for r in by_o[o]):,.0f} "
+                        f"[{statistics.mean(r.publications for r in by_o[o]):.0f}]"
+                        for o in ratios
+                    ]
+                    change = ""
+                    if compared:
+                        mid, hi = compared
+                        drop = [
+                            1 - a.amre / b.amre for a, b in zip(by_o[hi], by_o[mid], strict=True)
+                        ]
+                        iv = interval(drop)
+                        bounds = "" if iv.n < 2 else f" [{iv.low:.1%}, {iv.high:.1%}]"
+                        change = f"{iv.mean:.1%}{bounds}, {min(drop):.0%} .. {max(drop):.0%}"
+                    print(
+                        f"| {NAMES[kind]} | {name} | " + " | ".join(cells) + f" | {change} |",
+                        flush=True,
+                    )
+                    for o in compared:
+                        rs = by_o[o]
+                        mech.append(
+                            f"| {NAMES[kind]} | {name} | {float(o):g} | "
+                            f"{statistics.mean(r.dc_sampled for r in rs):.0%} | "
+                            f"{statistics.mean(r.publications for r in rs):.0f} | "
+                            f"{statistics.mean(r.pub_shares for r in rs):.1f} | "
+                            f"{statistics.mean(r.pub_sampled for r in rs):.0%} |"
+                        )
     print(f"\n(b) {sweep}:o took {time.time() - start:.0f} s")
     print(
         f"\n## (c) Mechanics, {sweep}:o sweep (means over seeds): DC samples = share of slots "
@@ -497,6 +610,27 @@ def main() -> None:
     parser.add_argument("--ratios", default="0.1,0.7,0.9")
     parser.add_argument("--no-check", action="store_true", help="skip the check (a)")
     parser.add_argument(
+        "--mechanisms", default=MECHANISM, help="pba, pbd or both (comma-separated)"
+    )
+    parser.add_argument(
+        "--settings",
+        default=",".join(x.name for x in SETTINGS),
+        help="a subset of " + ", ".join(x.name for x in SETTINGS),
+    )
+    parser.add_argument(
+        "--shuffle",
+        default="",
+        metavar="SEEDS",
+        help="also run each setting with the slots in `pwsm_absolute.slot_order(slots, SEED)` "
+        "for each SEED (comma-separated; a random stand-in for the authors' unsorted file "
+        "order)",
+    )
+    parser.add_argument(
+        "--guard-all",
+        action="store_true",
+        help="charge the du-code settings to wevent's guard too (a check: which overspend)",
+    )
+    parser.add_argument(
         "--ablation",
         action="store_true",
         help="only (d): the du-code kernel at o = 0.9 with DC's sample as is, rescaled, unsampled",
@@ -516,10 +650,23 @@ def main() -> None:
         parser.error(f"--ratios: numbers between 0 and 1, got {args.ratios!r}")
     if not ratios or any(not 0 < o < 1 for o in ratios):
         parser.error(f"--ratios: numbers between 0 and 1, got {args.ratios!r}")
+    mechanisms = [m for m in args.mechanisms.split(",") if m]
+    if not mechanisms or any(m not in ("pba", "pbd") for m in mechanisms):
+        parser.error(f"--mechanisms: pba, pbd or both, got {args.mechanisms!r}")
+    by_name = {x.name: x for x in SETTINGS}
+    chosen = [x for x in args.settings.split(",") if x]
+    if not chosen or any(x not in by_name for x in chosen):
+        parser.error(f"--settings: a subset of {', '.join(by_name)}, got {args.settings!r}")
+    settings = [by_name[x] for x in chosen]
+    try:
+        shuffles = [int(x) for x in args.shuffle.split(",") if x]
+    except ValueError:
+        parser.error(f"--shuffle: comma-separated integer seeds, got {args.shuffle!r}")
     if args.users < 10 or args.slots < 1 or args.seeds < 1:
         parser.error("--users >= 10, --slots >= 1 and --seeds >= 1")
     start = time.time()
-    print("# 001 Section 6.5 (Figures 11-12): PBA over the share o, under the authors' settings")
+    names = "PBA" if args.ablation else ", ".join(m.upper() for m in mechanisms)
+    print(f"# 001 Section 6.5 (Figures 11-12): {names} over the share o, the authors' settings")
     if args.ablation:
         ablation(kinds, args.users, args.slots, args.seeds)
         print(f"\ntotal {time.time() - start:.0f} s")
@@ -528,7 +675,11 @@ def main() -> None:
     if not args.no_check:
         check(args.users)
     for s in sweeps:
-        sweep_table(s, kinds, args.users, args.slots, args.seeds, ratios)
+        sweep_table(
+            *(s, kinds, args.users, args.slots, args.seeds, ratios, mechanisms, settings),
+            shuffles,
+            args.guard_all,
+        )
     print(f"\ntotal {time.time() - start:.0f} s")
 
 

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from tests.analysis_import import analysis_module
+from wevent.accounting.spending import BudgetExceeded
 
 ANALYSIS = Path(__file__).resolve().parent.parent / "analysis"
 
@@ -157,6 +158,179 @@ def test_pwsm_ratio_ducode_runs_the_sound_kernel_under_the_guard(
     seen.clear()
     ducode.run(pop, "sin", 60, 0, ducode.SETTINGS[3])  # du-code: no guard
     assert not seen
+
+
+def test_pwsm_ratio_ducode_shuffle_is_the_stream_with_its_p_permuted(
+    ducode: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run(..., shuffle=k)` feeds the slots in `pwsm_absolute.slot_order(slots, k)`: the
+    histograms of slot t are the base stream's at slot order[t - 1] + 1 from the same draws, and
+    a whole run equals a run on the rounded stream whose p sequence is permuted beforehand (as
+    `pwsm_absolute.personal_run` builds it)."""
+    from pwsm_absolute import slot_order
+
+    base = ducode.RoundedStream("sin", 500, [10, 20], 0)
+    order = slot_order(500, 1)
+    shuffled = ducode.Reordered(base, order)
+    assert np.array_equal(shuffled.probabilities, base.probabilities[order])
+    assert not np.array_equal(shuffled.probabilities, base.probabilities)
+    one, two = np.random.default_rng(5), np.random.default_rng(5)
+    for t in (1, 2, 250, 500):
+        assert np.array_equal(
+            shuffled.histograms(t, one), base.histograms(int(order[t - 1]) + 1, two)
+        )
+    with pytest.raises(ValueError, match="not a permutation"):
+        ducode.Reordered(base, order[:-1])
+
+    pop = ducode.window_ratio_population(1000, Fraction(9, 10), 0)
+    authors = ducode.SETTINGS[3]
+    assert authors.name == "authors" and authors.runner and authors.variant == "du-code"
+    got = ducode.run(pop, "sin", 300, 0, authors, "as is", "pbd", 1)
+    assert got != ducode.run(pop, "sin", 300, 0, authors, "as is", "pbd", None)
+    assert got != ducode.run(pop, "sin", 300, 0, authors, "as is", "pbd", 2)
+    assert got != ducode.run(pop, "sin", 300, 0, authors, "as is", "pba", 1)  # the kernel asked
+
+    class Permuted(ducode.RoundedStream):  # type: ignore[misc,name-defined]
+        def __init__(self, kind: str, slots: int, sizes: list[int], seed: int) -> None:
+            super().__init__(kind, slots, sizes, seed)
+            p = np.array(self.probabilities[slot_order(slots, 1)])
+            p.setflags(write=False)
+            self._p = p
+
+    # one order for every data seed: seed 1's run is seed 1's stream permuted by slot_order 1 too
+    pop1 = ducode.window_ratio_population(1000, Fraction(9, 10), 1)
+    got1 = ducode.run(pop1, "sin", 300, 1, authors, "as is", "pbd", 1)
+    monkeypatch.setattr(ducode, "RoundedStream", Permuted)
+    assert ducode.run(pop, "sin", 300, 0, authors, "as is", "pbd", None) == got
+    assert ducode.run(pop1, "sin", 300, 1, authors, "as is", "pbd", None) == got1
+
+
+def test_pwsm_ratio_ducode_asks_each_mechanism_for_its_settings_kernel(
+    ducode: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PBD and PBA get the kernel variant of the setting (du-code in the authors' setting), one
+    fresh kernel per 250-slot segment with the authors' runner, shuffled or not. The restarted
+    sound PBD kernel (the runner setting) forgets the publications of the window before the
+    restart: the guard refuses its first publication after it."""
+    asked: list[tuple[str, str]] = []
+    real = ducode.kernel_for
+
+    def recording(name: str, alg: Any, classes: Any, variant: str) -> Any:
+        asked.append((name, variant))
+        return real(name, alg, classes, variant)
+
+    monkeypatch.setattr(ducode, "kernel_for", recording)
+    assert [(s.variant, s.runner) for s in ducode.SETTINGS] == [
+        ("sound", False),
+        ("sound", True),
+        ("du-code", False),
+        ("du-code", True),
+    ]
+    pop = ducode.budget_ratio_population(1000, Fraction(9, 10), 0)
+    for setting in ducode.SETTINGS:
+        for mechanism in ("pba", "pbd"):
+            for shuffle in (None, 1):
+                asked.clear()
+                if setting.name == "runner" and mechanism == "pbd":
+                    with pytest.raises(BudgetExceeded, match=r"refused spend at slot 25[12] "):
+                        ducode.run(pop, "sin", 300, 0, setting, "as is", mechanism, shuffle)
+                else:
+                    ducode.run(pop, "sin", 300, 0, setting, "as is", mechanism, shuffle)
+                assert asked == [(mechanism, setting.variant)] * (2 if setting.runner else 1)
+
+
+def test_pwsm_ratio_ducode_reports_a_refused_run_as_a_row(
+    ducode: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A setting whose run the guard refuses prints one row saying so, and the table goes on."""
+    runner, authors = ducode.SETTINGS[1], ducode.SETTINGS[3]
+    ratios = [Fraction(7, 10), Fraction(9, 10)]
+    ducode.sweep_table("eps", ["sin"], 1000, 300, 1, ratios, ["pbd"], [runner, authors])
+    rows = [x for x in capsys.readouterr().out.splitlines() if x.startswith("| Sin | PBD ")]
+    assert rows[0] == (
+        "| Sin | PBD runner | not w-event private: wevent's guard refused a charge at slot 251 "
+        "(o = 0.7, seed 0) |"
+    )
+    assert rows[1].startswith("| Sin | PBD authors | ") and "%" in rows[1]
+    # --guard-all: the du-code PBD kernel unrestarted passes the guard, restarted it does not
+    dc, nine = ducode.SETTINGS[2], [Fraction(9, 10)]
+    ducode.sweep_table("eps", ["sin"], 1000, 300, 1, nine, ["pbd"], [dc, authors], (), True)
+    rows = [x for x in capsys.readouterr().out.splitlines() if x.startswith("| Sin | PBD ")]
+    assert rows[0].startswith("| Sin | PBD du-code | ") and "[" in rows[0]
+    assert rows[1] == (
+        "| Sin | PBD authors | not w-event private: wevent's guard refused a charge at slot 251 "
+        "(o = 0.9, seed 0) |"
+    )
+
+
+def test_pwsm_ratio_ducode_a_refusal_in_the_sound_setting_propagates(
+    ducode: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only a restarted or du-code kernel may be refused; a refusal of wevent's own kernel run
+    once (`sound`) is a fault of wevent, not a row."""
+    pop = ducode.budget_ratio_population(1000, Fraction(7, 10), 0)
+    with pytest.raises(BudgetExceeded) as caught:
+        ducode.run(pop, "sin", 300, 0, ducode.SETTINGS[1], "as is", "pbd")
+    refusal = caught.value
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise refusal
+
+    monkeypatch.setattr(ducode, "run", refused)
+    ratios = [Fraction(7, 10)]
+    for setting in ducode.SETTINGS[1:]:
+        ducode.sweep_table("eps", ["sin"], 1000, 300, 1, ratios, ["pbd"], [setting])
+        assert "refused a charge at slot 251 (o = 0.7, seed 0) |" in capsys.readouterr().out
+    with pytest.raises(BudgetExceeded):
+        ducode.sweep_table("eps", ["sin"], 1000, 300, 1, ratios, ["pbd"], [ducode.SETTINGS[0]])
+
+
+def test_pwsm_ratio_ducode_change_column_pairs_the_last_two_ratios(
+    ducode: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With three ratios the change column is 1 - X(o3) / X(o2), paired per seed, from the same
+    runs as the cells."""
+    ratios = [Fraction(1, 10), Fraction(1, 2), Fraction(9, 10)]
+    authors = ducode.SETTINGS[3]
+    ducode.sweep_table("eps", ["sin"], 1000, 60, 2, ratios, ["pbd"], [authors], [1])
+    out = capsys.readouterr().out
+    assert "| 1 - X(0.9)/X(0.5): mean [95% interval]" in out
+
+    def amre(o: Fraction, seed: int) -> float:
+        pop = ducode.budget_ratio_population(1000, o, seed)
+        return float(ducode.run(pop, "sin", 60, seed, authors, "as is", "pbd", 1).amre)
+
+    drop = [1 - amre(ratios[2], s) / amre(ratios[1], s) for s in (0, 1)]
+    iv = ducode.interval(drop)
+    want = f"{iv.mean:.1%} [{iv.low:.1%}, {iv.high:.1%}], {min(drop):.0%} .. {max(drop):.0%} |"
+    row = next(x for x in out.splitlines() if x.startswith("| Sin | PBD authors, shuffled 1 |"))
+    assert row.endswith(want)
+
+
+def test_pwsm_ratio_ducode_shuffle_mechanisms_and_settings_on_the_command_line() -> None:
+    out = output(
+        "pwsm_ratio_ducode.py",
+        *("--slots", "300", "--seeds", "1", "--datasets", "sin", "--sweeps", "eps"),
+        *("--ratios", "0.7,0.9", "--no-check", "--mechanisms", "pba,pbd"),
+        *("--settings", "authors", "--shuffle", "1,2"),
+    )
+    # in order: the authors' PBA row of the plain run (above), now named with its mechanism
+    assert "| Sin | PBA authors | 4,443 [166] | 2,624 [266] | 40.9%, 41% .. 41% |" in out
+    names = [
+        f"{m} authors{o}" for m in ("PBA", "PBD") for o in ("", ", shuffled 1", ", shuffled 2")
+    ]
+    table_b = out.split("## (b)")[1].split("(b) eps:o took")[0]
+    rows = [x.split(" | ")[1] for x in table_b.splitlines() if x.startswith("| Sin | ")]
+    assert rows == names  # --settings authors: 2 mechanisms x 3 orders, no other setting
+    for flag, value in (("--settings", "nope"), ("--mechanisms", "ba"), ("--shuffle", "x")):
+        done = subprocess.run(
+            [sys.executable, str(ANALYSIS / "pwsm_ratio_ducode.py"), flag, value],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 2 and f"{flag}:" in done.stderr
 
 
 def test_pwsm_ratio_ducode_refuses_bad_ratios() -> None:
