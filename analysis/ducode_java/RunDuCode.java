@@ -20,6 +20,15 @@
 //                          the run loop on those counts, REPEATS times; with -Dfastcount=true and
 //                          shadow/ first on the class path the counting is O(1) per slot (same
 //                          counts as their BooleanStreamDataElementUtils; only speed differs)
+//   params DIR T USERS TYPES   the inputs their runner gives DPBD and DPBA (their GenerateGroupParametersForTLNS
+//                          with parameter_config.xml's values passed as arguments): DIR/basic_info/{user,
+//                          userTypeID,user_to_type}.txt and DIR/group_generated_parameters/1.privacy_budget/
+//                          budget_E/ and 2.window_size/w_size_W/ (a type file and one file a slot)
+//   dpbx COUNTS ORDER SEG BATCH CONFIGS REPEATS PARAMS [SEED]
+//                          their DPBD and DPBA (DynamicPersonalizedBudgetDistribution / ...Absorption) in the
+//                          loop of their FixedSegmentBasicParameterTotalMechanismRun, on the slots of COUNTS
+//                          (ones placed on a random set of users, see slotShuffled) with the parameters of
+//                          PARAMS; needs shadow/ first on the class path (BackwardHistoricalStream)
 import cn.edu.dll.result.ExperimentResult;
 import cn.edu.dll.struct.pair.PurePair;
 import ecnu.dll.run._pre_process.a_dataset_pre_process.dataset_pre_handler.synthetic_dataset.function.TLNSFunction;
@@ -222,6 +231,125 @@ public class RunDuCode {
         }
     }
 
+
+    // params DIR T USERS TYPES: what their GenerateGroupParametersForTLNS.main writes (UserGroupGenerator's
+    // user types and user_to_type, then DiscreteParameterGenerator.generateParametersForDataset), with the
+    // values their code reads from parameter_config.xml given here: UserType default 10, PrivacyBudget and
+    // WindowSize "default" variances 0.2,...,1.0 and 40,...,200, GenPrivacyBudget / GenWindowSize
+    // 0.2,...,1.0 / 40,...,200, BackwardPrivacyBudgetUpperBoundDifference 10 (used as lower and upper
+    // bound, their generatePrivacyBudget), WindowSizeLowerBound 1.
+    static final double[] BUDGETS = {0.2, 0.4, 0.6, 0.8, 1.0};
+    static final int[] WINDOWS = {40, 80, 120, 160, 200};
+    static void params(String dir, int T, int users, int types) throws Exception {
+        new File(dir, "basic_info").mkdirs();
+        SyntheticGenerationUtils.generateUserID(dir, users);
+        String typePath = dir + "/basic_info/userTypeID.txt";
+        ecnu.dll.utils.io.ListWriteUtils.writeList(typePath, ecnu.dll.run._pre_process.b_parameter_pre_process.version_3_group.parameter_generator.utils.UserGroupUtils.getUserIDType(types), ",");
+        ecnu.dll.utils.io.ListWriteUtils.writeList(dir + "/basic_info/user_to_type.txt",
+            ecnu.dll.run._pre_process.b_parameter_pre_process.version_3_group.parameter_generator.utils.UserGroupUtils.getUserToTypeInAverage(dir + "/basic_info/user.txt", typePath), ",");
+        List<Integer> typeIDs = new ArrayList<>();
+        for (int k = 0; k < types; k++) typeIDs.add(k);
+        List<Integer> stamps = new ArrayList<>();
+        for (int t = 0; t < T; t++) stamps.add(t);
+        String base = dir + "/group_generated_parameters";
+        for (int k = 0; k < BUDGETS.length; k++) {  // their generatePrivacyBudget: the candidates from E up, equal shares
+            File d = new File(base + "/1.privacy_budget", ecnu.dll.run.b_parameter_run.basic.version_3.utils.ParameterGroupInitializeUtils.toPathName(BUDGETS[k]));
+            d.mkdirs();
+            List<Double> cand = new ArrayList<>(), ratio = new ArrayList<>();
+            for (int j = k; j < BUDGETS.length; j++) { cand.add(BUDGETS[j]); ratio.add(1.0 / (BUDGETS.length - k)); }
+            ecnu.dll.run._pre_process.b_parameter_pre_process.version_2_decrete.parameter_generator.DiscreteParameterGenerator.generateFixedPrivacyBudgetForAllUsers(d.getAbsolutePath(), "typePrivacyBudgetFile.txt", typeIDs, cand, ratio);
+            ecnu.dll.run._pre_process.b_parameter_pre_process.version_2_decrete.parameter_generator.DiscreteParameterGenerator.generatePrivacyBudgetForAllUsersWithTimeStamps(d.getAbsolutePath(), "typePrivacyBudgetFile.txt", stamps, cand, 10.0, 10.0);
+        }
+        for (int k = 0; k < WINDOWS.length; k++) {  // their generateWindowSize: the candidates up to w, equal shares
+            File d = new File(base + "/2.window_size", ecnu.dll.run.b_parameter_run.basic.version_3.utils.ParameterGroupInitializeUtils.toPathName(WINDOWS[k]));
+            d.mkdirs();
+            List<Integer> cand = new ArrayList<>(); List<Double> ratio = new ArrayList<>();
+            for (int j = 0; j <= k; j++) { cand.add(WINDOWS[j]); ratio.add(1.0 / (k + 1)); }
+            ecnu.dll.run._pre_process.b_parameter_pre_process.version_2_decrete.parameter_generator.DiscreteParameterGenerator.generateFixedWindowSizeForAllUsers(d.getAbsolutePath(), "typeWindowSizeFile.txt", typeIDs, cand, ratio);
+            ecnu.dll.run._pre_process.b_parameter_pre_process.version_2_decrete.parameter_generator.DiscreteParameterGenerator.generateWindowSizeForAllUsersWithTimeStamps(d.getAbsolutePath(), "typeWindowSizeFile.txt", stamps, cand, 1);
+        }
+    }
+
+    // One slot's users for DPBD / DPBA: c0 references to {0:true,1:false} and c1 to {0:false,1:true}
+    // in a random order. Their generator (runInputGeneratorThread) draws every user's state
+    // independently with the slot's probability, so given the slot's counts the set of users in
+    // state 1 is uniformly random; DPBD and DPBA sample users by index with per-user budgets (their
+    // PersonalizedDPTools.sampleIndex), so, unlike BD and BA, they see which users are in state 1.
+    static List<StreamDataElement<Boolean>> slotShuffled(int c0, int c1, StreamDataElement<Boolean> e0, StreamDataElement<Boolean> e1, Random rnd) {
+        List<StreamDataElement<Boolean>> slot = slotList(c0, c1, e0, e1);
+        Collections.shuffle(slot, rnd);
+        return slot;
+    }
+
+    // dpbx COUNTS ORDER SEG BATCH CONFIGS REPEATS PARAMS [SEED]: the loop of their
+    // FixedSegmentBasicParameterTotalMechanismRun.runSegmentBatch for DPBD and DPBA (NP gives the
+    // raw counts; BD, BA, PBD and PBA, which share no state with them, are left out). As there, each
+    // segment of SEG slots gets new mechanisms; every slot's parameters are read from the files named
+    // like the slot's file; the four parameter lists are appended to at every slot and never
+    // cleared within the segment, while the data list is cleared at every batch, so each batch's
+    // step t reads the parameters of the segment's slot t (t < BATCH).
+    static void dpbx(String countsFile, String order, int segUnit, int batch, String configs, int reps, String paramDir, long seed) throws Exception {
+        List<String[]> rows = new ArrayList<>();
+        for (String l : java.nio.file.Files.readAllLines(new File(countsFile).toPath())) rows.add(l.split(","));
+        if (order.equals("sorted")) rows.sort(Comparator.comparing(r -> r[0]));
+        else if (order.startsWith("shuffle")) Collections.shuffle(rows, new Random(Long.parseLong(order.substring(7))));
+        List<String> dataType = Arrays.asList("0", "1");
+        TreeMap<String, Boolean> m0 = new TreeMap<>(); m0.put("0", true); m0.put("1", false);
+        TreeMap<String, Boolean> m1 = new TreeMap<>(); m1.put("0", false); m1.put("1", true);
+        StreamDataElement<Boolean> e0 = new StreamDataElement(m0), e1 = new StreamDataElement(m1);
+        String userToType = paramDir + "/basic_info/user_to_type.txt";
+        Integer userSize = ecnu.dll.run.b_parameter_run.basic.version_3.utils.ParameterGroupInitializeUtils.getUserSize(paramDir + "/basic_info/user.txt");
+        Random rnd = new Random(seed);
+        int total = rows.size();
+        for (String c : configs.split(",")) {
+            String[] a = c.split(":"); double E = Double.parseDouble(a[0]); int w = Integer.parseInt(a[1]);
+            String budgetDir = paramDir + "/group_generated_parameters/1.privacy_budget/" + ecnu.dll.run.b_parameter_run.basic.version_3.utils.ParameterGroupInitializeUtils.toPathName(E);
+            String windowDir = paramDir + "/group_generated_parameters/2.window_size/" + ecnu.dll.run.b_parameter_run.basic.version_3.utils.ParameterGroupInitializeUtils.toPathName(w);
+            for (int r = 0; r < reps; r++) {
+                for (int s = 0, segID = 0; s < total; s += segUnit, segID++) {
+                    if (SEGMENTS != null && !SEGMENTS.contains(segID)) continue;
+                    long t0 = System.currentTimeMillis();
+                    double dSum = 0, aSum = 0;
+                    int e = Math.min(s + segUnit - 1, total - 1);
+                    NonPrivacyMechanism np = new NonPrivacyMechanism(dataType);
+                    ecnu.dll.schemes.main_scheme.b_dynamic_windown_size.DynamicPersonalizedBudgetDistribution dpbd =
+                        new ecnu.dll.schemes.main_scheme.b_dynamic_windown_size.DynamicPersonalizedBudgetDistribution(dataType, userSize);
+                    ecnu.dll.schemes.main_scheme.b_dynamic_windown_size.DynamicPersonalizedBudgetAbsorption dpba =
+                        new ecnu.dll.schemes.main_scheme.b_dynamic_windown_size.DynamicPersonalizedBudgetAbsorption(dataType, userSize);
+                    List<List<StreamDataElement<Boolean>>> batchData = new ArrayList<>();
+                    List<List<Double>> remainBack = new ArrayList<>(), fwdBudget = new ArrayList<>();
+                    List<List<Integer>> backWin = new ArrayList<>(), fwdWin = new ArrayList<>();
+                    int batchID = 0;
+                    for (int i = s; i <= e; i++) {
+                        int c0 = Integer.parseInt(rows.get(i)[1]), c1 = Integer.parseInt(rows.get(i)[2]);
+                        batchData.add(slotShuffled(c0, c1, e0, e1, rnd));
+                        String name = rows.get(i)[0];
+                        List[] pb = ecnu.dll.run.b_parameter_run.basic.version_3.utils.ParameterGroupInitializeUtils.getBackForwardPrivacyBudgetFromFile(budgetDir + "/" + name, userToType);
+                        remainBack.add(pb[0]); fwdBudget.add(pb[1]);
+                        List[] pw = ecnu.dll.run.b_parameter_run.basic.version_3.utils.ParameterGroupInitializeUtils.getBackForwardWindowSizeFromFile(windowDir + "/" + name, userToType);
+                        backWin.add(pw[0]); fwdWin.add(pw[1]);
+                        if ((i + 1) % batch == 0 || i == total - 1) {
+                            List<StreamCountData> raw = _0_NonPrivacyMechanismRun.runBatch(np, batchID, batchData).getValue();
+                            dSum += bre(ecnu.dll.run.a_mechanism_run._3_PersonalizedDynamicEventMechanismRun.runBatch(dpbd, batchID, batchData, raw, remainBack, backWin, fwdBudget, fwdWin));
+                            aSum += bre(ecnu.dll.run.a_mechanism_run._3_PersonalizedDynamicEventMechanismRun.runBatch(dpba, batchID, batchData, raw, remainBack, backWin, fwdBudget, fwdWin));
+                            batchID++;
+                            batchData.clear();
+                        }
+                    }
+                    // one line a segment: its AMRE (sum of BRE / its slots); a full run's AMRE is the
+                    // mean over its segments weighted by their slots
+                    System.out.printf("order=%s E=%s w=%d run=%d segment=%d slots=%d DPBD %.2f DPBA %.2f seconds %.0f%n",
+                        order, E, w, r, segID, e - s + 1, dSum / (e - s + 1), aSum / (e - s + 1), (System.currentTimeMillis() - t0) / 1000.0);
+                    System.out.flush();
+                }
+            }
+        }
+    }
+
+    // -Ddpbx.segments=0,10,20,30: run only these segments (each starts new mechanisms, as in their runner)
+    static final Set<Integer> SEGMENTS = System.getProperty("dpbx.segments") == null ? null
+        : new HashSet<>(Arrays.stream(System.getProperty("dpbx.segments").split(",")).map(Integer::valueOf).collect(java.util.stream.Collectors.toList()));
+
     static class Acc { double bre = 0; long slots = 0; long pubs = 0; }
 
     // run DIR ORDER(fs|sorted) SEGMENT BATCH CONFIGS(E:w,...) [MAXSLOTS]
@@ -309,6 +437,9 @@ public class RunDuCode {
         else if (args[0].equals("pubs")) pubs(args[1], args[2], Integer.parseInt(args[3]), args[4], Integer.parseInt(args[5]));
         else if (args[0].equals("walk")) walk(Integer.parseInt(args[1]), Double.parseDouble(args[2]), Long.parseLong(args[3]), args[4]);
         else if (args[0].equals("genfn")) genFn(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]), args[4]);
+        else if (args[0].equals("params")) params(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]), Integer.parseInt(args[4]));
+        else if (args[0].equals("dpbx")) dpbx(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]), args[5], Integer.parseInt(args[6]), args[7],
+                 args.length > 8 ? Long.parseLong(args[8]) : System.nanoTime());
         else run(args[1], args[2], Integer.parseInt(args[3]), Integer.parseInt(args[4]), args[5],
                  args.length > 6 ? Integer.parseInt(args[6]) : Integer.MAX_VALUE, args.length > 7 ? args[7] : null);
     }

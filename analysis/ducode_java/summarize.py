@@ -11,7 +11,9 @@ shuffle1-3), `fast_sinlog.txt` (Sin and Log, fs and sorted), `pubs.txt` (pubs mo
 cell), `run_fs.log` / `run_sorted.log` and their `.time` (one full run each, every file read by
 the authors' classes; the driver was then called RunTlns), `counts_*_fs.txt.gz` (each slot
 file's counts in this machine's listing order), `walk_tlns.txt.gz` (the walk mode's output),
-`py_shuffle1.txt` (`pwsm_tlns_java.py --shuffle 1 --seeds 5`).
+`py_shuffle1.txt` (`pwsm_tlns_java.py --shuffle 1 --seeds 5`), `dpbx.txt` (dpbx mode: the authors'
+DPBD and DPBA in their runner's loop, one line a segment of 250 slots; `#` lines give the clock
+and the machine's load when each stream, order and cell started).
 """
 
 from __future__ import annotations
@@ -317,6 +319,148 @@ def py_shuffle(results: Path) -> None:
     )
 
 
+BAND = (0.7, 1.4)  # the ratio band within which a figure is said to match 001's printed one
+
+
+@dataclass(frozen=True)
+class DpbxSegment:
+    """One line of `dpbx.txt`: one segment (new mechanisms, as in the authors' runner)."""
+
+    stream: str
+    order: str
+    e: float
+    w: int
+    run: int
+    segment: int
+    slots: int
+    dpbd: float
+    dpba: float
+    seconds: float
+
+
+DPBX_LINE = re.compile(
+    r"(\w+) order=(\w+) E=([\d.]+) w=(\d+) run=(\d+) segment=(\d+) slots=(\d+) "
+    r"DPBD ([\d.]+) DPBA ([\d.]+) seconds ([\d.]+)"
+)
+
+
+def read_dpbx(path: Path) -> list[DpbxSegment]:
+    """The segment lines of a dpbx output (`#` lines and blank lines are skipped)."""
+    out = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        hit = DPBX_LINE.fullmatch(line.strip())
+        if hit is None:
+            raise ValueError(f"{path}:{number}: not a dpbx segment line: {line!r}")
+        g = hit.groups()
+        out.append(
+            DpbxSegment(
+                g[0],
+                g[1],
+                float(g[2]),
+                int(g[3]),
+                int(g[4]),
+                int(g[5]),
+                int(g[6]),
+                float(g[7]),
+                float(g[8]),
+                float(g[9]),
+            )
+        )
+    return out
+
+
+def printed_value(stream: str, mechanism: str, e: float, w: int) -> float:
+    """001's printed AMRE of a cell (Table 5 at w = 120, else Table 6 at E = 0.6)."""
+    kind = KINDS[stream]
+    if w == pa.TABLE5_W:
+        return float(pa.TABLE5[kind][mechanism][pa.EPSILONS.index(e)])
+    if e != pa.TABLE6_E:
+        raise ValueError(f"E = {e:g}, w = {w} is in neither 001 Table 5 nor Table 6")
+    return float(pa.TABLE6[kind][mechanism][pa.WINDOWS.index(w)])
+
+
+@dataclass(frozen=True)
+class DpbxCell:
+    stream: str
+    order: str
+    e: float
+    w: int
+    segments: tuple[int, ...]
+    runs: int
+    dpbd: float  # slot-weighted mean over the segments run
+    dpba: float
+    seconds: float  # per segment, mean
+
+    def ratio(self, mechanism: str) -> float:
+        value = self.dpbd if mechanism == "dpbd" else self.dpba
+        return value / printed_value(self.stream, mechanism, self.e, self.w)
+
+
+def dpbx_cells(segments: list[DpbxSegment]) -> list[DpbxCell]:
+    """Each stream, order and cell of the segment lines, in the order first seen."""
+    groups: dict[tuple[str, str, float, int], list[DpbxSegment]] = {}
+    for g in segments:
+        groups.setdefault((g.stream, g.order, g.e, g.w), []).append(g)
+    cells = []
+    for (stream, order, e, w), group in groups.items():
+        slots = sum(g.slots for g in group)
+        cells.append(
+            DpbxCell(
+                stream,
+                order,
+                e,
+                w,
+                tuple(sorted({g.segment for g in group})),
+                len({g.run for g in group}),
+                sum(g.dpbd * g.slots for g in group) / slots,
+                sum(g.dpba * g.slots for g in group) / slots,
+                statistics.mean(g.seconds for g in group),
+            )
+        )
+    return cells
+
+
+def in_band(ratio: float) -> str:
+    return "yes" if BAND[0] <= ratio <= BAND[1] else "no"
+
+
+def dpbx_table(results: Path) -> None:
+    path = results / "dpbx.txt"
+    print("\n## The authors' DPBD and DPBA in their runner's loop (dpbx.txt)")
+    if not path.exists():
+        print("dpbx.txt absent: not run")
+        return
+    cells = dpbx_cells(read_dpbx(path))
+    print(
+        "| stream | cell | order | segments (of 40), runs | DPBD | printed DPBD | ratio | in "
+        f"{BAND[0]}-{BAND[1]} | DPBA | printed DPBA | ratio | in {BAND[0]}-{BAND[1]} "
+        "| s a segment (a full run: x40) |"
+    )
+    print("|---|---|---|---|" + "---:|" * 9)
+    for c in cells:
+        label = f"E = {c.e:g}" if c.w == pa.TABLE5_W else f"w = {c.w}"
+        bd, ba = c.ratio("dpbd"), c.ratio("dpba")
+        print(
+            f"| {c.stream} | {label} | {'as listed' if c.order == 'fs' else c.order} "
+            f"| {','.join(map(str, c.segments))}; {c.runs} | {c.dpbd:,.0f} "
+            f"| {printed_value(c.stream, 'dpbd', c.e, c.w):,.0f} | {bd:.2f} | {in_band(bd)} "
+            f"| {c.dpba:,.0f} | {printed_value(c.stream, 'dpba', c.e, c.w):,.0f} | {ba:.2f} "
+            f"| {in_band(ba)} | {c.seconds:.0f} ({c.seconds * 40 / 60:.0f} min) |"
+        )
+    for order in ("fs", "sorted"):
+        mine = [c for c in cells if c.order == order]
+        if mine:
+            bds = [c.ratio("dpbd") for c in mine]
+            bas = [c.ratio("dpba") for c in mine]
+            print(
+                f"{'as listed' if order == 'fs' else order} ({len(mine)} cells): DPBD / printed "
+                f"{span(bds)}, in band in {sum(in_band(r) == 'yes' for r in bds)}; DPBA / "
+                f"printed {span(bas)}, in band in {sum(in_band(r) == 'yes' for r in bas)}"
+            )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--results", type=Path, default=HERE / "results", help="raw outputs")
@@ -328,6 +472,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     pubs(args.results)
     sin_log(cells)
     py_shuffle(args.results)
+    dpbx_table(args.results)
 
 
 if __name__ == "__main__":
