@@ -430,3 +430,32 @@ def test_an_interrupt_while_a_refused_call_is_cut_back_still_cuts_every_column()
             finally:
                 sys.settrace(None)
             assert _lengths(ledger) == [1] * 6, (lineno, hit, _lengths(ledger))
+
+
+@given(
+    st.lists(st.integers(0, 3), max_size=40),
+    st.sampled_from([np.bool_, np.uint8, np.int64]),
+    st.integers(1, 3),
+)
+def test_every_some_largest_answer_as_all_any_max(values: list[int], dtype: Any, step: int) -> None:
+    """The guard's reductions (argmin / argmax and one lookup) give numpy's answers, on empty
+    arrays and strided views too."""
+    from wevent.accounting.ledger import every, largest, some
+
+    arr = np.array(values, np.int64).astype(dtype)[::step]
+    assert every(arr) is bool(arr.all())
+    assert some(arr) is bool(arr.any())
+    if len(arr):
+        assert largest(arr) == int(arr.max())
+
+
+def test_every_is_false_wherever_the_one_false_entry_is() -> None:
+    """A false entry first, in the middle or last makes `every` false (an argmin that looked
+    at the first entry only would pass the first case and fail the others)."""
+    from wevent.accounting.ledger import every, some
+
+    for where in (0, 5, 9):
+        flags = np.ones(10, bool)
+        flags[where] = False
+        assert not every(flags)
+        assert some(~flags)

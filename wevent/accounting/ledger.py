@@ -42,14 +42,34 @@ def take_codes(table: npt.NDArray[Any], codes: npt.NDArray[Any]) -> npt.NDArray[
     return np.asarray(table[codes])
 
 
+# Reductions through argmin / argmax: numpy's `all`, `any` and `max` on a 10^4-entry bool or
+# uint8 array took 2-6 times as long as the arg-reduction plus one lookup here (numpy 2.x;
+# `python benchmarks/bench_reductions.py`), and the guard takes several per drawn group.
+
+
+def every(flags: npt.NDArray[Any]) -> bool:
+    """Whether no entry of a 1-D array is 0 (False), like ``flags.all()``."""
+    return not len(flags) or bool(flags[flags.argmin()])
+
+
+def some(flags: npt.NDArray[Any]) -> bool:
+    """Whether some entry of a 1-D array is not 0 (True), like ``flags.any()``."""
+    return bool(len(flags)) and bool(flags[flags.argmax()])
+
+
+def largest(values: npt.NDArray[Any]) -> int:
+    """The largest entry of a non-empty 1-D integer array, like ``int(values.max())``."""
+    return int(values[values.argmax()])
+
+
 def distinct(values: npt.NDArray[np.int64]) -> bool:
     """Whether a 1-D integer array holds no value twice (a sort: faster than `np.unique`)."""
     if len(values) < 2:
         return True
-    if bool((values[1:] > values[:-1]).all()):  # strictly increasing (e.g. a sorted draw)
+    if every(values[1:] > values[:-1]):  # strictly increasing (e.g. a sorted draw)
         return True
     ordered = np.sort(values)
-    return bool((ordered[1:] != ordered[:-1]).all())
+    return every(ordered[1:] != ordered[:-1])
 
 
 # A row `Ledger.append_validated_rows` takes: amount, subject code, part, mechanism, evidence,

@@ -45,7 +45,14 @@ from wevent.accounting.evidence import (
     is_evidence,
     kind_of,
 )
-from wevent.accounting.ledger import Charge, Ledger, ValidatedRow, check_labels, distinct
+from wevent.accounting.ledger import (
+    Charge,
+    Ledger,
+    ValidatedRow,
+    check_labels,
+    distinct,
+    every,
+)
 from wevent.accounting.population import Population
 from wevent.accounting.recovery import Recovered, open_durable
 from wevent.accounting.requirements import Dynamic, requirement_bounds
@@ -199,7 +206,7 @@ class Guard:
             raise BudgetError(f"group {name!r}: indices must be a 1-D integer array")
         # How the mechanisms draw members: ascending, so distinct, with the extremes at the ends
         # (one pass over the indices answers all three questions).
-        ascending = len(idx) < 2 or bool((idx[1:] > idx[:-1]).all())
+        ascending = len(idx) < 2 or every(idx[1:] > idx[:-1])
         if idx.size:
             lo, hi = (idx[0], idx[-1]) if ascending else (idx.min(), idx.max())
             if int(lo) < 0 or int(hi) >= len(table):
@@ -252,7 +259,7 @@ class Guard:
             self._positions = np.empty(size, np.int32)  # stale values are never read unwritten
         positions = np.arange(len(idx), dtype=np.int32)
         self._positions[idx] = positions
-        return bool((self._positions[idx] == positions).all())
+        return every(self._positions[idx] == positions)
 
     def _intern_by_index(self, idx: npt.NDArray[np.int64]) -> I64:
         """The ledger codes of the population users at ``idx``, interning new ones in bulk.
