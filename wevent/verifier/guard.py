@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -72,6 +72,7 @@ I64 = npt.NDArray[np.int64]
 # How many charges `spend_many`'s shortcut looks at per call: a class-level slot's charges
 # (one per requirement class) fit; a batch that alternates with other charges stays linear.
 _LOOK_AHEAD = 64
+_NO_COMMIT: AbstractContextManager[None] = nullcontext()  # `Guard.batch` with no sink (reentrant)
 
 
 class SinkFailed(WeventError):
@@ -538,11 +539,15 @@ class Guard:
             raise
         return taken
 
-    @contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self) -> AbstractContextManager[None]:
         """Group commit: the spends inside share one durable commit, made when the block ends
         (also when it raises). No noise may be drawn inside the block: a spend in it returns
-        before its charge is on disk. `spend_many` is this around a list of charges."""
+        before its charge is on disk. `spend_many` is this around a list of charges. An
+        in-memory guard (no sink, for its whole life) has nothing to commit: a no-op block."""
+        return _NO_COMMIT if self._sink is None else self._durable_batch()
+
+    @contextmanager
+    def _durable_batch(self) -> Iterator[None]:
         self._batch += 1
         try:
             yield
