@@ -459,3 +459,14 @@ def test_every_is_false_wherever_the_one_false_entry_is() -> None:
         flags[where] = False
         assert not every(flags)
         assert some(~flags)
+
+
+def test_a_new_group_by_codes_keeps_a_narrow_read_only_copy() -> None:
+    ledger = Ledger()
+    ledger.intern_users(["a", "b", "c"])
+    codes = np.array([0, 2], np.int64)
+    g = ledger.define_new_group_codes("g", codes)
+    codes[0] = 1  # the caller's array is its own
+    assert ledger.group_code("g") == g and ledger.members("g") == ("a", "c")
+    with pytest.raises(BudgetError, match="non-empty strings"):
+        ledger.define_new_group_codes("", np.array([1], np.int64))

@@ -339,6 +339,21 @@ class Ledger:
         self._member_codes.append(code_arr)
         return group
 
+    def define_new_group_codes(self, name: str, codes: npt.NDArray[np.integer[Any]]) -> int:
+        """`define_group_codes` for a caller that has validated ``codes`` (a 1-D integer array
+        of distinct codes the ledger holds) and found that no group is named ``name`` (the
+        guard's path for a drawn group: no check is repeated). Returns the group's code."""
+        if not isinstance(name, str) or not name:
+            raise BudgetError("group names must be non-empty strings")
+        code_arr: I64 | I32 = (
+            codes.astype(np.int32) if len(self._users.values) <= 2**31 else codes.astype(np.int64)
+        )
+        code_arr.flags.writeable = False  # a copy: the caller may reuse its array
+        group = self._groups.code(name)
+        self._members.append(None)
+        self._member_codes.append(code_arr)
+        return group
+
     def has_group(self, group: str) -> bool:
         return group in self._groups.index
 

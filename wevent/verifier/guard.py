@@ -123,6 +123,7 @@ class Guard:
         self._known_tables: dict[int, Sequence[str]] = {}
         self._users: tuple[str, ...] | None = None  # `Population.users`, once a group used it
         self._by_index = 0  # users interned through the canonical index path
+        self._population_size = len(population)  # (a population never changes)
         self._identity = True  # so far, each of those got its canonical index as its code
         self._positions: npt.NDArray[np.int32] | None = None  # scratch of `_distinct_indices`
         self._evidence_checks: dict[tuple[Evidence, Fraction], CostCheck] = {}
@@ -218,7 +219,7 @@ class Guard:
             # By id: validated before anything is interned (a redefinition must match).
             self.define_group(name, [table[i] for i in idx.tolist()])
             return
-        if self._identity and self._by_index == len(self.population):
+        if self._identity and self._by_index == self._population_size:
             codes = idx  # every population user's code is its index (see below)
         else:
             codes = self._intern_by_index(idx)
@@ -227,7 +228,7 @@ class Guard:
         codes = codes.astype(np.int64)
         codes.flags.writeable = False
         # idx is in range and distinct, and index -> code is one-to-one: codes need no check
-        group = self.ledger.define_group_codes(name, codes, validated=True)
+        group = self.ledger.define_new_group_codes(name, codes)
         self._defined(
             name, lambda: self._engine.group_defined(group, codes, idx, ascending=ascending)
         )
