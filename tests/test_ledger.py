@@ -433,13 +433,13 @@ def test_an_interrupt_while_a_refused_call_is_cut_back_still_cuts_every_column()
 
 
 @given(
-    st.lists(st.integers(0, 3), max_size=40),
+    st.lists(st.integers(-3, 3), max_size=40),
     st.sampled_from([np.bool_, np.uint8, np.int64]),
     st.integers(1, 3),
 )
 def test_every_some_largest_answer_as_all_any_max(values: list[int], dtype: Any, step: int) -> None:
     """The guard's reductions (argmin / argmax and one lookup) give numpy's answers, on empty
-    arrays and strided views too."""
+    arrays, strided views and signed entries (numpy's own reduction) too."""
     from wevent.accounting.ledger import every, largest, some
 
     arr = np.array(values, np.int64).astype(dtype)[::step]
@@ -470,3 +470,8 @@ def test_a_new_group_by_codes_keeps_a_narrow_read_only_copy() -> None:
     assert ledger.group_code("g") == g and ledger.members("g") == ("a", "c")
     with pytest.raises(BudgetError, match="non-empty strings"):
         ledger.define_new_group_codes("", np.array([1], np.int64))
+    # a name taken is refused, and the table stays whole (a later group keeps its members)
+    with pytest.raises(BudgetError, match="already defined"):
+        ledger.define_new_group_codes("g", np.array([1], np.int64))
+    ledger.define_new_group_codes("h", np.array([0, 1], np.int64))
+    assert ledger.members("h") == ("a", "b") and ledger.members("g") == ("a", "c")

@@ -48,17 +48,23 @@ def take_codes(table: npt.NDArray[Any], codes: npt.NDArray[Any]) -> npt.NDArray[
 
 
 def every(flags: npt.NDArray[Any]) -> bool:
-    """Whether no entry of a 1-D array is 0 (False), like ``flags.all()``."""
+    """``flags.all()`` for a 1-D array (through ``argmin`` for bool and unsigned entries, whose
+    smallest is 0 exactly when one is 0; numpy's own for any other kind)."""
+    if flags.dtype.kind not in "bu":
+        return bool(flags.all())
     return not len(flags) or bool(flags[flags.argmin()])
 
 
 def some(flags: npt.NDArray[Any]) -> bool:
-    """Whether some entry of a 1-D array is not 0 (True), like ``flags.any()``."""
+    """``flags.any()`` for a 1-D array (through ``argmax`` for bool and unsigned entries, whose
+    largest is 0 exactly when all are; numpy's own for any other kind)."""
+    if flags.dtype.kind not in "bu":
+        return bool(flags.any())
     return bool(len(flags)) and bool(flags[flags.argmax()])
 
 
 def largest(values: npt.NDArray[Any]) -> int:
-    """The largest entry of a non-empty 1-D integer array, like ``int(values.max())``."""
+    """``int(values.max())`` for a non-empty 1-D integer array."""
     return int(values[values.argmax()])
 
 
@@ -345,6 +351,8 @@ class Ledger:
         guard's path for a drawn group: no check is repeated). Returns the group's code."""
         if not isinstance(name, str) or not name:
             raise BudgetError("group names must be non-empty strings")
+        if name in self._groups.index:  # (the caller checked; one lookup keeps the table whole)
+            raise BudgetError(f"group {name!r} is already defined")
         code_arr: I64 | I32 = (
             codes.astype(np.int32) if len(self._users.values) <= 2**31 else codes.astype(np.int64)
         )

@@ -430,16 +430,16 @@ class VectorEngine:
         else:
             # The usual draw: a part of every class. Which classes share a window length is
             # static (`_spans`): each length's members are slices of ``codes``, no merging.
-            every: list[tuple[int, I64]]
+            by_length: list[tuple[int, I64]]
             if self._one_span is not None:
-                every = [
+                by_length = [
                     (length, codes[starts_all[a] : ends[b]]) for length, a, b in self._one_span
                 ]
             else:
-                every = []
+                by_length = []
                 for length, runs in self._spans:
                     cut = [codes[starts_all[a] : ends[b - 1]] for a, b in runs]
-                    every.append((length, cut[0] if len(cut) == 1 else np.concatenate(cut)))
+                    by_length.append((length, cut[0] if len(cut) == 1 else np.concatenate(cut)))
             return _Plan(
                 codes,
                 self._every_class,
@@ -448,7 +448,7 @@ class VectorEngine:
                 self._windows_t,
                 starts_all if len(classes) > 1 else None,
                 codes,
-                tuple(every),
+                tuple(by_length),
                 self._whole_classes,
                 None,  # part of every class: no class whole
             )
@@ -732,9 +732,11 @@ class VectorEngine:
             cache[asked, present] = rooms
         return rooms, partial
 
-    def _common_charged(self) -> None:
-        """A class-wide charge is being committed: rooms depend on the slot from now on."""
+    def _add_common(self, k: _Class, slot: int, asked: int) -> None:
+        """Commit a class-wide charge (every one goes through here): the kept rooms are
+        forgotten first, for good (rooms depend on the slot from now on)."""
         self._room_cache = None
+        k.common.add(slot, asked)
 
     def check(self, slot: int, asked: int, plan: _Plan | _UserPlan) -> Refusal | None:
         """The refusal of the spend (its first breaking member in group order), or None. The
@@ -841,8 +843,7 @@ class VectorEngine:
                 common = k.common
                 if common.spent(slot) + asked > k.eps:
                     break
-                self._room_cache = None
-                common.add(slot, asked)
+                self._add_common(k, slot, asked)
             taken += 1
         return taken
 
@@ -896,17 +897,15 @@ class VectorEngine:
         if asked == 0:
             return
         if type(plan) is _Plan and plan.whole is not None:  # a whole class: its class-wide spend
-            self._common_charged()
-            plan.whole.common.add(slot, asked)
+            self._add_common(plan.whole, slot, asked)
             return
         if isinstance(plan, _UserPlan):
             self._commit_user(slot, asked, plan)
             return
         if True in plan.full:
-            self._common_charged()
             for c, full in zip(plan.present, plan.full, strict=True):
                 if full:
-                    self.classes[c].common.add(slot, asked)
+                    self._add_common(self.classes[c], slot, asked)
         if len(plan.partial_codes):
             codes = plan.partial_codes
             if (
@@ -953,8 +952,7 @@ class VectorEngine:
         self._cls_of[code] = plan.cls
         k = self.classes[plan.cls]
         if k.size == 1:  # the user is the whole class
-            self._common_charged()
-            k.common.add(slot, asked)
+            self._add_common(k, slot, asked)
             return
         own = self._own_of(code, slot)
         if self._stamped and (own or self._amount not in (None, asked)):
