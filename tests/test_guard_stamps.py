@@ -382,3 +382,26 @@ def test_a_rescale_forgets_the_kept_rooms() -> None:
     assert guards[0]._scale == 6
     _define(guards, "d2", [a[0], b[2]])
     assert _same_verdict(guards, 2, "1/6", group="d2")  # numerator 1 in sixths: a0 at 1/2
+
+
+@pytest.mark.parametrize("left_out", [0, 1, 2])
+def test_a_draw_that_misses_a_class_is_planned_by_its_classes(left_out: int) -> None:
+    # The plan of a draw from every class takes a shortcut; a draw with no member of the first,
+    # a middle or the last class must not take it (each class's run would be misplaced).
+    pop = Population.from_classes(
+        {Fixed(3, Budget(1)): 4, Fixed(3, Budget(2)): 4, Fixed(3, Budget("1/2")): 4}
+    )
+    runs = []
+    start = 0
+    for c in pop.classes:
+        runs.append(list(range(start, start + c.count)))
+        start += c.count
+    drawn = [i for k, run in enumerate(runs) if k != left_out for i in run[:2]]
+    guards = _both(pop)
+    _define(guards, "d", drawn)
+    plan = _engine(guards[0]).plan_group("d")
+    assert plan.present == tuple(k for k in range(3) if k != left_out)
+    eps = [pop.classes[k].requirement for k in range(3) if k != left_out]
+    smallest = min(r.eps for r in eps if isinstance(r, Fixed))
+    assert _same_verdict(guards, 1, str(smallest), group="d")
+    assert not _same_verdict(guards, 1, str(smallest), group="d")  # each drawn user at 2x

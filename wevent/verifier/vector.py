@@ -232,6 +232,7 @@ class VectorEngine:
             k.w: deque() for k in self.classes if k.w is not None
         }
         self._sizes = [k.size for k in self.classes]
+        self._smallest = min(self._sizes, default=0)
         # Where each class ends in the population's canonical order (classes are contiguous).
         self._class_ends = np.cumsum(np.array(self._sizes, np.int64))
         # Window lengths of the fixed classes, and each class's index among them (shifted by one
@@ -422,12 +423,13 @@ class VectorEngine:
         ends = indices.searchsorted(self._class_ends).tolist()
         sizes, classes = self._sizes, self.classes
         starts_all = [0, *ends[:-1]]
-        lo = 0  # (a loop, not all() over a generator: this runs once a slot, with cold caches)
-        for hi, n in zip(ends, sizes, strict=True):
-            if not 0 < hi - lo < n:
-                break
-            lo = hi
-        else:
+        # A part of every class: each has a member (the ends ascend strictly from above 0:
+        # they never descend) and none has all of its members (impossible with fewer members
+        # than the smallest class has, else counted class by class).
+        every_part = bool(ends) and ends[0] > 0 and len(set(ends)) == len(ends)
+        if every_part and len(indices) >= self._smallest:
+            every_part = all(hi - lo < n for hi, lo, n in zip(ends, starts_all, sizes, strict=True))
+        if every_part:
             # The usual draw: a part of every class. Which classes share a window length is
             # static (`_spans`): each length's members are slices of ``codes``, no merging.
             by_length: list[tuple[int, I64]]
