@@ -305,7 +305,7 @@ def test_groups_in_ascending_order_are_planned_by_class_runs() -> None:
         g.spend(1, "0.1", user=table[12])
         g.spend(2, "0.1", group="d")  # table[12] now holds 0.4 of 0.4 in [1, 2]
     plan = fast._engine.plan(None, "d")
-    assert isinstance(plan, _Plan) and plan.runs is not None and plan.runs.tolist() == [0, 4, 7]
+    assert isinstance(plan, _Plan) and plan.runs is not None and list(plan.runs) == [0, 4, 7]
     assert plan.full == (True, False, False)
     for g in (fast, ref):
         with pytest.raises(BudgetExceeded) as info:

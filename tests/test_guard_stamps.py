@@ -302,3 +302,106 @@ def test_per_user_arrays_are_zeros_and_large_ones_start_on_a_huge_page(
     first[:] = 7
     assert not second.any() and int(first[-1]) == 7
     assert not np.shares_memory(first, second)
+
+
+def _two_classes() -> tuple[Population, list[int], list[int]]:
+    """Classes A (w = 3, E = 1) and B (w = 3, E = 2) of four users each: their indices."""
+    pop = Population.from_classes({Fixed(3, Budget(1)): 4, Fixed(3, Budget(2)): 4})
+    start = 0
+    runs = []
+    for c in pop.classes:
+        runs.append(list(range(start, start + c.count)))
+        start += c.count
+    a, b = runs if pop.classes[0].requirement == Fixed(3, Budget(1)) else runs[::-1]
+    return pop, a, b
+
+
+def _define(guards: tuple[Guard, ...], name: str, idx: list[int]) -> None:
+    for g in guards:
+        g.define_group_by_index(name, g.population.users, np.array(sorted(idx), np.int64))
+
+
+@pytest.mark.parametrize("route", ["whole class", "whole class and a part of another"])
+def test_a_class_wide_charge_forgets_the_rooms_kept_for_drawn_groups(route: str) -> None:
+    # Drawn groups keep their per-class rooms (bound minus the amount) until the first
+    # class-wide charge: after it, a member whose own spend fits the kept room but not the
+    # room left by the class-wide charge is refused (a kept room would let them through).
+    pop, a, b = _two_classes()
+    guards = _both(pop)
+    _define(guards, "d0", [a[1], b[1]])
+    assert _same_verdict(guards, 1, "1/4", group="d0")  # keeps the rooms of 1/4 for (A, B)
+    _define(guards, "d1", [a[0], b[0]])
+    assert _same_verdict(guards, 1, "1/2", group="d1")  # a0 holds 1/2
+    whole = a if route == "whole class" else [*a, b[3]]
+    _define(guards, "c", whole)
+    assert _same_verdict(guards, 1, "1/2", group="c")  # A's class-wide 1/2: a0 at 1
+    _define(guards, "d2", [a[0], b[2]])
+    assert not _same_verdict(guards, 2, "1/4", group="d2")  # a0 would reach 5/4 > 1
+
+
+def test_a_singleton_class_charged_by_user_forgets_the_kept_rooms() -> None:
+    # A refused check kept the rooms of a group with the one-member class C; C's member is then
+    # charged alone (a class-wide charge of C): the same group's next check must see it.
+    pop = Population.from_classes({Fixed(3, Budget(1)): 4, Fixed(3, Budget(2)): 1})
+    a = [i for i, u in enumerate(pop.users) if pop.get(u) == Fixed(3, Budget(1))]
+    c = next(i for i, u in enumerate(pop.users) if pop.get(u) == Fixed(3, Budget(2)))
+    guards = _both(pop)
+    _define(guards, "d0", [a[0], a[1]])
+    assert _same_verdict(guards, 1, "1/2", group="d0")
+    _define(guards, "d1", [a[0], c])
+    assert not _same_verdict(guards, 1, "3/4", group="d1")  # a0 at 5/4: kept (3/4, (A, C))
+    assert _same_verdict(guards, 2, "3/2", user=pop.users[c])  # C's class-wide 3/2
+    _define(guards, "d2", [a[2], c])
+    assert not _same_verdict(guards, 2, "3/4", group="d2")  # C would reach 9/4 > 2
+
+
+def test_class_wide_charges_in_one_pass_forget_the_kept_rooms() -> None:
+    pop, a, _ = _two_classes()
+    guard = Guard(pop)
+    engine = _engine(guard)
+    _define((guard,), "A", a)
+    engine._rooms(1, 1, engine._every_class)
+    assert engine._room_cache  # kept
+    code = guard.ledger.group_code("A")
+    engine.plan_group("A")
+    assert engine.charge_whole_classes(1, [(code, 1)]) == 1
+    assert engine._room_cache is None
+
+
+def test_a_rescale_forgets_the_kept_rooms() -> None:
+    # A finer amount scales every bound and amount: a room kept for a numerator in the old
+    # scale must not answer for the same numerator in the new one (here the room kept for
+    # 1/2 in halves, one half, would refuse 1/6 in sixths to a member holding 1/3).
+    pop, a, b = _two_classes()
+    guards = _both(pop)
+    assert guards[0]._scale == 1
+    _define(guards, "d0", [a[1], b[1]])
+    assert _same_verdict(guards, 1, "1/2", group="d0")  # kept: numerator 1 in halves
+    _define(guards, "d1", [a[0], b[0]])
+    assert _same_verdict(guards, 1, "1/3", group="d1")  # rescales to sixths; a0 holds 1/3
+    assert guards[0]._scale == 6
+    _define(guards, "d2", [a[0], b[2]])
+    assert _same_verdict(guards, 2, "1/6", group="d2")  # numerator 1 in sixths: a0 at 1/2
+
+
+@pytest.mark.parametrize("left_out", [0, 1, 2])
+def test_a_draw_that_misses_a_class_is_planned_by_its_classes(left_out: int) -> None:
+    # The plan of a draw from every class takes a shortcut; a draw with no member of the first,
+    # a middle or the last class must not take it (each class's run would be misplaced).
+    pop = Population.from_classes(
+        {Fixed(3, Budget(1)): 4, Fixed(3, Budget(2)): 4, Fixed(3, Budget("1/2")): 4}
+    )
+    runs = []
+    start = 0
+    for c in pop.classes:
+        runs.append(list(range(start, start + c.count)))
+        start += c.count
+    drawn = [i for k, run in enumerate(runs) if k != left_out for i in run[:2]]
+    guards = _both(pop)
+    _define(guards, "d", drawn)
+    plan = _engine(guards[0]).plan_group("d")
+    assert plan.present == tuple(k for k in range(3) if k != left_out)
+    eps = [pop.classes[k].requirement for k in range(3) if k != left_out]
+    smallest = min(r.eps for r in eps if isinstance(r, Fixed))
+    assert _same_verdict(guards, 1, str(smallest), group="d")
+    assert not _same_verdict(guards, 1, str(smallest), group="d")  # each drawn user at 2x

@@ -430,3 +430,48 @@ def test_an_interrupt_while_a_refused_call_is_cut_back_still_cuts_every_column()
             finally:
                 sys.settrace(None)
             assert _lengths(ledger) == [1] * 6, (lineno, hit, _lengths(ledger))
+
+
+@given(
+    st.lists(st.integers(-3, 3), max_size=40),
+    st.sampled_from([np.bool_, np.uint8, np.int64]),
+    st.integers(1, 3),
+)
+def test_every_some_largest_answer_as_all_any_max(values: list[int], dtype: Any, step: int) -> None:
+    """The guard's reductions (argmin / argmax and one lookup) give numpy's answers, on empty
+    arrays, strided views and signed entries (numpy's own reduction) too."""
+    from wevent.accounting.ledger import every, largest, some
+
+    arr = np.array(values, np.int64).astype(dtype)[::step]
+    assert every(arr) is bool(arr.all())
+    assert some(arr) is bool(arr.any())
+    if len(arr):
+        assert largest(arr) == int(arr.max())
+
+
+def test_every_is_false_wherever_the_one_false_entry_is() -> None:
+    """A false entry first, in the middle or last makes `every` false (an argmin that looked
+    at the first entry only would pass the first case and fail the others)."""
+    from wevent.accounting.ledger import every, some
+
+    for where in (0, 5, 9):
+        flags = np.ones(10, bool)
+        flags[where] = False
+        assert not every(flags)
+        assert some(~flags)
+
+
+def test_a_new_group_by_codes_keeps_a_narrow_read_only_copy() -> None:
+    ledger = Ledger()
+    ledger.intern_users(["a", "b", "c"])
+    codes = np.array([0, 2], np.int64)
+    g = ledger.define_new_group_codes("g", codes)
+    codes[0] = 1  # the caller's array is its own
+    assert ledger.group_code("g") == g and ledger.members("g") == ("a", "c")
+    with pytest.raises(BudgetError, match="non-empty strings"):
+        ledger.define_new_group_codes("", np.array([1], np.int64))
+    # a name taken is refused, and the table stays whole (a later group keeps its members)
+    with pytest.raises(BudgetError, match="already defined"):
+        ledger.define_new_group_codes("g", np.array([1], np.int64))
+    ledger.define_new_group_codes("h", np.array([0, 1], np.int64))
+    assert ledger.members("h") == ("a", "b") and ledger.members("g") == ("a", "c")

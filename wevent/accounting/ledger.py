@@ -42,14 +42,40 @@ def take_codes(table: npt.NDArray[Any], codes: npt.NDArray[Any]) -> npt.NDArray[
     return np.asarray(table[codes])
 
 
+# Reductions through argmin / argmax: numpy's `all`, `any` and `max` on a 10^4-entry bool or
+# uint8 array took 2-6 times as long as the arg-reduction plus one lookup here (numpy 2.x;
+# `python benchmarks/bench_reductions.py`), and the guard takes several per drawn group.
+
+
+def every(flags: npt.NDArray[Any]) -> bool:
+    """``flags.all()`` for a 1-D array (through ``argmin`` for bool and unsigned entries, whose
+    smallest is 0 exactly when one is 0; numpy's own for any other kind)."""
+    if flags.dtype.kind not in "bu":
+        return bool(flags.all())
+    return not len(flags) or bool(flags[flags.argmin()])
+
+
+def some(flags: npt.NDArray[Any]) -> bool:
+    """``flags.any()`` for a 1-D array (through ``argmax`` for bool and unsigned entries, whose
+    largest is 0 exactly when all are; numpy's own for any other kind)."""
+    if flags.dtype.kind not in "bu":
+        return bool(flags.any())
+    return bool(len(flags)) and bool(flags[flags.argmax()])
+
+
+def largest(values: npt.NDArray[Any]) -> int:
+    """``int(values.max())`` for a non-empty 1-D integer array."""
+    return int(values[values.argmax()])
+
+
 def distinct(values: npt.NDArray[np.int64]) -> bool:
     """Whether a 1-D integer array holds no value twice (a sort: faster than `np.unique`)."""
     if len(values) < 2:
         return True
-    if bool((values[1:] > values[:-1]).all()):  # strictly increasing (e.g. a sorted draw)
+    if every(values[1:] > values[:-1]):  # strictly increasing (e.g. a sorted draw)
         return True
     ordered = np.sort(values)
-    return bool((ordered[1:] != ordered[:-1]).all())
+    return every(ordered[1:] != ordered[:-1])
 
 
 # A row `Ledger.append_validated_rows` takes: amount, subject code, part, mechanism, evidence,
@@ -314,6 +340,23 @@ class Ledger:
                 raise BudgetError(f"group {name!r} is already defined with other members")
             return existing
         code_arr.flags.writeable = False
+        group = self._groups.code(name)
+        self._members.append(None)
+        self._member_codes.append(code_arr)
+        return group
+
+    def define_new_group_codes(self, name: str, codes: npt.NDArray[np.integer[Any]]) -> int:
+        """`define_group_codes` for a caller that has validated ``codes`` (a 1-D integer array
+        of distinct codes the ledger holds) and found that no group is named ``name`` (the
+        guard's path for a drawn group: no check is repeated). Returns the group's code."""
+        if not isinstance(name, str) or not name:
+            raise BudgetError("group names must be non-empty strings")
+        if name in self._groups.index:  # (the caller checked; one lookup keeps the table whole)
+            raise BudgetError(f"group {name!r} is already defined")
+        code_arr: I64 | I32 = (
+            codes.astype(np.int32) if len(self._users.values) <= 2**31 else codes.astype(np.int64)
+        )
+        code_arr.flags.writeable = False  # a copy: the caller may reuse its array
         group = self._groups.code(name)
         self._members.append(None)
         self._member_codes.append(code_arr)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,14 @@ from wevent.accounting.evidence import (
     is_evidence,
     kind_of,
 )
-from wevent.accounting.ledger import Charge, Ledger, ValidatedRow, check_labels, distinct
+from wevent.accounting.ledger import (
+    Charge,
+    Ledger,
+    ValidatedRow,
+    check_labels,
+    distinct,
+    every,
+)
 from wevent.accounting.population import Population
 from wevent.accounting.recovery import Recovered, open_durable
 from wevent.accounting.requirements import Dynamic, requirement_bounds
@@ -65,6 +72,7 @@ I64 = npt.NDArray[np.int64]
 # How many charges `spend_many`'s shortcut looks at per call: a class-level slot's charges
 # (one per requirement class) fit; a batch that alternates with other charges stays linear.
 _LOOK_AHEAD = 64
+_NO_COMMIT: AbstractContextManager[None] = nullcontext()  # `Guard.batch` with no sink (reentrant)
 
 
 class SinkFailed(WeventError):
@@ -115,6 +123,7 @@ class Guard:
         self._known_tables: dict[int, Sequence[str]] = {}
         self._users: tuple[str, ...] | None = None  # `Population.users`, once a group used it
         self._by_index = 0  # users interned through the canonical index path
+        self._population_size = len(population)  # (a population never changes)
         self._identity = True  # so far, each of those got its canonical index as its code
         self._positions: npt.NDArray[np.int32] | None = None  # scratch of `_distinct_indices`
         self._evidence_checks: dict[tuple[Evidence, Fraction], CostCheck] = {}
@@ -199,7 +208,7 @@ class Guard:
             raise BudgetError(f"group {name!r}: indices must be a 1-D integer array")
         # How the mechanisms draw members: ascending, so distinct, with the extremes at the ends
         # (one pass over the indices answers all three questions).
-        ascending = len(idx) < 2 or bool((idx[1:] > idx[:-1]).all())
+        ascending = len(idx) < 2 or every(idx[1:] > idx[:-1])
         if idx.size:
             lo, hi = (idx[0], idx[-1]) if ascending else (idx.min(), idx.max())
             if int(lo) < 0 or int(hi) >= len(table):
@@ -210,7 +219,7 @@ class Guard:
             # By id: validated before anything is interned (a redefinition must match).
             self.define_group(name, [table[i] for i in idx.tolist()])
             return
-        if self._identity and self._by_index == len(self.population):
+        if self._identity and self._by_index == self._population_size:
             codes = idx  # every population user's code is its index (see below)
         else:
             codes = self._intern_by_index(idx)
@@ -219,7 +228,7 @@ class Guard:
         codes = codes.astype(np.int64)
         codes.flags.writeable = False
         # idx is in range and distinct, and index -> code is one-to-one: codes need no check
-        group = self.ledger.define_group_codes(name, codes, validated=True)
+        group = self.ledger.define_new_group_codes(name, codes)
         self._defined(
             name, lambda: self._engine.group_defined(group, codes, idx, ascending=ascending)
         )
@@ -252,7 +261,7 @@ class Guard:
             self._positions = np.empty(size, np.int32)  # stale values are never read unwritten
         positions = np.arange(len(idx), dtype=np.int32)
         self._positions[idx] = positions
-        return bool((self._positions[idx] == positions).all())
+        return every(self._positions[idx] == positions)
 
     def _intern_by_index(self, idx: npt.NDArray[np.int64]) -> I64:
         """The ledger codes of the population users at ``idx``, interning new ones in bulk.
@@ -531,11 +540,15 @@ class Guard:
             raise
         return taken
 
-    @contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self) -> AbstractContextManager[None]:
         """Group commit: the spends inside share one durable commit, made when the block ends
         (also when it raises). No noise may be drawn inside the block: a spend in it returns
-        before its charge is on disk. `spend_many` is this around a list of charges."""
+        before its charge is on disk. `spend_many` is this around a list of charges. An
+        in-memory guard (no sink, for its whole life) has nothing to commit: a no-op block."""
+        return _NO_COMMIT if self._sink is None else self._durable_batch()
+
+    @contextmanager
+    def _durable_batch(self) -> Iterator[None]:
         self._batch += 1
         try:
             yield

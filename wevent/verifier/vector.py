@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from wevent.accounting.ledger import Ledger
+from wevent.accounting.ledger import Ledger, every, largest, some
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Fixed, WholeStream
 from wevent.verifier.state import Window, _scaled
@@ -67,6 +67,7 @@ _INT32_SAFE = 2**31 - 1  # bounds below this: int32 arrays cannot overflow (modu
 _INT64_SAFE = 2**62  # bounds below this: int64 arrays cannot overflow
 _UNKNOWN = -2  # class of a user code not resolved yet (-1: a user without a requirement)
 _PLANS = 64  # group plans kept (class groups are charged every slot; drawn groups once)
+_ROOM_CACHE = 64  # `_rooms` results kept while no class-wide charge was committed
 _STAMP_BYTE_MAX_W = 127  # longest window stamped in one byte (a rebase at most every 128 slots)
 _STAMP_MAX_W = 2**15 - 1  # longest window stamped at all (in two bytes); longer: counts only
 _HUGE_PAGE = 2 * 2**20  # per-user arrays of at least _HUGE_FROM bytes start on this boundary
@@ -178,11 +179,13 @@ class _Class:
         return Window("fixed", max(1, slot - self.w + 1), slot, spent, self.eps)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class _Plan:
     """A charge's members, resolved once per group: codes in group order, each member's index
     into ``present`` (the classes the group touches, -1 for users without a requirement), which
-    present classes it covers whole, and how its partial members are committed."""
+    present classes it covers whole, and how its partial members are committed. Never changed
+    once made; not a frozen dataclass only because building one (once per drawn group, every
+    slot of population division) then costs several times as much (7 us more here)."""
 
     codes: I64
     present: tuple[int, ...]
@@ -191,8 +194,9 @@ class _Plan:
     full: tuple[bool, ...]
     windows: tuple[int, ...]  # window lengths of the present fixed classes
     # The members sorted by class (a group defined by ascending population index): where each
-    # present class's run of members starts in ``codes`` (None: see ``member_shifted``).
-    runs: I64 | None
+    # present class's run of members starts in ``codes`` (None: see ``member_shifted``; a list
+    # when every class is present: read only on the rare paths, which take either).
+    runs: I64 | list[int] | None
     partial_codes: I64  # members of registered classes the group does not cover whole
     partial_by_w: tuple[tuple[int, I64], ...]  # those of fixed classes, by window length
     partial_whole: tuple[int, ...]  # whole-stream classes with partial members
@@ -228,6 +232,7 @@ class VectorEngine:
             k.w: deque() for k in self.classes if k.w is not None
         }
         self._sizes = [k.size for k in self.classes]
+        self._smallest = min(self._sizes, default=0)
         # Where each class ends in the population's canonical order (classes are contiguous).
         self._class_ends = np.cumsum(np.array(self._sizes, np.int64))
         # Window lengths of the fixed classes, and each class's index among them (shifted by one
@@ -288,6 +293,8 @@ class VectorEngine:
         self._w_of = [k.w for k in self.classes]
         self._cls_of: npt.NDArray[np.int32] = np.zeros(0, np.int32)
         self._plans: OrderedDict[int, _Plan] = OrderedDict()
+        # `_rooms` by (asked, present classes) until the first class-wide charge (None after).
+        self._room_cache: dict[tuple[int, tuple[int, ...]], list[int]] | None = {}
         # An accepted check's gathered own spends (None: all zero, or only counts were read),
         # for the commit right after; their counts (None: nobody held a partial charge); and
         # the largest count of each of the plan's runs, if the check read counts only.
@@ -345,6 +352,8 @@ class VectorEngine:
     def rescale(self, factor: int) -> None:
         """Multiply every stored value by ``factor`` (the guard's common denominator grew)."""
         self._pending = None
+        if self._room_cache is not None:
+            self._room_cache.clear()  # the bounds change
         for c in self.classes:
             c.eps *= factor
             c.common.rescale(factor)
@@ -414,33 +423,34 @@ class VectorEngine:
         ends = indices.searchsorted(self._class_ends).tolist()
         sizes, classes = self._sizes, self.classes
         starts_all = [0, *ends[:-1]]
-        lo = 0  # (a loop, not all() over a generator: this runs once a slot, with cold caches)
-        for hi, n in zip(ends, sizes, strict=True):
-            if not 0 < hi - lo < n:
-                break
-            lo = hi
-        else:
+        # A part of every class: each has a member (the ends ascend strictly from above 0:
+        # they never descend) and none has all of its members (impossible with fewer members
+        # than the smallest class has, else counted class by class).
+        every_part = bool(ends) and ends[0] > 0 and len(set(ends)) == len(ends)
+        if every_part and len(indices) >= self._smallest:
+            every_part = all(hi - lo < n for hi, lo, n in zip(ends, starts_all, sizes, strict=True))
+        if every_part:
             # The usual draw: a part of every class. Which classes share a window length is
             # static (`_spans`): each length's members are slices of ``codes``, no merging.
-            every: list[tuple[int, I64]]
+            by_length: list[tuple[int, I64]]
             if self._one_span is not None:
-                every = [
+                by_length = [
                     (length, codes[starts_all[a] : ends[b]]) for length, a, b in self._one_span
                 ]
             else:
-                every = []
+                by_length = []
                 for length, runs in self._spans:
                     cut = [codes[starts_all[a] : ends[b - 1]] for a, b in runs]
-                    every.append((length, cut[0] if len(cut) == 1 else np.concatenate(cut)))
+                    by_length.append((length, cut[0] if len(cut) == 1 else np.concatenate(cut)))
             return _Plan(
                 codes,
                 self._every_class,
                 None,
                 self._none_full,
                 self._windows_t,
-                np.array(starts_all, np.int64) if len(classes) > 1 else None,
+                starts_all if len(classes) > 1 else None,
                 codes,
-                tuple(every),
+                tuple(by_length),
                 self._whole_classes,
                 None,  # part of every class: no class whole
             )
@@ -498,7 +508,7 @@ class VectorEngine:
         """Plan a group just defined by population index (its members' classes are known;
         ``ascending``: whether ``indices`` ascend, None to find out)."""
         if ascending is None:
-            ascending = bool((indices[1:] > indices[:-1]).all())
+            ascending = every(indices[1:] > indices[:-1])
         if ascending and len(indices) > 1:
             plan = self._plan_runs(codes, indices)
         else:
@@ -576,16 +586,16 @@ class VectorEngine:
         0). While every charge held has one amount this reads the counts (or stamps) only."""
         if self._stamped:
             live = self._held[codes] > self._live_above(slot)
-            if not live.any():
+            if not some(live):
                 return None, None
             counts = live.view(np.uint8)  # (a stamped user holds one charge at most)
             return counts.astype(self._dtype) * self._held_amount(), counts
         if self._materialized:
             own = self._own[codes]
             holds = own > 0  # (a charge committed is never 0)
-            return (own, holds) if holds.any() else (None, None)
+            return (own, holds) if some(holds) else (None, None)
         held = self._held[codes]
-        if not held.any():
+        if not some(held):
             return None, None
         return held.astype(self._dtype) * self._amount, held
 
@@ -696,8 +706,18 @@ class VectorEngine:
     def _rooms(self, slot: int, asked: int, present: tuple[int, ...]) -> tuple[list[int], bool]:
         """Per present class: what each member's own spend may be after ``asked`` (bound minus
         the class-wide spend minus ``asked``; -1 stands for any negative room), and whether any
-        member may hold an own spend."""
-        rooms: list[int] = []
+        member may hold an own spend. While no class-wide charge was ever committed (population
+        division charges drawn users only) the rooms depend on ``asked`` and ``present`` alone
+        and are kept (callers only read them)."""
+        cache = self._room_cache
+        if cache is not None:
+            rooms = cache.get((asked, present))
+            if rooms is not None:
+                for c in present:  # the first class with a partial charge held ends this
+                    if c >= 0 and self._has_partial(c):
+                        return rooms, True
+                return rooms, False
+        rooms = []
         partial = False
         classes = self.classes
         for c in present:
@@ -710,7 +730,15 @@ class VectorEngine:
             rooms.append(room if room > -1 else -1)
             if not partial:
                 partial = self._has_partial(c)
+        if cache is not None and len(cache) < _ROOM_CACHE:
+            cache[asked, present] = rooms
         return rooms, partial
+
+    def _add_common(self, k: _Class, slot: int, asked: int) -> None:
+        """Commit a class-wide charge (every one goes through here): the kept rooms are
+        forgotten first, for good (rooms depend on the slot from now on)."""
+        self._room_cache = None
+        k.common.add(slot, asked)
 
     def check(self, slot: int, asked: int, plan: _Plan | _UserPlan) -> Refusal | None:
         """The refusal of the spend (its first breaking member in group order), or None. The
@@ -744,7 +772,7 @@ class VectorEngine:
             counts = self._held[plan.codes]
             if self._stamped:  # a stamp above ``live`` holds one charge; below, none
                 live = self._live_above(slot)
-                if int(counts.max()) <= live:  # nobody holds one: one maximum, not one per run
+                if largest(counts) <= live:  # nobody holds one: one maximum, not one per run
                     if min(rooms) >= 0:  # (every own spend is 0)
                         self._pending = (plan, slot, None, None, None)
                         return None
@@ -817,7 +845,7 @@ class VectorEngine:
                 common = k.common
                 if common.spent(slot) + asked > k.eps:
                     break
-                common.add(slot, asked)
+                self._add_common(k, slot, asked)
             taken += 1
         return taken
 
@@ -871,7 +899,7 @@ class VectorEngine:
         if asked == 0:
             return
         if type(plan) is _Plan and plan.whole is not None:  # a whole class: its class-wide spend
-            plan.whole.common.add(slot, asked)
+            self._add_common(plan.whole, slot, asked)
             return
         if isinstance(plan, _UserPlan):
             self._commit_user(slot, asked, plan)
@@ -879,7 +907,7 @@ class VectorEngine:
         if True in plan.full:
             for c, full in zip(plan.present, plan.full, strict=True):
                 if full:
-                    self.classes[c].common.add(slot, asked)
+                    self._add_common(self.classes[c], slot, asked)
         if len(plan.partial_codes):
             codes = plan.partial_codes
             if (
@@ -926,7 +954,7 @@ class VectorEngine:
         self._cls_of[code] = plan.cls
         k = self.classes[plan.cls]
         if k.size == 1:  # the user is the whole class
-            k.common.add(slot, asked)
+            self._add_common(k, slot, asked)
             return
         own = self._own_of(code, slot)
         if self._stamped and (own or self._amount not in (None, asked)):
