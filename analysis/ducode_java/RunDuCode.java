@@ -125,15 +125,22 @@ public class RunDuCode {
         }
     }
 
+    // The counts file's rows (slot file, c0, c1) in ORDER: as written (the listing), sorted by
+    // file name, or shuffled with a seed (shuffleK).
+    static List<String[]> countRows(String countsFile, String order) throws Exception {
+        List<String[]> rows = new ArrayList<>();
+        for (String l : java.nio.file.Files.readAllLines(new File(countsFile).toPath())) rows.add(l.split(","));
+        if (order.equals("sorted")) rows.sort(Comparator.comparing(r -> r[0]));
+        else if (order.startsWith("shuffle")) Collections.shuffle(rows, new Random(Long.parseLong(order.substring(7))));
+        return rows;
+    }
+
     // fast DIR-less repeat: COUNTS ORDER(fs|sorted|shuffleK) SEG BATCH CONFIGS REPEATS
     // The authors' BD and BA objects and their runBatch are called unchanged; each slot's input list
     // holds c0 references to one element {0:true,1:false} and c1 to one {0:false,1:true}, which
     // gives their counting code the same counts as the file's 10,000 elements.
     static void fast(String countsFile, String order, int segUnit, int batch, String configs, int reps) throws Exception {
-        List<String[]> rows = new ArrayList<>();
-        for (String l : java.nio.file.Files.readAllLines(new File(countsFile).toPath())) rows.add(l.split(","));
-        if (order.equals("sorted")) rows.sort(Comparator.comparing(r -> r[0]));
-        else if (order.startsWith("shuffle")) Collections.shuffle(rows, new Random(Long.parseLong(order.substring(7))));
+        List<String[]> rows = countRows(countsFile, order);
         List<String> dataType = Arrays.asList("0", "1");
         TreeMap<String, Boolean> m0 = new TreeMap<>(); m0.put("0", true); m0.put("1", false);
         TreeMap<String, Boolean> m1 = new TreeMap<>(); m1.put("0", false); m1.put("1", true);
@@ -189,10 +196,7 @@ public class RunDuCode {
     // the budget and noise scale 1/budget of each, one slot at a time (batches do not change
     // the mechanism; they only group its error); needs -Dfastcount=true and shadow/
     static void pubs(String countsFile, String order, int segUnit, String configs, int reps) throws Exception {
-        List<String[]> rows = new ArrayList<>();
-        for (String l : java.nio.file.Files.readAllLines(new File(countsFile).toPath())) rows.add(l.split(","));
-        if (order.equals("sorted")) rows.sort(Comparator.comparing(r -> r[0]));
-        else if (order.startsWith("shuffle")) Collections.shuffle(rows, new Random(Long.parseLong(order.substring(7))));
+        List<String[]> rows = countRows(countsFile, order);
         List<String> dataType = Arrays.asList("0", "1");
         TreeMap<String, Boolean> m0 = new TreeMap<>(); m0.put("0", true); m0.put("1", false);
         TreeMap<String, Boolean> m1 = new TreeMap<>(); m1.put("0", false); m1.put("1", true);
@@ -289,10 +293,7 @@ public class RunDuCode {
     // cleared within the segment, while the data list is cleared at every batch, so each batch's
     // step t reads the parameters of the segment's slot t (t < BATCH).
     static void dpbx(String countsFile, String order, int segUnit, int batch, String configs, int reps, String paramDir, long seed) throws Exception {
-        List<String[]> rows = new ArrayList<>();
-        for (String l : java.nio.file.Files.readAllLines(new File(countsFile).toPath())) rows.add(l.split(","));
-        if (order.equals("sorted")) rows.sort(Comparator.comparing(r -> r[0]));
-        else if (order.startsWith("shuffle")) Collections.shuffle(rows, new Random(Long.parseLong(order.substring(7))));
+        List<String[]> rows = countRows(countsFile, order);
         List<String> dataType = Arrays.asList("0", "1");
         TreeMap<String, Boolean> m0 = new TreeMap<>(); m0.put("0", true); m0.put("1", false);
         TreeMap<String, Boolean> m1 = new TreeMap<>(); m1.put("0", false); m1.put("1", true);
