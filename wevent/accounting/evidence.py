@@ -319,7 +319,7 @@ def _registered(cls: type[Any]) -> EvidenceKind | None:
 
 def is_evidence(obj: object) -> bool:
     """Whether ``obj`` is a record of a registered kind (an instance of its class)."""
-    return _registered(type(obj)) is not None
+    return type(obj) in _BY_TYPE or _registered(type(obj)) is not None
 
 
 def kind_of(evidence: object) -> EvidenceKind:

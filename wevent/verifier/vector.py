@@ -735,8 +735,9 @@ class VectorEngine:
         return rooms, partial
 
     def _add_common(self, k: _Class, slot: int, asked: int) -> None:
-        """Commit a class-wide charge (every one goes through here): the kept rooms are
-        forgotten first, for good (rooms depend on the slot from now on)."""
+        """Commit a class-wide charge (every one goes through here but `charge_whole_classes`'
+        loop, which does the same inline): the kept rooms are forgotten first, for good (rooms
+        depend on the slot from now on)."""
         self._room_cache = None
         k.common.add(slot, asked)
 
@@ -834,6 +835,7 @@ class VectorEngine:
         self._pending = None
         plans, events = self._plans, self._events
         taken = 0
+        kept = self._room_cache is not None
         for code, asked in charges:
             plan = plans.get(code)
             k = None if plan is None else plan.whole
@@ -845,7 +847,9 @@ class VectorEngine:
                 common = k.common
                 if common.spent(slot) + asked > k.eps:
                     break
-                self._add_common(k, slot, asked)
+                if kept:  # `_add_common`, inline: this loop takes a slot's class charges
+                    self._room_cache, kept = None, False
+                common.add(slot, asked)
             taken += 1
         return taken
 
