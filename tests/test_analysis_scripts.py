@@ -751,9 +751,9 @@ def _family_summary(out: str, family: str) -> tuple[float, float, float]:
 
 def test_exsub_table4_generators_quick_simulate_honours_users_and_repeats() -> None:
     out = output(
-        "exsub_table4_generators.py", "--quick", "--simulate", "--users", "2000", "--repeats", "3"
+        "exsub_table4_generators.py", "--quick", "--simulate", "--users", "200", "--repeats", "3"
     )
-    assert "### Measured with our sampler, n = 2,000, 3 repeats, seed 0;" in out
+    assert "### Measured with our sampler, n = 200, 3 repeats, seed 0;" in out
 
 
 def test_exsub_table4_generators_model(table4_generators: ModuleType) -> None:
