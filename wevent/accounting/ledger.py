@@ -44,7 +44,7 @@ def take_codes(table: npt.NDArray[Any], codes: npt.NDArray[Any]) -> npt.NDArray[
 
 # Reductions through argmin / argmax: numpy's `all`, `any` and `max` on a 10^4-entry bool or
 # uint8 array took 2-6 times as long as the arg-reduction plus one lookup here (numpy 2.x;
-# `python benchmarks/bench_reductions.py`), and the guard takes several per drawn group.
+# `python -m benchmarks.bench_reductions`), and the guard takes several per drawn group.
 
 
 def every(flags: npt.NDArray[Any]) -> bool:
