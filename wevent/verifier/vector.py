@@ -185,7 +185,8 @@ class _Plan:
     into ``present`` (the classes the group touches, -1 for users without a requirement), which
     present classes it covers whole, and how its partial members are committed. Never changed
     once made; not a frozen dataclass only because building one (once per drawn group, every
-    slot of population division) then costs several times as much (7 us more here)."""
+    slot of population division) then costs several times as much (its generated ``__init__``
+    sets each field through ``object.__setattr__``)."""
 
     codes: I64
     present: tuple[int, ...]
