@@ -3,7 +3,7 @@ from fractions import Fraction
 from fractions import Fraction as F
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from wevent.accounting.budget import BudgetError
@@ -11,6 +11,7 @@ from wevent.accounting.certified import exp_bounds, ln_bounds
 from wevent.accounting.evidence import (
     GRR,
     OUE,
+    CostCertifier,
     DiscreteLaplace,
     Evidence,
     Laplace,
@@ -171,3 +172,69 @@ def test_equal_laplace_evidence_hashes_equal(sens: Fraction, scale: Fraction, k:
         )
         assert a == b and hash(a) == hash(b) and len({a, b}) == 1
         assert kind(s, scale + F(1, 10**9)) not in {a}
+
+
+# Records whose cost is exact (Laplace) or only bounded (GRR, Sampled: logarithms), and an
+# equal copy of one (found by value, not identity).
+_POOL: list[Evidence] = [
+    Laplace(F(1), F(10)),
+    GRR(4, F(3, 5), F(2, 15)),
+    Sampled(Laplace(F(1), F(2)), F(1, 3)),
+    Sampled(GRR(4, F(3, 5), F(2, 15)), F(9, 10)),
+    Laplace(F(1), F(10)),
+]
+
+
+@st.composite
+def _amount_near(draw: st.DrawFn, evidence: Evidence) -> Fraction:
+    """An amount at, between or just beside the record's bounds at 30 digits (where one
+    precision does not decide, and `certify_cost` refines), or anywhere."""
+    lo, hi = cost_bounds(evidence, 30)
+    tiny = F(1, 10 ** draw(st.sampled_from([20, 29, 31, 45, 70])))
+    return draw(
+        st.sampled_from([lo, hi, (lo + hi) / 2, lo - tiny, hi + tiny, (lo + hi) / 2 + tiny])
+        | st.fractions(F(0), F(3), max_denominator=1000)
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), limit=st.sampled_from([1, 2, 4096]))
+def test_a_cost_certifier_answers_as_certify_cost(data: st.DataObject, limit: int) -> None:
+    """Each answer of one `CostCertifier` over a stream of pairs (a record again, at other
+    amounts; an equal copy; tables emptied at ``limit``) is `certify_cost`'s for that pair."""
+    certifier = CostCertifier(limit)
+    for _ in range(data.draw(st.integers(1, 12))):
+        evidence = data.draw(st.sampled_from(_POOL))
+        amount = data.draw(_amount_near(evidence))
+        assert certifier(evidence, amount) == certify_cost(evidence, amount), (evidence, amount)
+
+
+def test_a_cost_certifier_bounds_a_record_once_for_its_amounts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A record charged at many amounts is bounded once (found by identity, then by value for
+    an equal copy); an amount those bounds do not decide is refined, once per pair."""
+    import wevent.accounting.evidence as module
+
+    calls: list[int] = []
+    real = module.cost_bounds
+
+    def counting(evidence: Evidence, digits: int = 40) -> tuple[Fraction, Fraction]:
+        calls.append(digits)
+        return real(evidence, digits)
+
+    monkeypatch.setattr(module, "cost_bounds", counting)
+    certifier = CostCertifier()
+    ev = GRR(4, F(3, 5), F(2, 15))  # cost ln 4.5, bounded (not exact) at each precision
+    for amount in (F(1, 10), F(1, 2), F(1), F(2)):
+        certifier(ev, amount)
+    certifier(GRR(4, F(3, 5), F(2, 15)), F(1, 2))  # equal, not the same object
+    assert calls == [30]
+    lo, hi = real(ev, 30)
+    between = (lo + hi) / 2  # not decided at 30 digits: `certify_cost` refines it
+    expected = certify_cost(ev, between)
+    del calls[1:]
+    assert certifier(ev, between) == expected
+    assert calls[1:] == [30, 60]  # refined once (at 60 digits the bounds decide) ...
+    assert certifier(ev, between) == expected
+    assert calls[1:] == [30, 60]  # ... and kept

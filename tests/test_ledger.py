@@ -362,18 +362,20 @@ def _lines_of(*functions: Any) -> list[int]:
 
 
 _APPEND_PATH = (Ledger._thaw, Ledger.append_validated_rows, Ledger._append_rows, Ledger._cut)
+_CODED_PATH = (Ledger._thaw, Ledger.append_coded_rows, Ledger._cut)
 
 
+@pytest.mark.parametrize("coded", [False, True])
 @pytest.mark.parametrize("bulk", [False, True])
-def test_an_interrupt_at_any_line_of_an_append_leaves_whole_rows(bulk: bool) -> None:
+def test_an_interrupt_at_any_line_of_an_append_leaves_whole_rows(bulk: bool, coded: bool) -> None:
     """A KeyboardInterrupt arriving at any line of the append path (the thaw of bulk columns,
-    the rows, the cut back), at its first, second or third run: the ledger then holds the rows
-    it held before the call, or those and the call's, never part of a row or of the call; and
-    the next append reads back in order."""
+    the rows, the cut back; by rows or by codes), at its first, second or third run: the
+    ledger then holds the rows it held before the call, or those and the call's, never part
+    of a row or of the call; and the next append reads back in order."""
     path = inspect.getsourcefile(Ledger)
     assert path is not None
     hits = 0
-    for lineno in _lines_of(*_APPEND_PATH):
+    for lineno in _lines_of(*(_CODED_PATH if coded else _APPEND_PATH)):
         for hit in (1, 2, 3):
             if bulk:
                 ledger = _bulk_ab()
@@ -381,21 +383,97 @@ def test_an_interrupt_at_any_line_of_an_append_leaves_whole_rows(bulk: bool) -> 
                 ledger = Ledger()
                 ledger.append(1, "1/3", user="a")
                 ledger.append(2, "1/3", user="b")
-            before = [(c.slot, c.user) for c in ledger]
-            rows = [(Budget("1/2"), ledger.intern_user(u), "p", "m", None, None) for u in "cde"]
+            for u in "cde":
+                ledger.define_group(u, [u])
+            ledger.append(2, "1/2", group="c", part="p", mechanism="m")  # codes for both paths
+            before = [(c.slot, c.user, c.group) for c in ledger]
+            groups = [ledger.group_index[u] for u in "cde"]
+            labels = ledger.label_codes("p", "m")
+            assert labels is not None
+            amount = ledger.amount_codes[1, 2]
+            rows = [(Budget("1/2"), -g - 1, "p", "m", None, None) for g in groups]
             _interrupt_at(path, lineno, hit)
             try:
-                ledger.append_validated_rows(3, rows)
+                if coded:
+                    ledger.append_coded_rows(3, groups, [amount] * 3, [-1] * 3, labels)
+                else:
+                    ledger.append_validated_rows(3, rows)
             except KeyboardInterrupt:
                 hits += 1
             finally:
                 sys.settrace(None)
             assert len(set(_lengths(ledger))) == 1, (lineno, hit, _lengths(ledger))
-            got = [(c.slot, c.user) for c in ledger]
-            assert got in (before, before + [(3, u) for u in "cde"]), (lineno, hit, got)
+            got = [(c.slot, c.user, c.group) for c in ledger]
+            assert got in (before, before + [(3, None, u) for u in "cde"]), (lineno, hit, got)
             ledger.append(4, "1/4", user="f")
-            assert [(c.slot, c.user) for c in ledger] == [*got, (4, "f")]
+            assert [(c.slot, c.user, c.group) for c in ledger] == [*got, (4, "f", None)]
     assert hits > 20  # the interrupts did land
+
+
+@pytest.mark.parametrize("bulk", [False, True])
+def test_coded_rows_read_back_as_the_rows_they_code(bulk: bool) -> None:
+    """`append_coded_rows` writes what `append_validated_rows` writes for the same charges."""
+    ev = Laplace(F(1), F(4))
+    by_rows, by_codes = (_bulk_ab() if bulk else Ledger() for _ in range(2))
+    for ledger in (by_rows, by_codes):
+        for g in ("g0", "g1", "g2"):
+            ledger.define_group(g, ["a"] if g == "g0" else ["b", g])
+        ledger.append(3, "1/5", group="g0", part="pub", mechanism="pba", evidence=ev)
+        ledger.append(3, "2/5", group="g1", part="pub", mechanism="pba")
+    charges = [("g2", Budget("2/5"), ev), ("g0", Budget("1/5"), None), ("g1", Budget("1/5"), ev)]
+    by_rows.append_validated_rows(
+        4, [(a, -by_rows.group_index[g] - 1, "pub", "pba", e, None) for g, a, e in charges]
+    )
+    labels = by_codes.label_codes("pub", "pba")
+    assert labels is not None and by_codes.label_codes("pub", "ba") is None
+    ev_code = by_codes.evidence_code(ev)
+    assert ev_code is not None
+    by_codes.append_coded_rows(
+        4,
+        [by_codes.group_index[g] for g, _, _ in charges],
+        [by_codes.amount_codes[a.as_integer_ratio()] for _, a, _ in charges],
+        [-1 if e is None else ev_code for _, _, e in charges],
+        labels,
+    )
+    assert list(by_codes) == list(by_rows)
+    assert [c.group for c in list(by_codes)[-3:]] == ["g2", "g0", "g1"]
+    by_codes.append_coded_rows(5, [], [], [], labels)  # nothing to append
+    assert len(by_codes) == len(by_rows)
+
+
+@pytest.mark.parametrize(
+    "column, value",
+    [
+        ("groups", -1),
+        ("groups", 3),
+        ("amounts", -1),
+        ("amounts", 2),
+        ("evidences", -2),
+        ("evidences", 1),
+        ("part", -1),
+        ("part", 1),
+        ("mechanism", 1),
+        ("length", 0),
+    ],
+)
+def test_a_coded_row_out_of_range_appends_nothing(column: str, value: int) -> None:
+    ledger = Ledger()
+    for g in ("g0", "g1", "g2"):
+        ledger.define_group(g, [g])
+    ledger.append(1, "1/5", group="g0", part="p", mechanism="m", evidence=Laplace(F(1), F(5)))
+    ledger.append(1, "2/5", group="g1", part="p", mechanism="m")
+    before = list(ledger)
+    cols: dict[str, Any] = {"groups": [0, 1], "amounts": [0, 1], "evidences": [0, -1]}
+    labels = [0, 0]
+    if column in cols:
+        cols[column][1] = value
+    elif column == "length":
+        cols["amounts"] = [0]
+    else:
+        labels[column == "mechanism"] = value
+    with pytest.raises(BudgetError):
+        ledger.append_coded_rows(2, cols["groups"], cols["amounts"], cols["evidences"], (labels[0], labels[1]))  # fmt: skip
+    assert list(ledger) == before and len(set(_lengths(ledger))) == 1
 
 
 def test_an_interrupt_while_a_refused_call_is_cut_back_still_cuts_every_column() -> None:

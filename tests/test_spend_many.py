@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from tests.strategies import budgets, populations, windows
 from wevent.accounting.budget import Budget
 from wevent.accounting.evidence import Laplace
-from wevent.accounting.ledger import Charge
+from wevent.accounting.ledger import Charge, Ledger
 from wevent.accounting.population import Population
 from wevent.accounting.requirements import Fixed, Requirement, WholeStream
 from wevent.errors import WeventError
@@ -146,9 +146,12 @@ def batch(
 def test_spend_many_takes_exactly_what_spend_takes(data: st.DataObject) -> None:
     pop = data.draw(populations(max_users=6, reqs=flat_requirements))
     engine = data.draw(st.sampled_from(["vector", "vector", "accounts"]))
+    # Without a sink the shortcut commits a slot's class charges at once (and, once every
+    # value has its ledger code, appends them as codes); with one, charge by charge.
+    durable = data.draw(st.booleans())
     fail_at = data.draw(st.one_of(st.none(), st.integers(1, 12)))
     sinks = (Recorder(fail_at), Recorder(fail_at))
-    many, single = (Guard(pop, engine=engine, sink=sinks[i]) for i in range(2))
+    many, single = (Guard(pop, engine=engine, sink=sinks[i] if durable else None) for i in range(2))
     groups: list[str] = []
     for g in (many, single):
         groups = class_groups(pop, g)
@@ -299,3 +302,66 @@ def test_rows_keep_their_own_part_and_mechanism() -> None:
     guard.spend(2, Budget("1/2"), group=groups[0], part="publication", mechanism="x")
     got = [(c.part, c.mechanism) for c in guard.ledger]
     assert got == [*labels, ("publication", "x")]
+
+
+def test_class_slots_go_in_as_codes_once_every_value_has_one() -> None:
+    # A class-level slot whose amounts, evidence and labels the ledger already holds is
+    # appended as codes (`Ledger.append_coded_rows`); one with a value the ledger lacks goes
+    # in by rows (which interns it). Both record what `spend` records.
+    pop, groups, guard = whole_classes()
+    single = Guard(pop)
+    class_groups(pop, single)
+    ev, half = Laplace(Fraction(1), Fraction(10)), Laplace(Fraction(1), Fraction(20))
+    appends: list[tuple[str, int, int]] = []
+    coded, by_rows = Ledger.append_coded_rows, Ledger.append_validated_rows
+
+    def counting_coded(self: Ledger, slot: int, g: Any, a: Any, e: Any, labels: Any) -> None:
+        appends.append(("codes", slot, len(g)))
+        coded(self, slot, g, a, e, labels)
+
+    def counting_rows(self: Ledger, slot: int, rows: Any) -> None:
+        rows = list(rows)
+        appends.append(("rows", slot, len(rows)))
+        by_rows(self, slot, rows)
+
+    amounts = ["1/10", "1/10", "1/20", "1/10", "3/10"]
+    for t, amount in enumerate(amounts, start=1):
+        e = half if amount == "1/20" else ev
+        charges = [Charge(t, Budget(amount), group=g, part="x", evidence=e) for g in groups]
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(Ledger, "append_coded_rows", counting_coded)
+            mp.setattr(Ledger, "append_validated_rows", counting_rows)
+            guard.spend_many(charges)
+        one_by_one(single, charges)
+    assert list(guard.ledger) == list(single.ledger)
+    # Slots 1 and 3: the guard's denominator grows with the first charge, which goes through
+    # `spend` (one row, interning its values); the rest of the slot goes in as codes. Slot 5's
+    # amount is new over the same denominator: the shortcut takes the slot by rows.
+    assert appends == [
+        ("rows", 1, 1),
+        ("codes", 1, 2),
+        ("codes", 2, 3),
+        ("rows", 3, 1),
+        ("codes", 3, 2),
+        ("codes", 4, 3),
+        ("rows", 5, 3),
+    ]
+    assert check(guard.ledger, pop).ok
+
+
+def test_a_refusal_inside_a_coded_slot_appends_only_the_charges_taken() -> None:
+    # The engine takes the first charge and refuses the second: the coded append holds the
+    # first row only, and `spend` refuses the second as it would alone.
+    pop, groups, guard = whole_classes()
+    single = Guard(pop)
+    class_groups(pop, single)
+    for g in (guard, single):
+        # every amount of slot 2 is in the ledger after slot 1: slot 2 goes in as codes
+        g.spend_many([Charge(1, Budget("1/2" if k == 1 else "1/4"), group=name) for k, name in enumerate(groups)])  # fmt: skip
+    charges = [Charge(2, Budget("1/4"), group=groups[1]), Charge(2, Budget("1/2"), group=groups[0])]
+    charges += [Charge(2, Budget("1/4"), group=groups[2])]
+    got = outcome(partial(guard.spend_many, charges))
+    assert got is not None and "class-0" in got
+    assert got == outcome(partial(one_by_one, single, charges))
+    assert list(guard.ledger) == list(single.ledger)
+    assert [c.group for c in guard.ledger][-2:] == [groups[2], groups[1]]

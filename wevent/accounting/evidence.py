@@ -45,6 +45,7 @@ from wevent.errors import InputError
 __all__ = [
     "GRR",
     "OUE",
+    "CostCertifier",
     "CostCheck",
     "DiscreteLaplace",
     "Evidence",
@@ -416,16 +417,64 @@ class CostCheck:
     upper: Fraction
 
 
+_DIGITS = (30, 60, 120, 240, 480)  # the precisions `certify_cost` tries, in order
+
+
 def certify_cost(evidence: Evidence, amount: Fraction) -> CostCheck:
     """Decide whether the evidence's cost is at most ``amount``, refining precision as needed."""
     lo = hi = Fraction(0)
-    for digits in (30, 60, 120, 240, 480):
+    for digits in _DIGITS:
         lo, hi = cost_bounds(evidence, digits)
         if hi <= amount:
             return CostCheck(True, True, lo, hi)
         if lo > amount:
             return CostCheck(False, True, lo, hi)
     return CostCheck(False, False, lo, hi)
+
+
+class CostCertifier:
+    """`certify_cost` for a stream of (evidence, amount) pairs, with what it computes kept: each
+    record's bounds at the first precision (a record charged at many amounts, as a class-level
+    allocator's noise is, is bounded once) and each result the first bounds do not decide. It
+    returns exactly what `certify_cost` returns: that function's first step is the same bounds
+    and the same two comparisons. Records are found by identity first (the object is kept, so
+    its ``id`` is not reused), then by value; ``limit`` entries are kept per table before it
+    is emptied (memory stays bounded on a stream of distinct records)."""
+
+    __slots__ = ("_by_id", "_by_value", "_limit", "_refined")
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._limit = limit
+        self._by_id: dict[int, tuple[Evidence, Fraction, Fraction]] = {}
+        self._by_value: dict[Evidence, tuple[Fraction, Fraction]] = {}
+        self._refined: dict[tuple[Evidence, Fraction], CostCheck] = {}
+
+    def __call__(self, evidence: Evidence, amount: Fraction) -> CostCheck:
+        hit = self._by_id.get(id(evidence))
+        if hit is not None and hit[0] is evidence:
+            lo, hi = hit[1], hit[2]
+        else:
+            bounds = self._by_value.get(evidence)
+            if bounds is None:
+                bounds = cost_bounds(evidence, _DIGITS[0])
+                self._keep(self._by_value, evidence, bounds)
+            lo, hi = bounds
+            self._keep(self._by_id, id(evidence), (evidence, lo, hi))
+        if hi <= amount:
+            return CostCheck(True, True, lo, hi)
+        if lo > amount:
+            return CostCheck(False, True, lo, hi)
+        key = (evidence, Fraction(amount))
+        result = self._refined.get(key)
+        if result is None:
+            result = certify_cost(evidence, amount)
+            self._keep(self._refined, key, result)
+        return result
+
+    def _keep(self, table: dict[Any, Any], key: Any, value: Any) -> None:
+        if len(table) >= self._limit:
+            table.clear()
+        table[key] = value
 
 
 # ----------------------------------------------------------------------------- JSON form

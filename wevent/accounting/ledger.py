@@ -482,6 +482,61 @@ class Ledger:
             self._cut(start)
             raise
 
+    @property
+    def amount_codes(self) -> Mapping[tuple[int, int], int]:
+        """Every amount's code by its (numerator, denominator) (read only: appends add to it)."""
+        return self._amount_codes
+
+    def label_codes(self, part: str, mechanism: str) -> tuple[int, int] | None:
+        """The codes of a (part, mechanism) pair some row already carries, or None."""
+        return self._label_codes.get((part, mechanism))
+
+    def append_coded_rows(
+        self,
+        slot: int,
+        groups: Sequence[int],
+        amounts: Sequence[int],
+        evidences: Sequence[int],
+        labels: tuple[int, int],
+    ) -> None:
+        """Rows charging whole groups at ``slot``, each column given by its code here: group
+        codes (`group_index`), amount codes (`amount_codes`), evidence codes (`evidence_code`;
+        -1 for none) and one pair of label codes for every row (`label_codes`). The runtime
+        guard's path for a slot's class charges once every value has a code (a value without
+        one goes through `append_validated_rows`, which interns it): the columns are extended,
+        not appended to row by row. A code out of range, or columns of unequal lengths, is
+        refused before anything is appended; all or nothing like `append_validated_rows`."""
+        n = len(groups)
+        if len(amounts) != n or len(evidences) != n:
+            raise BudgetError("coded rows need one amount and one evidence code per group")
+        if not n:
+            return
+        part, mechanism = labels
+        if (
+            min(groups) < 0
+            or max(groups) >= len(self._groups.values)
+            or min(amounts) < 0
+            or max(amounts) >= len(self._amounts.values)
+            or min(evidences) < -1
+            or max(evidences) >= len(self._evidences.values)
+            or not 0 <= part < len(self._parts.values)
+            or not 0 <= mechanism < len(self._mechanisms.values)
+        ):
+            raise BudgetError("a coded row's code is out of range")
+        if self._bulk is not None:
+            self._thaw()
+        start = len(self._slot)
+        try:
+            self._slot.extend(repeat(slot, n))
+            self._subject.extend([-code - 1 for code in groups])
+            self._amount.extend(amounts)
+            self._part.extend(repeat(part, n))
+            self._mechanism.extend(repeat(mechanism, n))
+            self._evidence.extend(evidences)
+        except BaseException:
+            self._cut(start)
+            raise
+
     def _append_rows(self, slot: int, rows: Iterable[ValidatedRow]) -> None:
         evidences, amount_codes, label_codes = (
             self._evidences,

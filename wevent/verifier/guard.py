@@ -39,9 +39,9 @@ from wevent.accounting.budget import (
     check_slot,
 )
 from wevent.accounting.evidence import (
+    CostCertifier,
     CostCheck,
     Evidence,
-    certify_cost,
     is_evidence,
     kind_of,
 )
@@ -126,7 +126,7 @@ class Guard:
         self._population_size = len(population)  # (a population never changes)
         self._identity = True  # so far, each of those got its canonical index as its code
         self._positions: npt.NDArray[np.int32] | None = None  # scratch of `_distinct_indices`
-        self._evidence_checks: dict[tuple[Evidence, Fraction], CostCheck] = {}
+        self._certifier = CostCertifier()
         self._checks_by_code: dict[tuple[int, int, int], CostCheck] = {}
         # (id of the evidence, amount) -> (the evidence, its ledger code) for evidence the
         # ledger holds and certified for that amount: the ledger keeps it alive, so the id
@@ -444,76 +444,103 @@ class Guard:
             for c in charges:
                 spend(c.slot, c.amount, c.user, c.group, c.part, c.mechanism, c.evidence)
             return
-        # The shortcut takes what it can; a charge it leaves goes through `_spend`, then the
-        # shortcut tries the rest (until it has left two charges in a row).
+        # The shortcut takes what it can; where it takes nothing, the charge goes through
+        # `_spend`, then the shortcut tries the rest (until it has taken nothing twice in a row).
         i, n, misses = 0, len(charges), 0
         while i < n:
             if misses < 2:
                 # a bounded look ahead keeps a batch that alternates with other charges linear
                 taken = self._charge_whole_classes(charges[i : i + _LOOK_AHEAD])
-                misses = 0 if taken else misses + 1
-                i += taken
-                if i == n:
-                    break
+                if taken:
+                    i += taken
+                    misses = 0
+                    continue
+                misses += 1
             c = charges[i]
             spend(c.slot, c.amount, c.user, c.group, c.part, c.mechanism, c.evidence)
             i += 1
 
     def _charge_whole_classes(self, charges: Sequence[Charge]) -> int:
         """`spend_many`'s shortcut for its leading charges that are to whole requirement
-        classes at one slot (a class-level allocator's slot): what `_spend` would do for each,
-        with the engine's checks and commits in one call (`charge_whole_classes`). It takes
-        a charge only where that is certainly what `_spend` would accept and record: a valid
-        slot, an exact `Budget` over the guard's denominator, a defined group, string labels,
-        evidence this guard certifies for this amount (or, unchecked, evidence the ledger can
-        hold). It stops at the first other charge, and at anything that raises (`_spend` raises
-        it in its turn, after the charges before it), and returns how many it took; `_spend`
-        handles the rest (and refuses there what must be refused). Every code a taken row
-        needs is found before the engine commits it, so the ledger append cannot fail on it."""
+        classes at one slot with one part and mechanism (a class-level allocator's slot): what
+        `_spend` would do for each, with the engine's checks and commits in one call
+        (`charge_whole_classes`) and the ledger's rows in one append. It takes a charge only
+        where that is certainly what `_spend` would accept and record: a valid slot, an exact
+        `Budget` over the guard's denominator, a defined group, string labels, evidence this
+        guard certifies for this amount (or, unchecked, evidence the ledger can hold). It stops
+        at the first other charge, and at anything that raises (`_spend` raises it in its turn,
+        after the charges before it), and returns how many it took; `_spend` handles the rest
+        (and refuses there what must be refused). Every code a taken row needs is found before
+        the engine commits it, so the ledger append cannot fail on it. Once every value of the
+        rows has its code in the ledger (after its first charges), the rows go in as codes
+        (`Ledger.append_coded_rows`)."""
         if self._broken is not None or not charges:
             return 0
-        slot = charges[0].slot
+        first = charges[0]
+        slot, part, mechanism = first.slot, first.part, first.mechanism
         if type(slot) is not int or not self._slot <= slot <= MAX_SLOT or slot < 1:
+            return 0
+        if type(part) is not str or type(mechanism) is not str:
             return 0
         ledger, scale, certified = self.ledger, self._scale, self._certified
         check_evidence = self.check_evidence
-        groups = ledger.group_index
+        groups, amount_codes = ledger.group_index, ledger.amount_codes
+        labels = ledger.label_codes(part, mechanism)
+        coded = labels is not None  # every value has its code: `append_coded_rows`
         items: list[tuple[int, int]] = []
-        rows: list[ValidatedRow] = []
+        group_codes: list[int] = []
+        amounts: list[int] = []
+        evidences: list[int] = []  # -1: none, or not in the ledger yet (then not `coded`)
         fresh: list[tuple[Evidence, Budget]] = []  # certified, but not in the ledger yet
         for c in charges:
-            amount, group, evidence = c.amount, c.group, c.evidence
-            if type(c.slot) is not int or c.slot != slot or c.user is not None:
+            s, p, m = c.slot, c.part, c.mechanism
+            if s is not slot and (type(s) is not int or s != slot):
                 break
-            if type(amount) is not Budget or type(group) is not str:
+            if p is not part and (type(p) is not str or p != part):
                 break
-            if type(c.part) is not str or type(c.mechanism) is not str:
+            if m is not mechanism and (type(m) is not str or m != mechanism):
+                break
+            amount, group = c.amount, c.group
+            if type(amount) is not Budget or type(group) is not str or c.user is not None:
                 break
             code = groups.get(group)
-            num, den = amount.as_integer_ratio()
+            num, den = pair = amount.as_integer_ratio()
             if code is None or scale % den:
                 break
-            evidence_code = None
-            if evidence is not None:
-                if not is_evidence(evidence):
-                    break  # `_spend` refuses it
+            evidence = c.evidence
+            if evidence is None:
+                evidence_code = -1
+            else:
+                # A certified pair is found by the object's identity: the object passed
+                # `is_evidence` before it was certified.
                 hit = certified.get((id(evidence), num, den)) if check_evidence else None
                 if hit is not None and hit[0] is evidence:
                     evidence_code = hit[1]
                 else:
+                    if not is_evidence(evidence):
+                        break  # `_spend` refuses it
                     try:
                         if check_evidence:  # certified here
-                            evidence_code, failed = self._evidence_check(evidence, amount)
+                            held, failed = self._evidence_check(evidence, amount)
                             if failed is not None:
                                 break
                         else:  # what the append looks up (an unhashable record raises here)
-                            evidence_code = ledger.evidence_code(evidence)
+                            held = ledger.evidence_code(evidence)
                     except Exception:  # `_spend` raises it, after the charges before it
                         break
-                    if evidence_code is None and check_evidence:
-                        fresh.append((evidence, amount))
+                    if held is None:
+                        evidence_code, coded = -1, False  # the append interns it
+                        if check_evidence:
+                            fresh.append((evidence, amount))
+                    else:
+                        evidence_code = held
+            amount_code = amount_codes.get(pair)
+            if amount_code is None:
+                amount_code, coded = -1, False  # the append interns it
             items.append((code, num * (scale // den)))
-            rows.append((amount, -code - 1, c.part, c.mechanism, evidence, evidence_code))
+            group_codes.append(code)
+            amounts.append(amount_code)
+            evidences.append(evidence_code)
         if not items:
             return 0
         # The engine commits before the ledger appends: whatever raises after the engine was
@@ -522,14 +549,23 @@ class Guard:
             if self._sink is None:
                 taken = self._engine.charge_whole_classes(slot, items)
                 if taken:
-                    ledger.append_validated_rows(slot, rows[:taken] if taken < len(rows) else rows)
+                    if coded:
+                        if taken < len(items):
+                            del group_codes[taken:], amounts[taken:], evidences[taken:]
+                        assert labels is not None
+                        ledger.append_coded_rows(slot, group_codes, amounts, evidences, labels)
+                    else:
+                        ledger.append_validated_rows(
+                            slot, self._rows(charges, group_codes, evidences, taken)
+                        )
                     self._slot = slot
             else:  # write ahead charge by charge, in `_spend`'s order (a failed append stops it)
                 taken = 0
-                for item, row in zip(items, rows, strict=True):
+                for item in items:
                     if not self._engine.charge_whole_classes(slot, (item,)):
                         break
-                    ledger.append_validated_rows(slot, (row,))
+                    rows = self._rows(charges[taken:], group_codes[taken:], evidences[taken:], 1)
+                    ledger.append_validated_rows(slot, rows)
                     taken += 1
                     self._slot = slot
                     self._append_to_sink(len(ledger) - 1)
@@ -539,6 +575,17 @@ class Guard:
             self._fail(exc)
             raise
         return taken
+
+    @staticmethod
+    def _rows(
+        charges: Sequence[Charge], group_codes: list[int], evidences: list[int], taken: int
+    ) -> list[ValidatedRow]:
+        """The first ``taken`` of the shortcut's charges as the ledger's validated rows (an
+        evidence code of -1 there: none, or one the append interns)."""
+        return [
+            (c.amount, -code - 1, c.part, c.mechanism, c.evidence, None if ev < 0 else ev)
+            for c, code, ev in zip(charges[:taken], group_codes, evidences, strict=False)
+        ]
 
     def batch(self) -> AbstractContextManager[None]:
         """Group commit: the spends inside share one durable commit, made when the block ends
@@ -670,12 +717,7 @@ class Guard:
             self._certified[id(evidence), amount.numerator, amount.denominator] = (evidence, code)
 
     def _certify(self, evidence: Evidence, amount: Budget) -> CostCheck:
-        key = (evidence, Fraction(amount))
-        result = self._evidence_checks.get(key)
-        if result is None:
-            result = certify_cost(evidence, amount)
-            self._evidence_checks[key] = result
-        return result
+        return self._certifier(evidence, amount)
 
     def headroom(self, slot: int, *, user: str | None = None, group: str | None = None) -> Fraction:
         """The largest amount a spend at ``slot`` could be charged now without refusal (for a
