@@ -222,10 +222,34 @@ def test_a_shortcut_that_skips_the_window_check_is_caught(monkeypatch: pytest.Mo
     # Negative control: a shortcut that never compares against the bound lets an over-budget
     # slot through; the batch checker flags the ledger, and the property above fails on it.
     monkeypatch.setattr(_Common, "spent", lambda self, slot: 0)
+    monkeypatch.setattr(_Common, "take", lambda self, slot, asked, bound: self.add(slot, asked) or True)  # fmt: skip
     pop, groups, guard = whole_classes()
     for t in range(1, 5):
         guard.spend_many([Charge(t, Budget("0.3"), group=g) for g in groups])
     assert not check(guard.ledger, pop).ok
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    w=st.one_of(st.none(), st.integers(1, 5)),
+    steps=st.lists(
+        st.tuples(st.integers(0, 3), st.integers(1, 5), st.integers(0, 12)), max_size=30
+    ),
+)
+def test_take_is_spent_then_add(w: int | None, steps: list[tuple[int, int, int]]) -> None:
+    # `take` (the shortcut's one call per class charge) adds exactly when `spent` + the asked
+    # amount fits the bound, and leaves the state `add` leaves; a refusal changes nothing.
+    fused, apart = _Common(w), _Common(w)
+    slot = 1
+    for step, asked, bound in steps:
+        slot += step
+        fits = apart.spent(slot) + asked <= bound
+        if fits:
+            apart.add(slot, asked)
+        assert fused.take(slot, asked, bound) == fits
+        assert (fused.total, list(fused.recent)) == (apart.total, list(apart.recent))
+        for later in range(slot, slot + 7):
+            assert fused.spent(later) == apart.spent(later)
 
 
 def test_the_class_window_drops_exactly_what_leaves_it() -> None:

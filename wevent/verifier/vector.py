@@ -139,6 +139,35 @@ class _Common:
         while recent[0][0] <= horizon:
             self.total -= recent.popleft()[1]
 
+    def take(self, slot: int, asked: int, bound: int) -> bool:
+        """`add` ``asked`` at ``slot`` if ``spent(slot) + asked <= bound``, and say whether it
+        did: both in one pass over what leaves the window (`VectorEngine.charge_whole_classes`
+        takes a slot's class charges through here)."""
+        total = self.total
+        if self.w is None:
+            if total + asked > bound:
+                return False
+            self.total = total + asked
+            return True
+        recent = self.recent
+        horizon = slot - self.w  # what a window ending at ``slot`` no longer reaches
+        leaving = 0
+        for s, amount in recent:
+            if s > horizon:
+                break
+            leaving += 1
+            total -= amount
+        if total + asked > bound:
+            return False
+        for _ in range(leaving):
+            recent.popleft()
+        self.total = total + asked
+        if recent and recent[-1][0] == slot:
+            recent[-1][1] += asked
+        else:
+            recent.append([slot, asked])
+        return True
+
     def spent(self, slot: int) -> int:
         """The class-wide spend in the window ending at ``slot`` (no earlier than the last
         charge's slot)."""
@@ -845,12 +874,10 @@ class VectorEngine:
             if k.partial if k.w is None else events[k.w]:
                 break
             if asked:
-                common = k.common
-                if common.spent(slot) + asked > k.eps:
+                if not k.common.take(slot, asked, k.eps):
                     break
                 if kept:  # `_add_common`, inline: this loop takes a slot's class charges
                     self._room_cache, kept = None, False
-                common.add(slot, asked)
             taken += 1
         return taken
 
