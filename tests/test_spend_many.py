@@ -389,3 +389,42 @@ def test_a_refusal_inside_a_coded_slot_appends_only_the_charges_taken() -> None:
     assert got == outcome(partial(one_by_one, single, charges))
     assert list(guard.ledger) == list(single.ledger)
     assert [c.group for c in guard.ledger][-2:] == [groups[2], groups[1]]
+
+
+def test_a_known_class_charge_is_taken_again_over_a_grown_denominator() -> None:
+    # The shortcut keeps each class charge it resolved (amount over the guard's denominator);
+    # a charge over a new denominator grows it, and the kept ones are resolved again: the
+    # same charge then counts what it costs over the new denominator.
+    pop, groups, guard = whole_classes()
+    single = Guard(pop)
+    class_groups(pop, single)
+    batches = [
+        [Charge(1, Budget("1/10"), group=g) for g in groups],
+        [Charge(2, Budget("1/10"), group=g) for g in groups],  # taken from what was kept
+        [Charge(3, Budget("1/7"), group=groups[0])],  # the denominator grows to 70
+        [Charge(3, Budget("1/10"), group=g) for g in groups],
+        [Charge(4, Budget("1/10"), group=g) for g in groups],
+    ]
+    for charges in batches:
+        assert outcome(partial(guard.spend_many, charges)) == outcome(
+            partial(one_by_one, single, charges)
+        )
+    assert list(guard.ledger) == list(single.ledger)
+    for probe in range(4, 9):  # class-0 (w 3, bound 1/2): 1/10 + 1/7 + 1/10 + 1/10 at 2-4
+        for u in pop.users:
+            assert guard.headroom(probe, user=u) == single.headroom(probe, user=u)
+    assert guard.headroom(4, group=groups[0]) == Fraction(1, 2) - Fraction(1, 7) - Fraction(3, 10)
+
+
+def test_a_class_charge_taken_unchecked_is_certified_once_checking_is_on() -> None:
+    # Evidence costing more than the amount passes while the guard does not check evidence;
+    # once it does, the same charge is refused: nothing taken unchecked is kept as certified.
+    _, groups, guard = whole_classes()
+    guard.check_evidence = False
+    costly = Laplace(Fraction(1), Fraction(2))  # costs 1/2
+    for t in (1, 2, 3):
+        guard.spend_many([Charge(t, Budget("1/10"), group=g, evidence=costly) for g in groups])
+    guard.check_evidence = True
+    with pytest.raises(WeventError, match=r"the evidence's cost is 0\.5, more than the 0\.1 "):
+        guard.spend_many([Charge(4, Budget("1/10"), group=g, evidence=costly) for g in groups])
+    assert len(guard.ledger) == 9

@@ -494,9 +494,9 @@ class Ledger:
     def append_coded_rows(
         self,
         slot: int,
-        groups: Sequence[int],
-        amounts: Sequence[int],
-        evidences: Sequence[int],
+        groups: list[int],
+        amounts: list[int],
+        evidences: list[int],
         labels: tuple[int, int],
     ) -> None:
         """Rows charging whole groups at ``slot``, each column given by its code here: group
@@ -527,12 +527,13 @@ class Ledger:
             self._thaw()
         start = len(self._slot)
         try:
-            self._slot.extend(repeat(slot, n))
-            self._subject.extend([-code - 1 for code in groups])
-            self._amount.extend(amounts)
-            self._part.extend(repeat(part, n))
-            self._mechanism.extend(repeat(mechanism, n))
-            self._evidence.extend(evidences)
+            # (`fromlist` adds a whole list or, on an item it cannot take, nothing)
+            self._slot.fromlist([slot] * n)
+            self._subject.fromlist([-code - 1 for code in groups])
+            self._amount.fromlist(amounts)
+            self._part.fromlist([part] * n)
+            self._mechanism.fromlist([mechanism] * n)
+            self._evidence.fromlist(evidences)
         except BaseException:
             self._cut(start)
             raise

@@ -72,6 +72,7 @@ I64 = npt.NDArray[np.int64]
 # How many charges `spend_many`'s shortcut looks at per call: a class-level slot's charges
 # (one per requirement class) fit; a batch that alternates with other charges stays linear.
 _LOOK_AHEAD = 64
+_KNOWN_ROWS = 4096  # class charges `Guard._known_rows` keeps before it is emptied
 _NO_COMMIT: AbstractContextManager[None] = nullcontext()  # `Guard.batch` with no sink (reentrant)
 
 
@@ -127,6 +128,13 @@ class Guard:
         self._identity = True  # so far, each of those got its canonical index as its code
         self._positions: npt.NDArray[np.int32] | None = None  # scratch of `_distinct_indices`
         self._certifier = CostCertifier()
+        # (group, amount's numerator and denominator, id of the evidence) -> (the evidence,
+        # the engine's item, group code, amount code, evidence code) of a class charge the
+        # shortcut resolved with every code known: the same charge again (a class-level
+        # allocator's next slots) skips the lookups. Emptied when the denominator grows.
+        self._known_rows: dict[
+            tuple[str, int, int, int], tuple[Evidence | None, tuple[int, int], int, int, int]
+        ] = {}
         self._checks_by_code: dict[tuple[int, int, int], CostCheck] = {}
         # (id of the evidence, amount) -> (the evidence, its ledger code) for evidence the
         # ledger holds and certified for that amount: the ledger keeps it alive, so the id
@@ -484,7 +492,7 @@ class Guard:
             return 0
         ledger, scale, certified = self.ledger, self._scale, self._certified
         check_evidence = self.check_evidence
-        groups, amount_codes = ledger.group_index, ledger.amount_codes
+        groups, amount_codes, known = ledger.group_index, ledger.amount_codes, self._known_rows
         labels = ledger.label_codes(part, mechanism)
         coded = labels is not None  # every value has its code: `append_coded_rows`
         items: list[tuple[int, int]] = []
@@ -500,14 +508,21 @@ class Guard:
                 break
             if m is not mechanism and (type(m) is not str or m != mechanism):
                 break
-            amount, group = c.amount, c.group
+            amount, group, evidence = c.amount, c.group, c.evidence
             if type(amount) is not Budget or type(group) is not str or c.user is not None:
                 break
-            code = groups.get(group)
             num, den = pair = amount.as_integer_ratio()
+            key = (group, num, den, id(evidence))
+            row = known.get(key)
+            if row is not None and row[0] is evidence:  # taken before, as it is now
+                items.append(row[1])
+                group_codes.append(row[2])
+                amounts.append(row[3])
+                evidences.append(row[4])
+                continue
+            code = groups.get(group)
             if code is None or scale % den:
                 break
-            evidence = c.evidence
             if evidence is None:
                 evidence_code = -1
             else:
@@ -535,9 +550,14 @@ class Guard:
                     else:
                         evidence_code = held
             amount_code = amount_codes.get(pair)
+            item = (code, num * (scale // den))
             if amount_code is None:
                 amount_code, coded = -1, False  # the append interns it
-            items.append((code, num * (scale // den)))
+            elif check_evidence and (evidence_code >= 0 or evidence is None):  # kept
+                if len(known) >= _KNOWN_ROWS:
+                    known.clear()
+                known[key] = (evidence, item, code, amount_code, evidence_code)
+            items.append(item)
             group_codes.append(code)
             amounts.append(amount_code)
             evidences.append(evidence_code)
@@ -645,6 +665,7 @@ class Guard:
                 self._fail(exc)
                 raise
             self._scale *= factor
+            self._known_rows.clear()  # their amounts are over the old denominator
         return amount.numerator * (self._scale // den)
 
     def _declaration(self, user: str | None, window: WindowState) -> str | None:
