@@ -584,7 +584,8 @@ class Guard:
                 for item in items:
                     if not self._engine.charge_whole_classes(slot, (item,)):
                         break
-                    rows = self._rows(charges[taken:], group_codes[taken:], evidences[taken:], 1)
+                    one = slice(taken, taken + 1)
+                    rows = self._rows(charges[one], group_codes[one], evidences[one], 1)
                     ledger.append_validated_rows(slot, rows)
                     taken += 1
                     self._slot = slot
