@@ -7,8 +7,11 @@ the wrong type are refused before any check."""
 
 from __future__ import annotations
 
+import inspect
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -23,6 +26,7 @@ from wevent.accounting.requirements import Fixed
 from wevent.accounting.spending import BudgetExceeded
 from wevent.verifier.check import check
 from wevent.verifier.guard import Guard, SinkFailed
+from wevent.verifier.tracing import class_groups
 
 ENGINES = ("vector", "accounts")
 
@@ -287,3 +291,46 @@ def test_a_group_the_engine_failed_to_take_refuses_every_later_spend(
     with pytest.raises(SinkFailed, match="failed on an earlier group definition"):
         guard.spend(1, Budget("1/4"), group="a")
     assert len(guard.ledger) == 0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_interrupt_anywhere_in_a_rescale_never_undercharges(engine: str) -> None:
+    """A KeyboardInterrupt at any line of `Guard._numerator` while the guard's denominator
+    grows (the engine rescaled, the scale, the class charges `spend_many` kept over the old
+    denominator): afterwards the guard either refuses everything or counts every charge at
+    its cost, so an over-budget slot is refused and the ledger stays compliant."""
+    path = inspect.getsourcefile(Guard)
+    assert path is not None
+    source, first = inspect.getsourcelines(Guard._numerator)
+    lines = [first + k for k, text in enumerate(source) if text.strip()[:1] not in ("", "#")]
+    landed = 0
+    for lineno in lines:
+        pop = Population.from_classes({Fixed(1, Budget(1)): 2})
+        guard = Guard(pop, engine=engine)
+        (group,) = class_groups(pop, guard)
+        for t in (1, 2):  # slot 2's charge is resolved with every code known, and kept
+            guard.spend_many([Charge(t, Budget("1/2"), group=group)])
+        seen = 0
+
+        def local(frame: FrameType, event: str, arg: object, at: int = lineno) -> Any:
+            nonlocal seen
+            if event == "line" and frame.f_lineno == at and frame.f_code.co_name == "_numerator":
+                seen += 1
+                if seen == 1:
+                    sys.settrace(None)
+                    frame.f_trace = None
+                    raise KeyboardInterrupt
+            return local
+
+        sys.settrace(lambda frame, event, arg: local if frame.f_code.co_filename == path else None)
+        try:
+            guard.spend(3, Budget("1/3"), group=group)  # grows the denominator from 2 to 6
+        except KeyboardInterrupt:
+            landed += 1
+        finally:
+            sys.settrace(None)
+        with pytest.raises((BudgetExceeded, SinkFailed)):  # two fit the window of one slot
+            guard.spend_many([Charge(4, Budget("1/2"), group=group) for _ in range(3)])
+        assert sum(c.amount for c in guard.ledger if c.slot == 4) <= 1, lineno
+        assert check(guard.ledger, pop).ok, lineno
+    assert landed >= 4

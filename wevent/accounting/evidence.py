@@ -439,7 +439,9 @@ class CostCertifier:
     returns exactly what `certify_cost` returns: that function's first step is the same bounds
     and the same two comparisons. Records are found by identity first (the object is kept, so
     its ``id`` is not reused), then by value; ``limit`` entries are kept per table before it
-    is emptied (memory stays bounded on a stream of distinct records)."""
+    is emptied (memory stays bounded on a stream of distinct records). Like the ledger that
+    holds them, it takes records as immutable (`ExtraEvidence`): one changed in place after
+    it was bounded (through ``object.__setattr__`` on a frozen record) keeps its old bounds."""
 
     __slots__ = ("_by_id", "_by_value", "_limit", "_refined")
 

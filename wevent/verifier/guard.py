@@ -660,13 +660,13 @@ class Guard:
         if self._scale % den:
             check_common_denominator(math.lcm(self._scale, den), "guard")
             factor = math.lcm(self._scale, den) // self._scale
+            self._known_rows.clear()  # their amounts are over the old denominator
             try:
                 self._engine.rescale(factor)
-            except BaseException as exc:  # part of the state may be rescaled: fail closed
+                self._scale *= factor
+            except BaseException as exc:  # the engine and the scale may disagree: fail closed
                 self._fail(exc)
                 raise
-            self._scale *= factor
-            self._known_rows.clear()  # their amounts are over the old denominator
         return amount.numerator * (self._scale // den)
 
     def _declaration(self, user: str | None, window: WindowState) -> str | None:
