@@ -147,6 +147,8 @@ def _interrupted_then_refused(guard: Guard, pop: Population, spend: Any) -> None
     assert isinstance(guard.broken, KeyboardInterrupt)
     with pytest.raises(SinkFailed, match="failed on an earlier charge"):
         guard.spend(2, Budget("1/100"), group="a")
+    with pytest.raises(SinkFailed, match="every spend is refused"):  # so no room either
+        guard.headroom(guard.slot, group="a")
     assert check(guard.ledger, pop).ok
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -74,7 +75,9 @@ def test_a_failed_commit_fails_closed() -> None:
     guard = Guard(POP, sink=Recorder(fail_commit=True))
     with pytest.raises(OSError):
         guard.spend(1, "0.3", user="a")
-    assert guard.headroom(1, user="a") == 0  # the uncommitted 0.3 still counts
+    with pytest.raises(SinkFailed):  # a broken guard refuses every spend: it has no room
+        guard.headroom(1, user="a")
+    assert guard._engine.headroom(1, "a", None) == 0  # the uncommitted 0.3 still counts
     assert isinstance(guard.broken, OSError)
     with pytest.raises(SinkFailed, match="until it is recovered"):
         guard.spend(1, "0.1", user="b")
@@ -103,7 +106,9 @@ def test_a_refused_append_fails_closed(through: str) -> None:
         else:
             guard.spend_many([Charge(1, Budget("0.1"), group="both")])
     assert isinstance(guard.broken, ReplayMismatch)
-    assert guard.headroom(1, user="a") == Budget("0.2")  # the 0.1 still counts
+    with pytest.raises(SinkFailed):  # a broken guard refuses every spend: it has no room
+        guard.headroom(1, user="a")
+    assert Fraction(guard._engine.headroom(1, "a", None), guard._scale) == Budget("0.2")
     with pytest.raises(SinkFailed, match="until it is recovered"):
         guard.spend(2, "0.1", user="b")
     assert len(guard.ledger) == 1

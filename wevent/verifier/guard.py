@@ -353,15 +353,7 @@ class Guard:
         """`spend` with positional arguments: the path every spend takes (`spend_many` calls it
         once per charge, without keyword passing)."""
         if self._broken is not None:
-            raise SinkFailed(
-                f"{'the durable ledger' if self._sink is not None else 'the guard'} failed on "
-                f"an earlier {self._broken_on} ({self._broken!r}); every spend is refused "
-                + (
-                    "until it is recovered (wevent run --resume, Guard.recover)"
-                    if self._sink is not None
-                    else "(an in-memory guard: start a new one)"
-                )
-            )
+            self._refuse_broken()
         if type(slot) is not int or not 0 < slot <= MAX_SLOT:
             check_slot(slot)  # raises for anything but a valid slot (an int subclass may pass)
         if slot < self._slot:
@@ -636,6 +628,18 @@ class Guard:
             self._fail(exc)
             raise
 
+    def _refuse_broken(self) -> None:
+        """Raise `SinkFailed` for a guard an earlier failure broke (`_fail`)."""
+        raise SinkFailed(
+            f"{'the durable ledger' if self._sink is not None else 'the guard'} failed on "
+            f"an earlier {self._broken_on} ({self._broken!r}); every spend is refused "
+            + (
+                "until it is recovered (wevent run --resume, Guard.recover)"
+                if self._sink is not None
+                else "(an in-memory guard: start a new one)"
+            )
+        )
+
     def _fail(self, exc: BaseException, on: str = "charge") -> None:
         """Refuse every later spend (fail closed): ``exc`` broke off a spend after the engine
         may have changed its windows, or the sink failed (on a ``charge`` or a ``group
@@ -744,7 +748,11 @@ class Guard:
     def headroom(self, slot: int, *, user: str | None = None, group: str | None = None) -> Fraction:
         """The largest amount a spend at ``slot`` could be charged now without refusal (for a
         group: the smallest headroom among its members). A group without members has no
-        largest amount (a charge of it charges nobody, whatever its size): `BudgetError`."""
+        largest amount (a charge of it charges nobody, whatever its size): `BudgetError`. A
+        guard an earlier failure broke refuses every spend, so it has no headroom either:
+        `SinkFailed`, as a spend would raise."""
+        if self._broken is not None:
+            self._refuse_broken()
         if slot < self._slot:
             raise BudgetError(f"slot {slot} is before the guard's current slot {self._slot}")
         if (user is None) == (group is None):
