@@ -101,15 +101,13 @@ def test_false_scaling_claim_is_caught_before_the_proof_relies_on_it() -> None:
 
 
 def _sound_builtins(slow: bool) -> list[Any]:
-    # rescuedp's induction starts at slot 20 (its induction_schedule): 45 s here;
-    # tests/test_streamdp_rescuedp.py proves it by induction at one class, w <= 2
+    # rescuedp's induction starts at slot 20 (its induction_schedule): 45 s here, so its gate
+    # is only the `slow` test; tests/test_streamdp_rescuedp.py proves it by induction at one
+    # class, w <= 2
     return [
-        pytest.param(n, marks=pytest.mark.heavy)
-        if n in ("dpbd", "dpba")
-        else pytest.param(n, marks=pytest.mark.slow)
-        if n == "rescuedp" and not slow
-        else n
+        pytest.param(n, marks=pytest.mark.heavy) if n in ("dpbd", "dpba") else n
         for n in sorted(BUILTIN)
+        if slow or n != "rescuedp"
     ]
 
 
