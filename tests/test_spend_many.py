@@ -299,24 +299,30 @@ def test_a_mixed_batch_is_looked_at_a_bounded_number_of_times(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Whole classes alternating with a partial group: each charge the shortcut leaves goes
-    # through `spend`, and the shortcut's next look is bounded, so the work stays linear.
-    pop = Population.from_classes({Fixed(4000, Budget(4000)): 2, Fixed(4000, Budget(4000)): 3})
+    # through `spend`, and the shortcut's next look is bounded, so the work stays linear. The
+    # partial group's class has a window of its own length, so its charges never keep the
+    # shortcut from class 0 (partial charges in a window of class 0's length would).
+    pop = Population.from_classes({Fixed(4000, Budget(4000)): 2, Fixed(3000, Budget(4000)): 3})
     guard = Guard(pop)
     groups = class_groups(pop, guard)
     guard.define_group_by_index("part", pop.users, np.array([2], np.int64))
     looked: list[int] = []
     real = VectorEngine.charge_whole_classes
 
+    took: list[int] = []
+
     def counting(self: VectorEngine, slot: int, charges: Any) -> int:
         looked.append(len(charges))
-        return real(self, slot, charges)
+        took.append(real(self, slot, charges))
+        return took[-1]
 
     monkeypatch.setattr(VectorEngine, "charge_whole_classes", counting)
     n = 2000
     charges = [Charge(1, Budget(1), group=groups[0] if k % 2 else "part") for k in range(n)]
     guard.spend_many(charges)
     assert len(guard.ledger) == n
-    assert len(looked) <= n // 2 + 1 and sum(looked) <= 64 * len(looked)  # not ~n^2 / 4
+    assert sum(took) == n // 2  # the shortcut took every class charge ...
+    assert len(looked) <= n // 2 + 1 and sum(looked) <= 64 * len(looked)  # ... not ~n^2 / 4
 
 
 @pytest.mark.parametrize("bad", [True, np.int64(1), 1.0])

@@ -444,18 +444,17 @@ class Guard:
             for c in charges:
                 spend(c.slot, c.amount, c.user, c.group, c.part, c.mechanism, c.evidence)
             return
-        # The shortcut takes what it can; where it takes nothing, the charge goes through
-        # `_spend`, then the shortcut tries the rest (until it has taken nothing twice in a row).
+        # The shortcut takes what it can; a charge it leaves goes through `_spend`, then the
+        # shortcut tries the rest (until it has left two charges in a row).
         i, n, misses = 0, len(charges), 0
         while i < n:
             if misses < 2:
                 # a bounded look ahead keeps a batch that alternates with other charges linear
                 taken = self._charge_whole_classes(charges[i : i + _LOOK_AHEAD])
-                if taken:
-                    i += taken
-                    misses = 0
-                    continue
-                misses += 1
+                misses = 0 if taken else misses + 1
+                i += taken
+                if i == n:
+                    break
             c = charges[i]
             spend(c.slot, c.amount, c.user, c.group, c.part, c.mechanism, c.evidence)
             i += 1
