@@ -25,7 +25,7 @@ def _experiment_list() -> str:
 @click.command(
     "reproduce", short_help="Re-run one of the papers' experiments.", epilog=_experiment_list()
 )
-@click.argument("experiment", metavar="EXPERIMENT")
+@click.argument("experiment", metavar="EXPERIMENT", required=False)
 @click.option(
     "--out",
     "out_dir",
@@ -75,8 +75,18 @@ def _experiment_list() -> str:
     help="Also run the experiment at a tiny size (seconds) into fingerprint.csv, which the "
     "test suite re-runs to find results a later change made stale.",
 )
+@click.option(
+    "--check",
+    "check_dirs",
+    type=click.Path(path_type=Path, file_okay=False),
+    multiple=True,
+    metavar="DIR",
+    help="Instead of a new run: re-run the command DIR/provenance.json records (same seeds and "
+    "sizes, plots not drawn) and compare every file's numbers with DIR's; exit 1 if any "
+    "differs. Repeatable; no EXPERIMENT or other option with it.",
+)
 def reproduce_cmd(
-    experiment: str,
+    experiment: str | None,
     out_dir: Path | None,
     repeats: int | None,
     quick: bool,
@@ -84,6 +94,7 @@ def reproduce_cmd(
     users: int | None,
     slots: int | None,
     fingerprint: bool,
+    check_dirs: tuple[Path, ...],
 ) -> None:
     """Re-run one of the papers' experiments on the synthetic streams (TLNS, Sin, Log).
 
@@ -102,8 +113,31 @@ def reproduce_cmd(
     Examples:
       wevent reproduce pwsm-epsilon --quick --out out/pwsm
       wevent reproduce ldp-ids-w --users 20000 --slots 800 --repeats 3
+      wevent reproduce --check docs/reproduction/cfpu
     """
     from wevent.experiments.registry import ALL, EXPERIMENTS
+
+    if check_dirs:
+        given = [
+            name
+            for name, value in (
+                ("EXPERIMENT", experiment),
+                ("--out", out_dir),
+                ("--repeats", repeats),
+                ("--quick", quick or None),
+                ("--seed", seed or None),
+                ("--users", users),
+                ("--slots", slots),
+                ("--no-fingerprint", None if fingerprint else True),
+            )
+            if value is not None
+        ]
+        if given:
+            fail(f"--check re-runs what DIR records: {', '.join(given)} cannot go with it")
+        _check(check_dirs)
+        return
+    if experiment is None:
+        fail("missing EXPERIMENT (or --check DIR); `wevent reproduce --help` lists them")
 
     if experiment not in EXPERIMENTS and experiment != ALL:
         fail(
@@ -155,3 +189,24 @@ def reproduce_cmd(
         fail(f"cannot write the results: {exc}")
     for path in files:
         click.echo(f"wrote {path}")
+
+
+def _check(directories: tuple[Path, ...]) -> None:
+    """`--check`: re-run each directory's recorded command and compare; exit 1 on a difference."""
+    from wevent.experiments.harness import GuardRefused
+    from wevent.experiments.recheck import recheck, summary
+
+    results = []
+    try:
+        for directory in directories:
+            click.echo(f"re-running {directory} ...", err=True)
+            results.append(recheck(directory))
+    except InputError as exc:
+        fail(str(exc))
+    except GuardRefused as exc:
+        click.echo(f"wevent reproduce: REFUSED by the guard: {exc}", err=True)
+        sys.exit(EXIT_VIOLATION)
+    for line in summary(results):
+        click.echo(line)
+    if not all(result.ok for result in results):
+        sys.exit(EXIT_VIOLATION)
