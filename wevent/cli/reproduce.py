@@ -25,7 +25,7 @@ def _experiment_list() -> str:
 @click.command(
     "reproduce", short_help="Re-run one of the papers' experiments.", epilog=_experiment_list()
 )
-@click.argument("experiment", metavar="EXPERIMENT", required=False)
+@click.argument("experiment", metavar="[EXPERIMENT]", required=False)
 @click.option(
     "--out",
     "out_dir",
