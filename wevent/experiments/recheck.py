@@ -35,28 +35,15 @@ from typing import Any
 
 from wevent.errors import InputError
 from wevent.experiments import provenance
+from wevent.experiments.harness import RUN_COLUMNS, without_plots
 from wevent.experiments.timing import TIMED_EXPERIMENTS, WALL_CLOCK
 
 __all__ = ["FileVerdict", "Recheck", "compare_wide", "recheck", "summary"]
 
 REL = 1e-9  # as the fingerprint check: the last digits a CPU's float kernels may move
 
-# runs.csv's columns before the metrics: compared exactly
-_RUN_KEYS = frozenset(
-    {
-        "experiment",
-        "dataset",
-        "mechanism",
-        "epsilon",
-        "w",
-        "setting",
-        "repeat",
-        "seed",
-        "users",
-        "slots",
-        "guard",
-    }
-)
+# runs.csv's columns that describe a run (its counts too): compared exactly, as text
+_RUN_KEYS = frozenset(RUN_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -189,7 +176,6 @@ def _recorded_run(record: Mapping[str, Any], directory: Path) -> dict[str, Any]:
 def recheck(directory: Path) -> Recheck:
     """Re-run what ``directory`` records and compare (module docstring). An unreadable or
     inconsistent ``provenance.json`` is an `InputError`; differences are in the result."""
-    from wevent.experiments.harness import without_plots
     from wevent.experiments.registry import run_experiment
 
     if not directory.is_dir():
