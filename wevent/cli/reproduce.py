@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from wevent._extras import require
 from wevent.cli._common import EXIT_VIOLATION, did_you_mean, fail
@@ -82,8 +83,8 @@ def _experiment_list() -> str:
     multiple=True,
     metavar="DIR",
     help="Instead of a new run: re-run the command DIR/provenance.json records (same seeds and "
-    "sizes, plots not drawn) and compare every file's numbers with DIR's; exit 1 if any "
-    "differs. Repeatable; no EXPERIMENT or other option with it.",
+    "sizes) and compare its CSV files and table.md with DIR's (plots are not compared); exit 1 "
+    "if any differs. Repeatable; no EXPERIMENT or other option with it.",
 )
 def reproduce_cmd(
     experiment: str | None,
@@ -118,20 +119,19 @@ def reproduce_cmd(
     from wevent.experiments.registry import ALL, EXPERIMENTS
 
     if check_dirs:
+        ctx = click.get_current_context()
+        shown = {
+            "experiment": "EXPERIMENT",
+            "out_dir": "--out",
+            "fingerprint": "--[no-]fingerprint",
+        }
         given = [
-            name
-            for name, value in (
-                ("EXPERIMENT", experiment),
-                ("--out", out_dir),
-                ("--repeats", repeats),
-                ("--quick", quick or None),
-                ("--seed", seed or None),
-                ("--users", users),
-                ("--slots", slots),
-                ("--no-fingerprint", None if fingerprint else True),
-            )
-            if value is not None
+            shown.get(name, f"--{name}")
+            for name in ("experiment", "out_dir", "repeats", "quick", "seed", "users", "slots")
+            if ctx.get_parameter_source(name) not in (ParameterSource.DEFAULT, None)
         ]
+        if ctx.get_parameter_source("fingerprint") not in (ParameterSource.DEFAULT, None):
+            given.append(shown["fingerprint"])
         if given:
             fail(f"--check re-runs what DIR records: {', '.join(given)} cannot go with it")
         _check(check_dirs)
@@ -192,21 +192,28 @@ def reproduce_cmd(
 
 
 def _check(directories: tuple[Path, ...]) -> None:
-    """`--check`: re-run each directory's recorded command and compare; exit 1 on a difference."""
+    """`--check`: every directory's record read and checked first (a mistake in the last one
+    shows before hours of runs), then each re-run and compared, its verdict printed as it
+    ends; exit 1 if any differs."""
     from wevent.experiments.harness import GuardRefused
-    from wevent.experiments.recheck import recheck, summary
+    from wevent.experiments.recheck import prepare, recheck, summary
 
-    results = []
     try:
-        for directory in directories:
-            click.echo(f"re-running {directory} ...", err=True)
-            results.append(recheck(directory))
+        recorded = [prepare(directory) for directory in directories]
     except InputError as exc:
         fail(str(exc))
-    except GuardRefused as exc:
-        click.echo(f"wevent reproduce: REFUSED by the guard: {exc}", err=True)
-        sys.exit(EXIT_VIOLATION)
-    for line in summary(results):
-        click.echo(line)
-    if not all(result.ok for result in results):
+    same = True
+    for run in recorded:
+        click.echo(f"re-running {run.directory}: {run.command}", err=True)
+        try:
+            result = recheck(run)
+        except GuardRefused as exc:
+            click.echo(f"wevent reproduce: REFUSED by the guard: {exc}", err=True)
+            sys.exit(EXIT_VIOLATION)
+        except InputError as exc:
+            fail(str(exc))
+        for line in summary(result):
+            click.echo(line)
+        same = same and result.ok
+    if not same:
         sys.exit(EXIT_VIOLATION)

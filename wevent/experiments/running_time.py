@@ -51,6 +51,7 @@ __all__ = [
     "Ordering",
     "Trend",
     "evaluate",
+    "judged",
     "ratio_of",
     "running_time_experiment",
     "stable_verdict",
@@ -379,9 +380,15 @@ def running_time_experiment(
     """Run the timed sweep, then add the orderings and ratios to ``table.md``."""
     _warm_up(seed)
     _, files = run_sweep(TIME_SWEEP, out_dir, repeats, quick, seed, size=size)
-    runs = claims.load(out_dir / "runs.csv")
-    datasets = (size or (TIME_SWEEP.quick if quick else TIME_SWEEP.full)).datasets or SYNTHETIC
     table = out_dir / "table.md"
     text = table.read_text(encoding="utf-8").rstrip("\n")
-    table.write_text(text + "\n\n" + "\n".join(evaluate(runs, datasets)), encoding="utf-8")
+    table.write_text(text + "\n\n" + judged(out_dir / "runs.csv", quick), encoding="utf-8")
     return files
+
+
+def judged(runs_csv: Path, quick: bool) -> str:
+    """The ``### ORDERINGS`` and ``### RATIOS`` text `running_time_experiment` appends to
+    ``table.md``, from a ``runs.csv`` (`wevent.experiments.recheck` rebuilds it from the
+    committed one). The datasets are the sweep's (a size override keeps them)."""
+    datasets = (TIME_SWEEP.quick if quick else TIME_SWEEP.full).datasets or SYNTHETIC
+    return "\n".join(evaluate(claims.load(runs_csv), datasets))
