@@ -119,6 +119,19 @@ Commands (from the repository root):
         --datasets sin --sweeps w,eps --ratios 0.1 --no-check --mechanisms pbd \
         --settings runner,du-code,authors --guard-all --shuffle 1   # refusals: 25 s
     (the same with --ratios 0.9)
+    .venv/bin/python analysis/pwsm_ratio_ducode.py --users 5000 --slots 3000 --seeds 10 \
+        --datasets lns,sin,log --sweeps w,eps --ratios 0.7,0.9 --no-check \
+        --settings sound,authors --split 120   # N = 5,000: 47 min 22 s at a load of 8.9
+    (the same with --users 7000 --slots 2000: 39 min 11 s at a load of 9.3; with --slots 300:
+    3 min 43 s at 7.3)
+
+At N = 5,000 and 7,000 the switch falls between o = 0.7 and 0.9 in both sweeps. Window sweep,
+1 - PBA(0.9)/PBA(0.7) paired over seeds 0-9, TLNS / Sin / Log: at N = 5,000 (3,000 slots) the
+sound PBA 3.0% [-4.7, 10.7] / -3.4% [-11.5, 4.7] / 12.9% [7.8, 18.0] (a drop decided on Log
+only), the authors' setting 38.7% / 36.9% / 53.7% (every interval above 0); at N = 7,000 (2,000
+slots) the sound PBA rises (-50.5%, -47.6%, -31.9%, decided), the authors' drops on Log only
+(39.5% [26.4, 52.6]). At 300 slots nothing in the window sweep is decided; ``--split 120``
+finds the change over slots 1-120 undecided for the sound PBA on every stream.
 
 It imports `pwsm_absolute` (the authors' S5 settings and the rounded TLNS walk) from its own
 directory.
