@@ -67,6 +67,9 @@ What it prints:
     two ratios given, 1 - X(o_last) / X(o_before). A run the guard refuses (the sound PBD kernel
     restarted, setting ``runner``; with ``--guard-all`` also du-code PBA and the authors' PBD) is
     one row naming the refused slot.
+(f) With ``--split S``: each row's change again over slots 1..S and over S+1..T separately (the
+    mean AMRE of each part at the two ratios and its paired change), to tell the start-up window
+    (S = 120, the w = 120 class's window) from the rest of the stream.
 
 Sizes. N = 10,000 users (001's synthetic N per analysis/pwsm_absolute.py), default 2,000 slots
 (001 has 10,000), seeds 0-1, Sin and Log, o in {0.1, 0.7, 0.9}: 96 runs.
@@ -116,6 +119,19 @@ Commands (from the repository root):
         --datasets sin --sweeps w,eps --ratios 0.1 --no-check --mechanisms pbd \
         --settings runner,du-code,authors --guard-all --shuffle 1   # refusals: 25 s
     (the same with --ratios 0.9)
+    .venv/bin/python analysis/pwsm_ratio_ducode.py --users 5000 --slots 3000 --seeds 10 \
+        --datasets lns,sin,log --sweeps w,eps --ratios 0.7,0.9 --no-check \
+        --settings sound,authors --split 120   # N = 5,000: 47 min 22 s at a load of 8.9
+    (the same with --users 7000 --slots 2000: 39 min 11 s at a load of 9.3; with --slots 300:
+    3 min 43 s at 7.3)
+
+At N = 5,000 and 7,000 the switch falls between o = 0.7 and 0.9 in both sweeps. Window sweep,
+1 - PBA(0.9)/PBA(0.7) paired over seeds 0-9, TLNS / Sin / Log: at N = 5,000 (3,000 slots) the
+sound PBA 3.0% [-4.7, 10.7] / -3.4% [-11.5, 4.7] / 12.9% [7.8, 18.0] (a drop decided on Log
+only), the authors' setting 38.7% / 36.9% / 53.7% (every interval above 0); at N = 7,000 (2,000
+slots) the sound PBA rises (-50.5%, -47.6%, -31.9%, decided), the authors' drops on Log only
+(39.5% [26.4, 52.6]). At 300 slots nothing in the window sweep is decided; ``--split 120``
+finds the change over slots 1-120 undecided for the sound PBA on every stream.
 
 It imports `pwsm_absolute` (the authors' S5 settings and the rounded TLNS walk) from its own
 directory.
@@ -365,6 +381,7 @@ class Run:
     dc_sampled: float  # share of slots whose dissimilarity step samples
     pub_shares: float  # mean publication budget of the default class, in its shares
     pub_sampled: float  # share of publications whose threshold is above the lowest budget
+    split: tuple[float, float] | None = None  # AMRE over slots 1..S and S+1..T (``--split S``)
 
 
 def run(
@@ -377,13 +394,18 @@ def run(
     mechanism: str = MECHANISM,
     shuffle: int | None = None,
     guard_all: bool = False,
+    split: int = 0,
 ) -> Run:
     """``mechanism`` (PBA or PBD) under ``setting``: the data and noise generators of
     `wevent.experiments.running`. The sound kernel's charges go through wevent's `Guard` (one
     guard for the whole stream, restarted segments shifted to their stream slots), the du-code
     kernel's to `Unchecked` (with ``guard_all``, to the guard too: a check of which settings
     overspend). ``shuffle``: the slots in `slot_order(slots, shuffle)` (a random stand-in for
-    the authors' unsorted file order), the same order for every seed."""
+    the authors' unsorted file order), the same order for every seed. ``split`` S (0 < S <
+    slots): also the AMRE over slots 1..S and over S+1..slots (001 Eq. 5 on each part), to
+    separate the start-up window from the rest."""
+    if split and not 0 < split < slots:
+        raise ValueError(f"split must lie in 1..{slots - 1}, got {split}")
     sizes = [c.count for c in population.classes]
     data_seed, noise_seed, _, _ = np.random.SeedSequence(seed).spawn(4)
     data_rng = np.random.default_rng(data_seed)
@@ -426,12 +448,17 @@ def run(
     published = sum(1 for r in records if r.status == "published")
     if (published and not pub) or not dis:
         raise RuntimeError("the probe recorded no charges: table (c) would be empty (stop)")
+    parts = None
+    if split:
+        head = metrics.amre(release[:split], truth[:split])
+        parts = (head, metrics.amre(release[split:], truth[split:]))
     return Run(
         amre=metrics.amre(release, truth),
         publications=published,
         dc_sampled=sum(1 for n in dis if n[1]) / max(len(dis), 1),
         pub_shares=float(statistics.mean(n[2] / DEFAULT_SHARE for n in pub)) if pub else 0.0,
         pub_sampled=sum(1 for n in pub if n[1]) / max(len(pub), 1),
+        split=parts,
     )
 
 
@@ -480,8 +507,10 @@ def sweep_table(
     settings: Sequence[Setting] = SETTINGS,
     shuffles: Sequence[int] = (),
     guard_all: bool = False,
+    split: int = 0,
 ) -> None:
-    """(b) and (c) for one sweep; each setting runs in order and then with the slots in
+    """(b) and (c) for one sweep (and (f) with ``split`` S > 0: the change column's paired
+    change over slots 1..S and over S+1..slots separately); each setting runs in order and then with the slots in
     `slot_order(slots, seed)` for each seed of ``shuffles`` (rows "SETTING, shuffled SEED").
     The change column compares the last two ratios given, paired per seed. A run the guard
     refuses is one row saying so, except in the `sound` setting (wevent's kernel, never
@@ -500,6 +529,7 @@ def sweep_table(
     print(f"| data | setting | {head} | {versus}: mean [95% interval], seeds min .. max |")
     print("|---|---|" + "---:|" * len(ratios) + "---|")
     mech: list[str] = []
+    parts: list[str] = []
     orders: tuple[int | None, ...] = (None, *shuffles)
     for kind in kinds:
         for mechanism in mechanisms:
@@ -519,6 +549,7 @@ def sweep_table(
                                         pop,
                                         *(kind, slots, s, setting, "as is", mechanism, order),
                                         guard_all=guard_all,
+                                        split=split,
                                     )
                                 )
                     except BudgetExceeded as refused:  # a restarted or du-code kernel overspent
@@ -549,6 +580,8 @@ def sweep_table(
                         f"| {NAMES[kind]} | {name} | " + " | ".join(cells) + f" | {change} |",
                         flush=True,
                     )
+                    if compared and split:
+                        parts.append(f"| {NAMES[kind]} | {name} | " + split_cells(by_o, *compared))
                     for o in compared:
                         rs = by_o[o]
                         mech.append(
@@ -570,6 +603,35 @@ def sweep_table(
     print("|---|---|---:|---:|---:|---:|---:|")
     for line in mech:
         print(line)
+    if parts:
+        low, high = (f"{float(o):g}" for o in compared)
+        print(
+            f"\n## (f) Start-up window, {sweep}:o sweep: AMRE mean over seeds at o = {low} -> "
+            f"{high} over slots 1..{split} and {split + 1}..{slots}, and 1 - X({high})/X({low}) "
+            "on each part, paired per seed: mean [95% interval]"
+        )
+        print(
+            f"| data | setting | slots 1..{split} | change | slots {split + 1}..{slots} | change |"
+        )
+        print("|---|---|---:|---|---:|---|")
+        for line in parts:
+            print(line)
+
+
+def split_cells(by_o: dict[Fraction, list[Run]], low: Fraction, high: Fraction) -> str:
+    """(f)'s cells for one row: per part (slots 1..S, S+1..T) the mean AMRE at ``low`` and
+    ``high`` and the paired change 1 - X(high) / X(low)."""
+    cells = []
+    for part in (0, 1):
+        lo = [r.split[part] for r in by_o[low] if r.split is not None]
+        hi = [r.split[part] for r in by_o[high] if r.split is not None]
+        if len(lo) != len(by_o[low]) or len(hi) != len(by_o[high]):
+            raise ValueError("a run without its split AMRE")
+        iv = interval([1 - a / b for a, b in zip(hi, lo, strict=True)])
+        bounds = "" if iv.n < 2 else f" [{iv.low:.1%}, {iv.high:.1%}]"
+        cells.append(f"{statistics.mean(lo):,.0f} -> {statistics.mean(hi):,.0f}")
+        cells.append(f"{iv.mean:.1%}{bounds}")
+    return " | ".join(cells) + " |"
 
 
 def ablation(kinds: Sequence[str], users: int, slots: int, seeds: int) -> None:
@@ -631,6 +693,14 @@ def main() -> None:
         help="charge the du-code settings to wevent's guard too (a check: which overspend)",
     )
     parser.add_argument(
+        "--split",
+        type=int,
+        default=0,
+        metavar="S",
+        help="also (f): the change over slots 1..S and S+1..SLOTS separately (the start-up "
+        "window: S = 120)",
+    )
+    parser.add_argument(
         "--ablation",
         action="store_true",
         help="only (d): the du-code kernel at o = 0.9 with DC's sample as is, rescaled, unsampled",
@@ -664,6 +734,8 @@ def main() -> None:
         parser.error(f"--shuffle: comma-separated integer seeds, got {args.shuffle!r}")
     if args.users < 10 or args.slots < 1 or args.seeds < 1:
         parser.error("--users >= 10, --slots >= 1 and --seeds >= 1")
+    if args.split and not 0 < args.split < args.slots:
+        parser.error(f"--split: a slot in 1..{args.slots - 1} (below --slots), got {args.split}")
     start = time.time()
     names = "PBA" if args.ablation else ", ".join(m.upper() for m in mechanisms)
     print(f"# 001 Section 6.5 (Figures 11-12): {names} over the share o, the authors' settings")
@@ -679,6 +751,7 @@ def main() -> None:
             *(s, kinds, args.users, args.slots, args.seeds, ratios, mechanisms, settings),
             shuffles,
             args.guard_all,
+            args.split,
         )
     print(f"\ntotal {time.time() - start:.0f} s")
 

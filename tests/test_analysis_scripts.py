@@ -345,6 +345,64 @@ def test_pwsm_ratio_ducode_refuses_bad_ratios() -> None:
     assert "--ratios: numbers between 0 and 1" in done.stderr
 
 
+def test_pwsm_ratio_ducode_split_is_the_amre_of_each_part(
+    ducode: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``split`` S: the AMRE over slots 1..S is the AMRE of the same run cut at S (the data and
+    noise are drawn slot by slot), the two parts average to the whole, and table (f) pairs each
+    part's change per seed as the change column does."""
+    pop = ducode.window_ratio_population(1000, Fraction(9, 10), 0)
+    for kind in ("lns", "sin"):
+        whole = ducode.run(pop, kind, 100, 0, ducode.SETTINGS[0], split=40)
+        head, tail = whole.split
+        assert head == ducode.run(pop, kind, 40, 0, ducode.SETTINGS[0]).amre
+        assert (40 * head + 60 * tail) / 100 == pytest.approx(whole.amre, rel=1e-12)
+        assert head != tail
+    assert ducode.run(pop, "sin", 100, 0, ducode.SETTINGS[0]).split is None
+    with pytest.raises(ValueError, match=r"split must lie in 1\.\.99"):
+        ducode.run(pop, "sin", 100, 0, ducode.SETTINGS[0], split=100)
+    ratios = [Fraction(1, 2), Fraction(9, 10)]
+    sound = ducode.SETTINGS[0]
+    ducode.sweep_table("w", ["sin"], 1000, 60, 2, ratios, ["pba"], [sound], (), False, 20)
+    out = capsys.readouterr().out
+    assert "| data | setting | slots 1..20 | change | slots 21..60 | change |" in out
+    runs = {
+        o: [
+            ducode.run(ducode.window_ratio_population(1000, o, s), "sin", 60, s, sound, split=20)
+            for s in (0, 1)
+        ]
+        for o in ratios
+    }
+    cells = []
+    for part in (0, 1):
+        lo = [r.split[part] for r in runs[ratios[0]]]
+        hi = [r.split[part] for r in runs[ratios[1]]]
+        iv = ducode.interval([1 - a / b for a, b in zip(hi, lo, strict=True)])
+        cells.append(f"{np.mean(lo):,.0f} -> {np.mean(hi):,.0f}")
+        cells.append(f"{iv.mean:.1%} [{iv.low:.1%}, {iv.high:.1%}]")
+    assert "| Sin | sound | " + " | ".join(cells) + " |" in out
+
+
+def test_pwsm_ratio_ducode_refuses_a_split_outside_the_stream() -> None:
+    for split in ("300", "-1"):
+        done = subprocess.run(
+            [
+                sys.executable,
+                str(ANALYSIS / "pwsm_ratio_ducode.py"),
+                "--slots",
+                "300",
+                "--split",
+                split,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 2 and "--split: a slot in 1..299" in done.stderr
+        assert "Traceback" not in done.stderr
+
+
 @pytest.mark.parametrize("w", [2, 3, 5])
 def test_pwsm_absolute_bd_budgets_are_wevents_sound_and_du_code_kernels(w: int) -> None:
     """The simulator's BD against wevent's exact kernels on the simulator's own decisions: each
