@@ -27,17 +27,18 @@ from wevent.cli._group import LIMIT_PREFIX, WeventGroup
 REPO = Path(__file__).resolve().parents[1]
 
 # Runs `wevent ARGS...` in this fresh interpreter, then prints its exit code and the modules it
-# imported as JSON on the last line of stdout.
+# imported (not those the interpreter's start-up had) as JSON on the last line of stdout.
 IMPORTS = textwrap.dedent(
     """\
     import json, sys
+    before = set(sys.modules)
     from wevent.cli import main
     try:
         main(sys.argv[1:])
         code = 0
     except SystemExit as exc:
         code = exc.code
-    print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+    print(json.dumps({"code": code, "modules": sorted(set(sys.modules) - before)}))
     """
 )
 
@@ -142,6 +143,12 @@ def test_the_group_help_imports_no_command_and_not_numpy() -> None:
     assert code == 0
     assert _command_modules(modules) == set()
     assert "numpy" not in modules and "wevent.accounting" not in modules
+    assert "importlib.metadata" not in modules  # the version is read when asked for
+
+
+def test_the_version_is_still_read() -> None:
+    done = _fresh("--version")
+    assert done.stdout.startswith("wevent, version ") and done.returncode == 0
 
 
 @pytest.mark.parametrize(
