@@ -98,9 +98,13 @@ def main() -> None:
             for _, argv in CASES:
                 for tree, env in zip(trees, envs, strict=True):
                     run_once(argv, tree, env)
-        mode = "bytecode cached" if args.bytecode else "environment as is"
         bytecode = os.environ.get("PYTHONDONTWRITEBYTECODE", "")
-        print(f"{mode} (PYTHONDONTWRITEBYTECODE={bytecode!r}); {args.runs} runs per case")
+        mode = (
+            "bytecode cached (PYTHONPYCACHEPREFIX per tree, PYTHONDONTWRITEBYTECODE lifted)"
+            if args.bytecode
+            else f"the environment as it is (PYTHONDONTWRITEBYTECODE={bytecode!r})"
+        )
+        print(f"{mode}; {args.runs} runs per case")
         print(f"load averages before: {load()}")
         for k, tree in enumerate(trees, 1):
             print(f"tree {k}: {tree}")
