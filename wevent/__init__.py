@@ -23,8 +23,6 @@ nothing else: each name loads its module on first use, and none needs an optiona
 from __future__ import annotations
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as _version
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the same names, for type checkers; at runtime they load on first use
@@ -143,6 +141,11 @@ if not TYPE_CHECKING:  # type checkers see the imports above, and flag unknown n
 
     def __getattr__(name: str) -> Any:
         if name == "__version__":
+            # importlib.metadata here, not above: it costs the command line's start-up tens of
+            # milliseconds (`wevent --help` never asks for the version)
+            from importlib.metadata import PackageNotFoundError
+            from importlib.metadata import version as _version
+
             try:
                 value: Any = _version("wevent")
             except PackageNotFoundError:  # a source tree that was never installed

@@ -18,23 +18,42 @@ from typing import Any
 import click
 
 from wevent.cli._group import WeventGroup
-from wevent.cli.audit import audit_cmd
-from wevent.cli.check import check_cmd
-from wevent.cli.demo import demo_cmd
-from wevent.cli.gate import gate_cmd
-from wevent.cli.ledger import ledger_group
-from wevent.cli.prepare import prepare_group
-from wevent.cli.prove import prove_group
-from wevent.cli.reproduce import reproduce_cmd
-from wevent.cli.run import run_cmd
-from wevent.cli.trace import trace_cmd
 
-__all__ = ["cli", "main"]
+__all__ = ["COMMANDS", "cli", "main"]
+
+# Every command: its name -> (where it is, its short help). `wevent --help` lists them from here,
+# so it imports no command (each command's module, and what it imports, loads only when that
+# command is named); tests/test_cli_lazy.py holds each short help equal to its command's own.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "audit": (
+        "wevent.cli.audit:audit_cmd",
+        "Audit deployed ledgers: integrity, then every window; reports.",
+    ),
+    "check": ("wevent.cli.check:check_cmd", "Check one ledger against the requirements."),
+    "demo": ("wevent.cli.demo:demo_cmd", "Run the main job on the bundled examples."),
+    "gate": ("wevent.cli.gate:gate_cmd", "Prove or refute an allocator, for CI."),
+    "ledger": (
+        "wevent.cli.ledger:ledger_group",
+        "Durable ledgers: repair a crashed writer's tail; signing keys.",
+    ),
+    "prepare": (
+        "wevent.cli.prepare:prepare_group",
+        "Turn a real data set into a user,slot,value stream.",
+    ),
+    "prove": (
+        "wevent.cli.prove:prove_group",
+        "Prove a primitive, allocator, population allocator or ExSub.",
+    ),
+    "reproduce": ("wevent.cli.reproduce:reproduce_cmd", "Re-run one of the papers' experiments."),
+    "run": ("wevent.cli.run:run_cmd", "Run an allocator on a stream, the guard in the loop."),
+    "trace": ("wevent.cli.trace:trace_cmd", "Trace a budget kernel on publish/skip decisions."),
+}
 
 
 @click.group(
     "wevent",
     cls=WeventGroup,
+    lazy=COMMANDS,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
 @click.version_option(package_name="wevent", prog_name="wevent")
@@ -63,21 +82,6 @@ def cli() -> None:
       5  INTEGRITY FAILURE: a ledger was changed or cannot be vouched for (audit, ledger)
       6  UNCOMMITTED TAIL: a crashed writer's tail, not audited (wevent ledger repair)
     """
-
-
-for _command in (
-    check_cmd,
-    audit_cmd,
-    ledger_group,
-    run_cmd,
-    trace_cmd,
-    prove_group,
-    gate_cmd,
-    reproduce_cmd,
-    prepare_group,
-    demo_cmd,
-):
-    cli.add_command(_command)
 
 
 def main(argv: Sequence[str] | None = None) -> Any:

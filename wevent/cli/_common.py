@@ -27,6 +27,7 @@ __all__ = [
     "EXIT_UNKNOWN",
     "EXIT_VERIFIER",
     "EXIT_VIOLATION",
+    "MAX_SLOT",
     "STATUS_EXIT",
     "VARIANT_CHOICES",
     "Choice",
@@ -223,6 +224,11 @@ def requirements_option(f: Callable[..., Any]) -> Callable[..., Any]:
 # written out so the command line starts without importing the kernels (tests/test_peers.py
 # holds the two equal).
 VARIANT_CHOICES = ("sound", "published", "du-code", "streamdp-code")
+
+# The largest slot number (`wevent.accounting.budget.MAX_SLOT`), written out so that a command's
+# options are built without importing the accounting package (tests/test_cli_lazy.py holds the
+# two equal).
+MAX_SLOT = 2**62 - 1
 
 
 def variant_options(f: Callable[..., Any]) -> Callable[..., Any]:

@@ -1,18 +1,21 @@
 """The click group every wevent command hangs from: one error format for every usage error
-(click's own included), a did-you-mean for commands and renamed flags, and the safety nets that
-keep a user's mistake from ever ending in a traceback."""
+(click's own included), a did-you-mean for commands and renamed flags, the safety nets that
+keep a user's mistake from ever ending in a traceback, and commands loaded when named (a
+command's module, and what it imports, loads only when that command runs or shows its help)."""
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from gettext import gettext
+from importlib import import_module
 from typing import Any
 
 import click
 
 from wevent._extras import missing_extra
-from wevent.accounting.inputs import check_limits
 from wevent.cli._common import (
     EXIT_INPUT,
     EXIT_VERIFIER,
@@ -22,7 +25,11 @@ from wevent.cli._common import (
 )
 from wevent.errors import InputError, LimitError
 
-__all__ = ["RENAMED", "WeventGroup"]
+__all__ = ["LIMIT_PREFIX", "RENAMED", "WeventGroup", "check_limits_at_start"]
+
+# Every limit `wevent.accounting.inputs.check_limits` reads is an environment variable named so
+# (tests/test_cli_lazy.py holds each of them to it).
+LIMIT_PREFIX = "WEVENT_MAX_"
 
 # Flags whose names changed, and the options that replaced them (one meaning per flag across
 # commands); a command is pointed at the replacement it has.
@@ -58,15 +65,73 @@ def _usage_error(exc: click.UsageError) -> str:
     return error_line(f"{message} (see '{help_path} --help')", path)
 
 
+def check_limits_at_start() -> None:
+    """`wevent.accounting.inputs.check_limits`, as every command runs it first, without loading
+    the accounting package (and numpy) when it has nothing to check: no ``WEVENT_MAX_*``
+    variable is set and no limit has been read yet in this process (the package is not
+    loaded), so every limit is its default and is read, as it would be here, on first use."""
+    if "wevent.accounting.budget" not in sys.modules and not any(
+        name.startswith(LIMIT_PREFIX) for name in os.environ
+    ):
+        return
+    from wevent.accounting.inputs import check_limits
+
+    check_limits()
+
+
+def _load(name: str, target: str) -> click.Command:
+    """The command ``target`` ("module:attribute") names; it must be called ``name``."""
+    module, _, attribute = target.partition(":")
+    command = getattr(import_module(module), attribute)
+    if not isinstance(command, click.Command) or command.name != name:
+        raise TypeError(f"{target} is not the click command {name!r}")  # a bug in wevent
+    return command
+
+
 class WeventGroup(click.Group):
     """A group whose unknown subcommand gets a suggestion (``unknown_hint(name)`` may give a
-    better one) and whose standalone `main` prints every error as one line."""
+    better one) and whose standalone `main` prints every error as one line.
+
+    ``lazy`` maps a command's name to ``("module:attribute", short help)``: the module is
+    imported when the command is first asked for (run, its help, a completion), and the group's
+    own help lists it with that short help, importing nothing."""
 
     def __init__(
-        self, *args: Any, unknown_hint: Callable[[str], str | None] | None = None, **kwargs: Any
+        self,
+        *args: Any,
+        unknown_hint: Callable[[str], str | None] | None = None,
+        lazy: Mapping[str, tuple[str, str]] | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.unknown_hint = unknown_hint
+        self.lazy = dict(lazy or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            self.add_command(_load(cmd_name, self.lazy[cmd_name][0]))
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's list of commands, where a command not loaded yet shows its short help from
+        ``lazy`` (tests/test_cli_lazy.py holds the list equal to the loaded commands')."""
+        shown = [
+            (name, self.commands.get(name))
+            for name in self.list_commands(ctx)
+            if name not in self.commands or not self.commands[name].hidden
+        ]
+        if not shown:
+            return
+        limit = formatter.width - 6 - max(len(name) for name, _ in shown)
+        rows = [
+            (name, self.lazy[name][1] if command is None else command.get_short_help_str(limit))
+            for name, command in shown
+        ]
+        with formatter.section(gettext("Commands")):
+            formatter.write_dl(rows)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
@@ -99,7 +164,7 @@ class WeventGroup(click.Group):
         argv = list(args) if args is not None else sys.argv[1:]
         record_invocation(argv)
         try:
-            check_limits()  # an invalid WEVENT_MAX_* value: one line naming it, before anything
+            check_limits_at_start()  # an invalid WEVENT_MAX_* value: one line, before anything
         except LimitError as exc:
             command = next((a for a in argv if not a.startswith("-")), "")
             click.echo(error_line(str(exc), f"wevent {command}".strip()), err=True)

@@ -9,7 +9,6 @@ from pathlib import Path
 import click
 
 from wevent._extras import missing_extra, require
-from wevent.accounting.formats import read_requirements
 from wevent.cli._common import (
     AUDIT_EXIT,
     Choice,
@@ -98,6 +97,7 @@ def audit_cmd(
       wevent audit run.wledger -r req.csv --expect-head 3f2a9c41d07e5b68 --public-key key.pub
       wevent audit big.parquet -r req.csv --engine duckdb --json audit.json
     """
+    from wevent.accounting.formats import read_requirements
     from wevent.verifier.audit import run_audit
     from wevent.verifier.report import (
         render_html,

@@ -8,12 +8,10 @@ from pathlib import Path
 
 import click
 
-from wevent.accounting.budget import MAX_SLOT
-from wevent.accounting.durable import is_durable_ledger
-from wevent.accounting.formats import read_ledger, read_requirements
 from wevent.cli._common import (
     EXIT_OK,
     EXIT_VIOLATION,
+    MAX_SLOT,
     StageBar,
     check_writable,
     emit_json,
@@ -23,8 +21,6 @@ from wevent.cli._common import (
     requirements_option,
 )
 from wevent.errors import InputError
-from wevent.verifier.check import check
-from wevent.verifier.verdict import render_verdict
 
 __all__ = ["INTEGRITY_TEXT", "check_cmd", "until_option"]
 
@@ -73,6 +69,11 @@ def check_cmd(
       wevent check ledger.jsonl -r requirements.csv
       wevent check ledger.parquet -r fixed.csv -r dynamic.csv --json
     """
+    from wevent.accounting.durable import is_durable_ledger
+    from wevent.accounting.formats import read_ledger, read_requirements
+    from wevent.verifier.check import check
+    from wevent.verifier.verdict import render_verdict
+
     check_writable(json_out)
     try:
         population = read_requirements(requirements)

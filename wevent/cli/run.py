@@ -9,7 +9,6 @@ from typing import Any, NoReturn
 
 import click
 
-from wevent.accounting.formats import read_requirements
 from wevent.cli._common import (
     EXIT_OK,
     EXIT_VIOLATION,
@@ -22,7 +21,6 @@ from wevent.cli._common import (
 )
 from wevent.cli._help import ALLOCATOR_HELP, EXSUB_RUN_HELP, TARGET_HELP
 from wevent.errors import InputError
-from wevent.mechanisms.allocators import MECHANISMS
 
 __all__ = ["run_cmd"]
 
@@ -220,7 +218,9 @@ def run_cmd(
             ledger_out,
             releases_out,
         )
+    from wevent.accounting.formats import read_requirements
     from wevent.experiments.running import open_stream, run_mechanism
+    from wevent.mechanisms.allocators import MECHANISMS
 
     chosen: dict[str, Any] = {}
     builtin = allocator in MECHANISMS
@@ -339,6 +339,7 @@ def _run_exsub(
     releases_out: Path | None,
 ) -> None:
     """`wevent run exsub`: exits 0 when every charge was accepted, 1 when the guard refused one."""
+    from wevent.accounting.formats import read_requirements
     from wevent.exsub_run import run_exsub
 
     try:

@@ -10,8 +10,6 @@ from typing import Any
 
 import click
 
-from wevent.accounting.budget import format_exact
-from wevent.accounting.formats import read_requirements
 from wevent.cli._common import (
     EXIT_OK,
     EXIT_VIOLATION,
@@ -25,7 +23,6 @@ from wevent.cli._common import (
 )
 from wevent.cli._help import ALLOCATOR_HELP, TARGET_HELP
 from wevent.errors import InputError
-from wevent.mechanisms.allocators import MECHANISMS, POPULATION
 
 __all__ = ["trace_cmd"]
 
@@ -87,6 +84,9 @@ def trace_cmd(
     Example (001 Example 7):
       wevent trace dpba -r table3.csv --decisions 1,0,1,0,1 --variant published
     """
+    from wevent.accounting.budget import format_exact
+    from wevent.accounting.formats import read_requirements
+    from wevent.mechanisms.allocators import MECHANISMS, POPULATION
     from wevent.mechanisms.allocators.registry import is_population, resolve
     from wevent.verifier.tracing import parse_decisions, trace_population, trace_with_guard
 
@@ -162,6 +162,8 @@ def trace_cmd(
 
 
 def _print_population_trace(result: Any) -> None:
+    from wevent.accounting.budget import format_exact
+
     setup, population = result.setup, result.population
     cfg = setup.config
     click.echo(
