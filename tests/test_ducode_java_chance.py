@@ -23,6 +23,8 @@ LOG_W200 = (
     "log order=fs E=0.6 w=200 BD " + " ".join(["50000000"] * 5) + "\n"
 )
 
+SIN_E1 = "sin order=fs E=1.0 w=120 BD " + " ".join(["1000000"] * 10) + "\n"
+
 
 @pytest.fixture(scope="module")
 def chance() -> Iterator[ModuleType]:
@@ -50,6 +52,7 @@ def test_disjoint_groups_and_the_share_at_or_above_the_printed_value(
     assert chance.share_above(groups, plbu) == (1, 3)
     assert chance.where("log", 0.6, 200) == "Table 6, Log, w = 200"
     assert chance.where("tlns", 0.4, 120) == "Table 5, TLNS, E = 0.4"
+    assert chance.where("sin", 0.6, 120) == "Tables 5-6, Sin, E = 0.6, w = 120"
     assert chance.printed("tlns", "bd", 0.4, 120) == 26932213.28
 
 
@@ -86,7 +89,16 @@ def test_the_command_prints_the_cell_and_reads_gzip(
     assert chance.main([str(path), "--bootstrap", "100"]) == 0
     out = capsys.readouterr().out
     assert "| Table 6, Log, w = 200 | 35 | " in out
-    assert "| 8.66 | 3 | 1/1/1/1/10/10/10 | 1/3 = 33.3% [0.8%, 90.6%] | 66.7 | " in out
+    assert (
+        "| 1-50 | 50, 50, 50 | 8.66 | 3 | 1/1/1/1/10/10/10 | 1/3 = 33.3% [0.8%, 90.6%] | 66.7 | "
+        in out
+    )
+    assert "order = fs: inside in 1 of 1 cells; outside: none" in out
+    # 001 Table 5, Sin, E = 1: BD 2,875,381.82, above every mean of runs of 1 million
+    path.write_bytes(gzip.compress((LOG_W200 + SIN_E1).encode()))
+    assert chance.main([str(path), "--bootstrap", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "order = fs: inside in 1 of 2 cells; outside: Table 5, Sin, E = 1 (100.0)" in out
     assert "| Table 6, Log, w = 200 | fs | 6.33 | 1/3 = 33.3% [0.8%, 90.6%] | " in out
 
 

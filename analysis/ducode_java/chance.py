@@ -47,6 +47,7 @@ KINDS = {"tlns": "lns", "sin": "sin", "log": "log"}
 GROUP = 10  # 001: "Each experiment is run 10 times, and we report the average result"
 DEFAULT_RAW = HERE / "results" / "chance_runs.txt.gz"
 QUANTILES = (0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0)
+TAIL = 0.025  # a printed value below the 2.5th or above the 97.5th percentile is "outside"
 
 
 class InputError(ValueError):
@@ -66,6 +67,8 @@ def printed(stream: str, mechanism: str, e: float, w: int) -> float:
 def where(stream: str, e: float, w: int) -> str:
     """The paper table and row a cell's printed values come from."""
     name = {"tlns": "TLNS", "sin": "Sin", "log": "Log"}[stream]
+    if w == pa.TABLE5_W and e == pa.TABLE6_E:
+        return f"Tables 5-6, {name}, E = {e:g}, w = {w}"
     if w == pa.TABLE5_W:
         return f"Table 5, {name}, E = {e:g}"
     return f"Table 6, {name}, w = {w}"
@@ -210,11 +213,12 @@ def report(cells: Sequence[Cell], draws: int, seed: int) -> None:
     for order in dict.fromkeys(c.order for c in cells):
         print(f"\n## order = {order}")
         print(
-            "| cell (001) | runs | mean | median | min-max | printed BD | groups | 10-run means "
+            "| cell (001) | runs | mean | median | min-max | 3 largest | printed BD | groups "
+            "| 10-run means "
             "q0/5/25/50/75/95/100 | groups >= printed [95% CI] | printed's percentile, "
             "groups | bootstrap >= printed | printed's percentile, bootstrap |"
         )
-        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for c in (c for c in cells if c.order == order):
             p = printed(c.stream, "bd", c.e, c.w)
             groups = group_means(c.bd)
@@ -229,10 +233,27 @@ def report(cells: Sequence[Cell], draws: int, seed: int) -> None:
                 gq = gshare = gperc = "(fewer than 10 runs)"
             print(
                 f"| {where(c.stream, c.e, c.w)} | {len(c.bd)} | {m(statistics.fmean(c.bd))} "
-                f"| {m(statistics.median(c.bd))} | {m(min(c.bd))}-{m(max(c.bd))} | {m(p)} "
+                f"| {m(statistics.median(c.bd))} | {m(min(c.bd))}-{m(max(c.bd))} "
+                f"| {', '.join(m(x) for x in sorted(c.bd)[-3:])} | {m(p)} "
                 f"| {len(groups)} | {gq} | {gshare} | {gperc} | {pct(bx, bn)} "
                 f"| {percentile_of(boot, p):.1f} |"
             )
+    print(
+        "\n## Printed BD inside the central 95% of the bootstrap's 10-run means "
+        f"(percentile {100 * TAIL:g}-{100 * (1 - TAIL):g})"
+    )
+    for order in dict.fromkeys(c.order for c in cells):
+        inside, outside = [], []
+        for c in (c for c in cells if c.order == order):
+            perc = percentile_of(
+                bootstrap_means(c.bd, draws, seed), printed(c.stream, "bd", c.e, c.w)
+            )
+            label = f"{where(c.stream, c.e, c.w)} ({perc:.1f})"
+            (inside if 100 * TAIL <= perc <= 100 * (1 - TAIL) else outside).append(label)
+        print(
+            f"order = {order}: inside in {len(inside)} of {len(inside) + len(outside)} cells; "
+            f"outside: {'; '.join(outside) or 'none'}"
+        )
     print("\n## 10-run means of BD above 001's printed PLBU of the same cell")
     print("| cell (001) | order | printed PLBU | groups > PLBU [95% CI] | bootstrap > PLBU |")
     print("|---|---|---|---|---|")
