@@ -243,7 +243,8 @@ def report(cells: Sequence[Cell], draws: int, seed: int) -> None:
         f"(percentile {100 * TAIL:g}-{100 * (1 - TAIL):g})"
     )
     for order in dict.fromkeys(c.order for c in cells):
-        inside, outside = [], []
+        inside: list[str] = []
+        outside: list[str] = []
         for c in (c for c in cells if c.order == order):
             perc = percentile_of(
                 bootstrap_means(c.bd, draws, seed), printed(c.stream, "bd", c.e, c.w)
