@@ -90,7 +90,7 @@ def test_the_command_prints_the_cell_and_reads_gzip(
     out = capsys.readouterr().out
     assert "| Table 6, Log, w = 200 | 35 | " in out
     assert (
-        "| 1-50 | 50, 50, 50 | 8.66 | 3 | 1/1/1/1/10/10/10 | 1/3 = 33.3% [0.8%, 90.6%] | 66.7 | "
+        "| 1-50 | 50, 50, 50 | 8.66 | 3 | 1/1/1/1/10/10/10 | 1/3 = 33.33% [0.8%, 90.6%] | 66.7 | "
         in out
     )
     assert "order = fs: inside in 1 of 1 cells; outside: none" in out
@@ -99,7 +99,7 @@ def test_the_command_prints_the_cell_and_reads_gzip(
     assert chance.main([str(path), "--bootstrap", "100"]) == 0
     out = capsys.readouterr().out
     assert "order = fs: inside in 1 of 2 cells; outside: Table 5, Sin, E = 1 (100.0)" in out
-    assert "| Table 6, Log, w = 200 | fs | 6.33 | 1/3 = 33.3% [0.8%, 90.6%] | " in out
+    assert "| Table 6, Log, w = 200 | fs | 6.33 | 1/3 = 33.33% [0.8%, 90.6%] | " in out
 
 
 def test_a_bad_line_is_one_error_naming_file_and_line(

@@ -195,7 +195,7 @@ def m(x: float) -> str:
 
 
 def pct(x: int, n: int) -> str:
-    return f"{x}/{n} = {100 * x / n:.1f}%"
+    return f"{x}/{n} = {100 * x / n:.2f}%"
 
 
 def interval(x: int, n: int) -> str:
@@ -210,6 +210,7 @@ def report(cells: Sequence[Cell], draws: int, seed: int) -> None:
         f"(random.Random({seed})); AMRE in millions; 95% Clopper-Pearson intervals over the "
         "disjoint groups"
     )
+    boots = {id(c): bootstrap_means(c.bd, draws, seed) for c in cells}
     for order in dict.fromkeys(c.order for c in cells):
         print(f"\n## order = {order}")
         print(
@@ -222,7 +223,7 @@ def report(cells: Sequence[Cell], draws: int, seed: int) -> None:
         for c in (c for c in cells if c.order == order):
             p = printed(c.stream, "bd", c.e, c.w)
             groups = group_means(c.bd)
-            boot = bootstrap_means(c.bd, draws, seed)
+            boot = boots[id(c)]
             bx, bn = share_at_least(boot, p)
             if groups:
                 gx, gn = share_at_least(groups, p)
@@ -246,9 +247,7 @@ def report(cells: Sequence[Cell], draws: int, seed: int) -> None:
         inside: list[str] = []
         outside: list[str] = []
         for c in (c for c in cells if c.order == order):
-            perc = percentile_of(
-                bootstrap_means(c.bd, draws, seed), printed(c.stream, "bd", c.e, c.w)
-            )
+            perc = percentile_of(boots[id(c)], printed(c.stream, "bd", c.e, c.w))
             label = f"{where(c.stream, c.e, c.w)} ({perc:.1f})"
             (inside if 100 * TAIL <= perc <= 100 * (1 - TAIL) else outside).append(label)
         print(
@@ -261,7 +260,7 @@ def report(cells: Sequence[Cell], draws: int, seed: int) -> None:
     for c in cells:
         plbu = printed(c.stream, "plbu", c.e, c.w)
         groups = group_means(c.bd)
-        bx, bn = share_above(bootstrap_means(c.bd, draws, seed), plbu)
+        bx, bn = share_above(boots[id(c)], plbu)
         if groups:
             gx, gn = share_above(groups, plbu)
             gshare = f"{pct(gx, gn)} {interval(gx, gn)}"
