@@ -19,7 +19,8 @@
 //   fast COUNTS ORDER SEG BATCH CONFIGS REPEATS
 //                          the run loop on those counts, REPEATS times; with -Dfastcount=true and
 //                          shadow/ first on the class path the counting is O(1) per slot (same
-//                          counts as their BooleanStreamDataElementUtils; only speed differs)
+//                          counts as their BooleanStreamDataElementUtils; only speed differs);
+//                          with -Dfast.bdonly=true BA is not run (chance.py's runs)
 //   params DIR T USERS TYPES   the inputs their runner gives DPBD and DPBA (their GenerateGroupParametersForTLNS
 //                          with parameter_config.xml's values passed as arguments): DIR/basic_info/{user,
 //                          userTypeID,user_to_type}.txt and DIR/group_generated_parameters/1.privacy_budget/
@@ -164,7 +165,7 @@ public class RunDuCode {
                         if ((i + 1) % batch == 0 || i == total - 1) {
                             List<StreamCountData> raw = _0_NonPrivacyMechanismRun.runBatch(np, 0, batchData).getValue();
                             bdSum += bre(_1_WEventMechanismRun.runBatch(bdm, 0, batchData, raw));
-                            baSum += bre(_1_WEventMechanismRun.runBatch(bam, 0, batchData, raw));
+                            if (!BD_ONLY) baSum += bre(_1_WEventMechanismRun.runBatch(bam, 0, batchData, raw));
                             batchData.clear();
                         }
                     }
@@ -172,12 +173,16 @@ public class RunDuCode {
                 sbd.append(String.format(" %.0f", bdSum / total));
                 sba.append(String.format(" %.0f", baSum / total));
             }
-            System.out.println("order=" + order + " E=" + E + " w=" + w + " BD" + sbd + " | BA" + sba);
+            System.out.println("order=" + order + " E=" + E + " w=" + w + " BD" + sbd + (BD_ONLY ? "" : " | BA" + sba));
             System.out.flush();
         }
     }
 
     static final boolean FAST = Boolean.getBoolean("fastcount");
+    // -Dfast.bdonly=true: fast mode steps NP and BD only (no "| BA" part in its lines). BD's
+    // inputs and draws do not depend on BA: each batch runs BD before BA on the same lists, the
+    // two share no state, and their Laplace noise comes from a new LaplaceDistribution per draw.
+    static final boolean BD_ONLY = Boolean.getBoolean("fast.bdonly");
     @SuppressWarnings("unchecked")
     static List<StreamDataElement<Boolean>> countList(int c0, int c1, StreamDataElement<Boolean> e0, StreamDataElement<Boolean> e1) throws Exception {
         // the stand-in's CountList (shadow/), found at run time: their sources do not have it
